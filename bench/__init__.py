@@ -1,0 +1,1 @@
+"""Benchmarks for cotal-tasks (``make bench``)."""

@@ -1,0 +1,101 @@
+"""The bridge's configuration: one TOML file, validated once into typed settings.
+
+Secrets never live in the file: keys ending in ``_env`` name environment variables.
+Every error names the key and the remedy.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
+
+DEFAULT_ENDPOINT = "com.example.tasks"
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EndpointConfig(_Closed):
+    """One endpoint the bridge serves."""
+
+    name: str = DEFAULT_ENDPOINT
+    provider: Literal["board"] = "board"
+    database: str | None = None  # default: SQLite under the data directory
+    page_ceiling: Annotated[int, Field(ge=1, le=1000)] = 100
+    idempotency_retention_hours: Annotated[float, Field(gt=0, le=24 * 30)] = 24.0
+    require_presence: bool = False
+
+    @field_validator("name")
+    @classmethod
+    def _endpoint_name(cls, value: str) -> str:
+        try:
+            endpoint_token(value)
+        except ContractError as exc:
+            raise ValueError(exc.message) from exc
+        return value
+
+    def database_url(self, data_dir: Path) -> str:
+        if self.database is not None:
+            return self.database
+        return f"sqlite:///{data_dir / (endpoint_token(self.name) + '.db')}"
+
+
+class BridgeConfig(_Closed):
+    space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
+    data_dir: Path = Path(".cotal-tasks")
+    nats_url: str | None = None  # absent: start an embedded nats-server
+    endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1)] = (EndpointConfig(),)
+
+    @field_validator("endpoints")
+    @classmethod
+    def _unique(cls, value: tuple[EndpointConfig, ...]) -> tuple[EndpointConfig, ...]:
+        names = [ep.name for ep in value]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"endpoint names must be unique; {', '.join(dupes)} repeats")
+        return value
+
+    def endpoint(self, name: str | None) -> EndpointConfig:
+        if name is None:
+            return self.endpoints[0]
+        for ep in self.endpoints:
+            if ep.name == name:
+                return ep
+        known = ", ".join(ep.name for ep in self.endpoints)
+        raise ContractError(
+            ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config; it serves {known}"
+        )
+
+
+def load_config(path: Path | None) -> BridgeConfig:
+    """Read and validate ``path`` (or the defaults when ``None``)."""
+    if path is None:
+        return BridgeConfig()
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, f"cannot read config {path}: {exc.strerror}; check the path"
+        ) from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, f"config {path} is not valid TOML ({exc}); fix the syntax"
+        ) from exc
+    try:
+        config = BridgeConfig.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: "
+            f"{err['msg'].removeprefix('Value error, ')}"
+            for err in exc.errors(include_url=False, include_input=False)
+        )
+        raise ContractError(ErrorCode.BAD_REQUEST, f"config {path}: {problems}") from exc
+    if not config.data_dir.is_absolute():
+        config = config.model_copy(update={"data_dir": (path.parent / config.data_dir)})
+    return config

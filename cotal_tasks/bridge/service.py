@@ -1,0 +1,349 @@
+"""The command service: the eight commands over any ``TaskStore``.
+
+Transports (the Cotal wire, HTTP, the CLI) build a ``Call`` from what they
+authenticated (the caller triple always comes from the transport, never from the
+payload) and hand it to ``CommandService.handle``, which admits the mode, validates
+the args, applies the contract's rule and commits through the store. A refusal before
+any effect carries ``outcome: not-executed``; a store failure while committing
+carries ``unknown``, because the database may have committed before it failed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import ValidationError
+
+from cotal_tasks.bridge.paging import decode_cursor, encode_cursor
+from cotal_tasks.bridge.validation import describe_validation_error
+from cotal_tasks.core import (
+    COMMANDS,
+    AdministerTaskInput,
+    BindTaskInput,
+    ClaimTaskInput,
+    CommandSpec,
+    ContractError,
+    CreateTaskInput,
+    ErrorCode,
+    GetTaskInput,
+    Input,
+    ListTasksInput,
+    Mode,
+    MyTasksInput,
+    Seat,
+    Task,
+    TaskPage,
+    TaskStatus,
+    UpdateTaskInput,
+    administer_task,
+    bind_task,
+    canonical_json,
+    claim_task,
+    create_task,
+    digest,
+    update_task,
+)
+from cotal_tasks.providers.store import (
+    IdempotencyKeyTaken,
+    IdempotencyRecord,
+    PageQuery,
+    RevisionConflict,
+    StoredTask,
+    TaskStore,
+    Write,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PAGE_CEILING = 100
+DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000
+_CAS_ATTEMPTS = 16
+
+Json = dict[str, Any]
+ChangeListener = Callable[[int, int], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class SeatPresence:
+    """What a seat's presence card says: its lifecycle uid and raw environment value."""
+
+    lifecycleUid: str | None
+    environment: str | None
+    fresh: bool
+
+
+class PresenceSource(Protocol):
+    """Reads a seat's presence card (the wire provides the real one)."""
+
+    async def lookup(self, owner: str, actor: str) -> SeatPresence | None: ...
+
+
+class NoPresence:
+    """A presence source that knows no card: environments are recorded as absent."""
+
+    async def lookup(self, owner: str, actor: str) -> SeatPresence | None:
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One command invocation, as the transport authenticated it."""
+
+    command: str
+    caller: Seat
+    envelope_id: str
+    args: Mapping[str, Any] | None = None
+    mode: Mode | None = None
+    target: Seat | None = None
+
+
+@dataclass(slots=True)
+class ServiceSettings:
+    space: str
+    page_ceiling: int = DEFAULT_PAGE_CEILING
+    retention_ms: int = DEFAULT_RETENTION_MS
+    require_presence: bool = False  # the optional reachability check of section 3
+
+
+def _new_task_id() -> str:
+    return "t-" + secrets.token_hex(6)
+
+
+@dataclass
+class CommandService:
+    store: TaskStore
+    settings: ServiceSettings
+    clock: Callable[[], int]
+    presence: PresenceSource = field(default_factory=NoPresence)
+    new_task_id: Callable[[], str] = _new_task_id
+    _listeners: list[ChangeListener] = field(default_factory=list)
+
+    def add_listener(self, listener: ChangeListener) -> None:
+        """Call ``listener(changeSeq, observedAt)`` after every committed change."""
+        self._listeners.append(listener)
+
+    async def handle(self, call: Call) -> Json:
+        """Serve one call; return the output's JSON form or raise ``ContractError``."""
+        spec = COMMANDS.get(call.command)
+        if spec is None:
+            raise ContractError(
+                ErrorCode.UNIMPLEMENTED,
+                f"this endpoint has no command {call.command!r}; describe lists the eight "
+                "ai.cotal.tasks commands",
+                outcome="not-executed",
+            )
+        try:
+            _admit(spec, call)
+            args = _parse(spec, call.args)
+            return await self._dispatch(spec, call, args)
+        except ContractError as exc:
+            raise exc.with_outcome("not-executed") from None
+
+    async def _dispatch(self, spec: CommandSpec, call: Call, args: Input) -> Json:
+        if isinstance(args, ListTasksInput):
+            return await self._page(spec.name, args.cursor, args.limit, args.status, None)
+        if isinstance(args, MyTasksInput):
+            return await self._page(spec.name, args.cursor, args.limit, None, call.caller)
+        if isinstance(args, GetTaskInput):
+            return (await self.store.get(args.taskId)).task.to_json()
+        if spec.idempotency == "envelope-id":
+            return await self._idempotent(spec, call, args)
+        return (await self._write(spec, call, args, None)).to_json()
+
+    async def _page(
+        self,
+        command: str,
+        cursor: str | None,
+        limit: int | None,
+        statuses: tuple[TaskStatus, ...] | None,
+        bound_to: Seat | None,
+    ) -> Json:
+        applied = min(limit or self.settings.page_ceiling, self.settings.page_ceiling)
+        after = decode_cursor(cursor, command, statuses) if cursor is not None else None
+        change_seq = await self.store.change_seq()
+        observed_at = self.clock()
+        page = await self.store.page(
+            PageQuery(
+                limit=applied,
+                after=after,
+                statuses=frozenset(statuses) if statuses else None,
+                bound_to=bound_to,
+            )
+        )
+        stale = await self.store.freshness()
+        next_cursor = (
+            encode_cursor(page.last, command, statuses)
+            if page.more and page.last is not None
+            else None
+        )
+        return TaskPage(
+            tasks=tuple(page.tasks),
+            appliedLimit=applied,
+            nextCursor=next_cursor,
+            observedAt=observed_at,
+            changeSeq=change_seq,
+            stale=stale,
+        ).to_json()
+
+    async def _idempotent(self, spec: CommandSpec, call: Call, args: Input) -> Json:
+        key = f"{call.caller}:{call.envelope_id}"
+        args_digest = digest(
+            canonical_json({"command": spec.name, "args": args.model_dump(mode="json")})
+        )
+        for _ in range(2):
+            replay = await self._recall(key, spec.name, args_digest, call.envelope_id)
+            if replay is not None:
+                return replay
+            try:
+                committed = await self._write(spec, call, args, (key, args_digest))
+            except IdempotencyKeyTaken:
+                continue  # a concurrent twin won: answer with its result
+            return committed.to_json()
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            f"envelope id {call.envelope_id!r} is being recorded by a concurrent request; retry",
+        )
+
+    async def _recall(self, key: str, command: str, args_digest: str, env_id: str) -> Json | None:
+        not_before = self.clock() - self.settings.retention_ms
+        record = await self.store.recall(key, not_before)
+        if record is None:
+            return None
+        if record.command != command or record.args_digest != args_digest:
+            raise ContractError(
+                ErrorCode.CONFLICT,
+                f"envelope id {env_id!r} was already used for a different {record.command} "
+                "request; send a new request with a fresh id",
+            )
+        result: Json = json.loads(record.result)
+        return result
+
+    async def _write(
+        self, spec: CommandSpec, call: Call, args: Input, remember: tuple[str, str] | None
+    ) -> Task:
+        environment = await self._environment(spec, call)
+        for _ in range(_CAS_ATTEMPTS):
+            now = self.clock()
+            task_id = getattr(args, "taskId", None)
+            current = None if task_id is None else await self.store.get(task_id)
+            task = self._apply(call, args, current, environment, now)
+            if current is not None and task is current.task:
+                return task  # nothing to change: no write, no changeSeq
+            write = Write(
+                task=task,
+                expected_revision=None if current is None else current.revision,
+                command=spec.name,
+                actor=str(call.caller),
+                note=getattr(args, "note", None),
+                idempotency=None
+                if remember is None
+                else IdempotencyRecord(
+                    remember[0],
+                    spec.name,
+                    remember[1],
+                    json.dumps(task.to_json(), separators=(",", ":"), ensure_ascii=False),
+                ),
+            )
+            try:
+                committed = await self.store.commit(write)
+            except RevisionConflict:
+                continue  # someone else wrote first: re-read and re-apply the rule
+            except ContractError as exc:
+                raise exc.with_outcome("unknown") from None
+            await self._notify(committed.change_seq)
+            return committed.task
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            "the task changed under this request too many times in a row; retry",
+        )
+
+    def _apply(
+        self, call: Call, args: Input, current: StoredTask | None, environment: str | None, now: int
+    ) -> Task:
+        if isinstance(args, CreateTaskInput):
+            return create_task(args, task_id=self.new_task_id(), space=self.settings.space, now=now)
+        assert current is not None
+        task = current.task
+        if isinstance(args, ClaimTaskInput):
+            return claim_task(task, call.caller, environment=environment, now=now)
+        if isinstance(args, BindTaskInput):
+            assert call.target is not None
+            return bind_task(
+                task,
+                call.target,
+                args,
+                bound_by=call.caller.principal,
+                environment=environment,
+                now=now,
+            )
+        if isinstance(args, UpdateTaskInput):
+            return update_task(task, call.caller, args, now=now)
+        if isinstance(args, AdministerTaskInput):
+            return administer_task(task, args, now=now)
+        raise AssertionError(f"no rule for {type(args).__name__}")
+
+    async def _environment(self, spec: CommandSpec, call: Call) -> str | None:
+        """The bound seat's raw environment value, and the optional reachability check."""
+        if spec.name not in ("claim-task", "bind-task"):
+            return None
+        seat = call.target if spec.name == "bind-task" else call.caller
+        assert seat is not None
+        card = await self.presence.lookup(seat.owner, seat.actor)
+        current = card is not None and card.fresh and card.lifecycleUid == seat.lifecycleUid
+        if self.settings.require_presence and not current:
+            raise ContractError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"seat {seat} has no fresh presence card with that lifecycle uid; check the "
+                "triple (a typo binds to nothing), or start the seat and retry",
+            )
+        return card.environment if current and card is not None else None
+
+    async def _notify(self, change_seq: int) -> None:
+        observed_at = self.clock()
+        for listener in self._listeners:
+            try:
+                await listener(change_seq, observed_at)
+            except Exception:  # a listener must never undo a committed write
+                log.exception("change listener failed for changeSeq %d", change_seq)
+
+
+def _admit(spec: CommandSpec, call: Call) -> None:
+    """Mode admission per the command table, before anything runs."""
+    if not spec.targeted:
+        if call.mode is not None or call.target is not None:
+            raise ContractError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{spec.name} is untargeted; send it without a mode or target",
+            )
+        return
+    if call.mode not in spec.modes:
+        shape = " or ".join(spec.modes)
+        raise ContractError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{spec.name} is targeted at mode {shape}, not "
+            f"{call.mode or 'untargeted'}; send it with mode {shape}",
+        )
+    if call.mode == "self" and call.target not in (None, call.caller):
+        raise ContractError(
+            ErrorCode.TARGET_MISMATCH,
+            f"{spec.name} at mode self acts on the caller itself; send no target",
+        )
+    if call.mode != "self" and call.target is None:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            f"{spec.name} at mode {call.mode} needs a target seat (owner, actor, lifecycleUid)",
+        )
+
+
+def _parse(spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:
+    try:
+        return spec.input.model_validate({} if args is None else args)
+    except ValidationError as exc:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, describe_validation_error(spec.name, exc)
+        ) from exc

@@ -1,0 +1,125 @@
+"""The ``ai.cotal.tasks`` contract: pure, synchronous, no I/O.
+
+Text (``TaskText``), the record models, seat identity, the status-binding invariant and
+each write command's rule, the command table, JSON Schemas, canonical artifacts and
+the error catalog. Everything else in cotal-tasks rests on this package.
+"""
+
+from cotal_tasks.core.artifacts import (
+    Artifact,
+    Closure,
+    ContractArtifacts,
+    canonical_json,
+    contract_artifacts,
+    digest,
+)
+from cotal_tasks.core.commands import (
+    BOARD_CHANGED,
+    BOARD_CHANGED_TOPIC,
+    CAPABILITIES,
+    CLUSTER_REVISION,
+    CLUSTER_URN,
+    COMMANDS,
+    CommandSpec,
+    Mode,
+)
+from cotal_tasks.core.errors import ContractError, ErrorCode, Outcome
+from cotal_tasks.core.identity import Seat, endpoint_token, space_token
+from cotal_tasks.core.messages import (
+    AdministerTaskInput,
+    BindTaskInput,
+    BoardChanged,
+    ClaimTaskInput,
+    CreateTaskInput,
+    EvidenceInput,
+    GetTaskInput,
+    Input,
+    ListTasksInput,
+    MyTasksInput,
+    TaskPage,
+    UpdateTaskInput,
+)
+from cotal_tasks.core.models import (
+    MAX_EVIDENCE,
+    NEEDS_BINDING,
+    STATUSES,
+    TASK_VERSION,
+    TERMINAL,
+    BindingRef,
+    StaleMarker,
+    Task,
+    TaskBinding,
+    TaskEvidence,
+    TaskStatus,
+    TaskSummary,
+)
+from cotal_tasks.core.rules import (
+    administer_task,
+    bind_task,
+    check_invariant,
+    claim_task,
+    create_task,
+    new_binding,
+    update_task,
+)
+from cotal_tasks.core.schema import json_schema
+from cotal_tasks.core.text import TaskText, TextRefused, check_task_text, credential_shape
+
+__all__ = [
+    "BOARD_CHANGED",
+    "BOARD_CHANGED_TOPIC",
+    "CAPABILITIES",
+    "CLUSTER_REVISION",
+    "CLUSTER_URN",
+    "COMMANDS",
+    "MAX_EVIDENCE",
+    "NEEDS_BINDING",
+    "STATUSES",
+    "TASK_VERSION",
+    "TERMINAL",
+    "AdministerTaskInput",
+    "Artifact",
+    "BindTaskInput",
+    "BindingRef",
+    "BoardChanged",
+    "ClaimTaskInput",
+    "Closure",
+    "CommandSpec",
+    "ContractArtifacts",
+    "ContractError",
+    "CreateTaskInput",
+    "ErrorCode",
+    "EvidenceInput",
+    "GetTaskInput",
+    "Input",
+    "ListTasksInput",
+    "Mode",
+    "MyTasksInput",
+    "Outcome",
+    "Seat",
+    "StaleMarker",
+    "Task",
+    "TaskBinding",
+    "TaskEvidence",
+    "TaskPage",
+    "TaskStatus",
+    "TaskSummary",
+    "TaskText",
+    "TextRefused",
+    "UpdateTaskInput",
+    "administer_task",
+    "bind_task",
+    "canonical_json",
+    "check_invariant",
+    "check_task_text",
+    "claim_task",
+    "contract_artifacts",
+    "create_task",
+    "credential_shape",
+    "digest",
+    "endpoint_token",
+    "json_schema",
+    "new_binding",
+    "space_token",
+    "update_task",
+]

@@ -1,0 +1,82 @@
+"""Seat identity and the Cotal token grammars (``endpoint-subjects.ts``, SPEC §13.2).
+
+A seat is a principal ``owner.actor`` plus a lifecycle uid. The principal alone is a
+reusable routing alias, never identity: a binding always names the whole triple.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cotal_tasks.core.errors import bad_request
+
+OWNER_OR_ACTOR = re.compile(r"^[A-Za-z0-9_]{1,64}$")
+LIFECYCLE_UID = re.compile(r"^[a-z0-9]{26,32}$")
+INSTANCE_ID = LIFECYCLE_UID
+COMMAND_TOKEN = re.compile(r"^[a-z0-9-]{1,32}$")
+NONCE = re.compile(r"^[A-Za-z0-9_-]{22,64}$")
+ID_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+GENERATION = re.compile(r"^[0-9a-f]{32}$")
+_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
+ENDPOINT_TOKEN_MAX = 64
+
+
+@dataclass(frozen=True, slots=True)
+class Seat:
+    """The caller or target triple, as the broker authenticated it."""
+
+    owner: str
+    actor: str
+    lifecycleUid: str
+
+    def __post_init__(self) -> None:
+        for name, value in (("owner", self.owner), ("actor", self.actor)):
+            if not OWNER_OR_ACTOR.fullmatch(value):
+                raise bad_request(
+                    f"seat {name} {value!r} is not a Cotal owner/actor token "
+                    "([A-Za-z0-9_], 1 to 64 characters); use the principal as the broker knows it"
+                )
+        if not LIFECYCLE_UID.fullmatch(self.lifecycleUid):
+            raise bad_request(
+                f"lifecycle uid {self.lifecycleUid!r} is not 26 to 32 characters of [a-z0-9]; "
+                "use the uid from the seat's lifecycle record"
+            )
+
+    @property
+    def principal(self) -> str:
+        return f"{self.owner}.{self.actor}"
+
+    def __str__(self) -> str:
+        return f"{self.principal}/{self.lifecycleUid}"
+
+    @classmethod
+    def parse(cls, text: str) -> Seat:
+        """Parse ``OWNER.ACTOR/UID``, the CLI's spelling of a seat."""
+        principal, slash, uid = text.partition("/")
+        owner, dot, actor = principal.partition(".")
+        if not slash or not dot:
+            raise bad_request(f"seat {text!r} is not OWNER.ACTOR/LIFECYCLE_UID; write it so")
+        return cls(owner, actor, uid)
+
+
+def endpoint_token(name: str) -> str:
+    """The subject token of an endpoint name: DNS-shaped labels joined by ``_``."""
+    labels = name.split(".")
+    if not all(_LABEL.fullmatch(label) for label in labels):
+        raise bad_request(
+            f"endpoint name {name!r} must be dot-separated labels of [a-z0-9-] that neither "
+            "start nor end with '-', for example com.acme.tasks"
+        )
+    token = "_".join(labels)
+    if len(token) > ENDPOINT_TOKEN_MAX:
+        raise bad_request(
+            f"endpoint name {name!r} makes a {len(token)}-character token; "
+            f"keep it within {ENDPOINT_TOKEN_MAX}"
+        )
+    return token
+
+
+def space_token(space: str) -> str:
+    """The subject token of a space: every character outside ``[A-Za-z0-9_-]`` becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", space)

@@ -1,0 +1,123 @@
+"""The task record of section 2, closed and frozen.
+
+Field names are the contract's own (``taskId``, ``lifecycleUid``): these models *are*
+the wire shapes, so there is no alias layer to keep in step. New states are built
+through validation (``Task.model_validate``), never ``model_copy(update=…)``, so every
+record that exists has passed every bound.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, WithJsonSchema
+
+from cotal_tasks.core.text import TaskText
+
+TASK_VERSION = "ai.cotal.tasks.task/v1"
+MAX_EVIDENCE = 32
+
+Text128 = Annotated[str, TaskText(128)]
+Text200 = Annotated[str, TaskText(200)]
+Text512 = Annotated[str, TaskText(512)]
+Text2048 = Annotated[str, TaskText(2048)]
+Text4096 = Annotated[str, TaskText(4096)]
+StatusSourceText = Annotated[str, TaskText(64)]
+EpochMs = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
+Count = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
+
+
+def _only_true(value: bool) -> bool:
+    if value is not True:
+        raise ValueError("only true is allowed here; omit the field instead of sending false")
+    return value
+
+
+# A flag whose only value is ``true`` (absent means false). Strict: 1 and "true" are refused.
+TrueFlag = Annotated[bool, Strict(), AfterValidator(_only_true), WithJsonSchema({"const": True})]
+
+
+TaskStatus = Literal["open", "claimed", "blocked", "done", "dropped"]
+STATUSES: tuple[TaskStatus, ...] = ("open", "claimed", "blocked", "done", "dropped")
+TERMINAL: frozenset[TaskStatus] = frozenset({"done", "dropped"})
+NEEDS_BINDING: frozenset[TaskStatus] = frozenset({"claimed", "blocked"})
+
+
+EvidenceKind = Literal["commit", "branch", "run", "review"]
+
+
+class Record(BaseModel):
+    """Base of every contract shape: closed and frozen; text and integers are strict."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def to_json(self) -> dict[str, object]:
+        """The wire form: absent optional fields are omitted, never sent as null."""
+        return self.model_dump(mode="json", exclude_none=True)
+
+
+class BindingRef(Record):
+    """The three coordinates of a binding, without its recorded metadata."""
+
+    owner: Text128
+    actor: Text128
+    lifecycleUid: Text128
+
+
+class TaskBinding(Record):
+    owner: Text128
+    actor: Text128
+    lifecycleUid: Text128
+    environment: Text2048 | None = None
+    environmentWithheld: TrueFlag | None = None
+    boundAt: EpochMs
+    boundBy: Text128
+
+    def ref(self) -> BindingRef:
+        return BindingRef(owner=self.owner, actor=self.actor, lifecycleUid=self.lifecycleUid)
+
+    def names(self, owner: str, actor: str, lifecycle_uid: str) -> bool:
+        """True when this binding is to exactly that triple."""
+        return (self.owner, self.actor, self.lifecycleUid) == (owner, actor, lifecycle_uid)
+
+
+class TaskEvidence(Record):
+    kind: EvidenceKind
+    ref: Text512
+    addedAt: EpochMs
+
+
+class StaleMarker(Record):
+    staleAsOf: EpochMs
+    reason: Text512
+
+
+class TaskSummary(Record):
+    """A task without brief and evidence: what a page carries."""
+
+    version: Literal["ai.cotal.tasks.task/v1"]
+    taskId: Text128
+    space: Text128
+    title: Text200
+    status: TaskStatus
+    statusSource: StatusSourceText | None = None
+    binding: TaskBinding | None = None
+    createdAt: EpochMs
+    updatedAt: EpochMs
+
+
+class Task(Record):
+    version: Literal["ai.cotal.tasks.task/v1"]
+    taskId: Text128
+    space: Text128
+    title: Text200
+    brief: Text4096 | None = None
+    status: TaskStatus
+    statusSource: StatusSourceText | None = None
+    binding: TaskBinding | None = None
+    evidence: Annotated[tuple[TaskEvidence, ...], Field(max_length=MAX_EVIDENCE)]
+    createdAt: EpochMs
+    updatedAt: EpochMs
+
+    def summary(self) -> TaskSummary:
+        return TaskSummary.model_validate(self.model_dump(exclude={"brief", "evidence"}))

@@ -1,0 +1,76 @@
+"""The board's tables (SQLAlchemy Core). Alembic migrations create and evolve them.
+
+``tasks.seq`` is the keyset position: an increasing integer per task, so a page is
+``WHERE seq > :after ORDER BY seq LIMIT n`` on an index, at the same cost anywhere.
+``body`` is the full record and ``summary`` the page form, both as JSON text; the
+indexed columns (status, the bound triple) exist for filters.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+
+metadata = MetaData()
+
+# SQLite only makes INTEGER PRIMARY KEY an auto-increment rowid alias.
+Position = BigInteger().with_variant(Integer(), "sqlite")
+
+tasks = Table(
+    "ct_tasks",
+    metadata,
+    Column("seq", Position, primary_key=True, autoincrement=True),
+    Column("task_id", String(512), nullable=False, unique=True),
+    Column("status", String(16), nullable=False),
+    Column("bound_owner", String(512)),
+    Column("bound_actor", String(512)),
+    Column("bound_uid", String(512)),
+    Column("revision", Integer, nullable=False),
+    Column("body", Text, nullable=False),
+    Column("summary", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+    Index("ct_tasks_status_seq", "status", "seq"),
+    Index("ct_tasks_bound_seq", "bound_owner", "bound_actor", "bound_uid", "seq"),
+)
+
+meta = Table(
+    "ct_meta",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", BigInteger, nullable=False),
+)
+
+idempotency = Table(
+    "ct_idempotency",
+    metadata,
+    Column("key", String(512), primary_key=True),
+    Column("command", String(32), nullable=False),
+    Column("args_digest", String(80), nullable=False),
+    Column("result", Text, nullable=False),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ct_idempotency_created", "created_at"),
+)
+
+history = Table(
+    "ct_history",
+    metadata,
+    Column("id", Position, primary_key=True, autoincrement=True),
+    Column("task_id", String(512), nullable=False),
+    Column("at", BigInteger, nullable=False),
+    Column("command", String(32), nullable=False),
+    Column("actor", String(512), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("note", Text),
+    Index("ct_history_task", "task_id", "id"),
+)
+
+CHANGE_SEQ = "change_seq"

@@ -1,0 +1,129 @@
+"""The store port: what every provider (board, GitHub, GitLab) implements.
+
+The command service sees only this protocol. A store that cannot read raises
+``ContractError(unavailable)``; it never answers an empty page for a failure.
+``commit`` is a compare-and-swap on the task's revision that, in one transaction,
+writes the record, appends the history entry, records the envelope id's result
+(when the command is idempotent by id) and advances ``changeSeq`` once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from cotal_tasks.core import Seat, StaleMarker, Task, TaskStatus, TaskSummary
+
+
+@dataclass(frozen=True, slots=True)
+class StoredTask:
+    """A task as stored, with the revision a ``commit`` must name to replace it."""
+
+    task: Task
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class PageQuery:
+    """A keyset page: tasks after ``after`` (a position from an earlier page), in order."""
+
+    limit: int
+    after: int | None = None
+    statuses: frozenset[TaskStatus] | None = None
+    bound_to: Seat | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """``tasks`` in position order; ``last`` is the position to continue after."""
+
+    tasks: Sequence[TaskSummary]
+    last: int | None
+    more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyRecord:
+    """The result of an id-idempotent command, kept for the retention window."""
+
+    key: str
+    command: str
+    args_digest: str
+    result: str  # the committed record as JSON text
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """One effective write. ``expected_revision`` is ``None`` to create a new task."""
+
+    task: Task
+    expected_revision: int | None
+    command: str
+    actor: str
+    note: str | None = None
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Committed:
+    task: Task
+    revision: int
+    change_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    task_id: str
+    at: int
+    command: str
+    actor: str
+    status: TaskStatus
+    note: str | None
+
+
+class RevisionConflict(Exception):
+    """The task changed (or came to exist) since it was read: re-read and re-apply."""
+
+
+class IdempotencyKeyTaken(Exception):
+    """Another write recorded this idempotency key first: recall its result."""
+
+
+@runtime_checkable
+class TaskStore(Protocol):
+    """Where tasks live. Every method raises ``ContractError(unavailable)`` on failure."""
+
+    async def get(self, task_id: str) -> StoredTask:
+        """The task, or ``ContractError(not-found)``."""
+        ...
+
+    async def page(self, query: PageQuery) -> Page:
+        """A keyset page; cost independent of position."""
+        ...
+
+    async def commit(self, write: Write) -> Committed:
+        """Apply ``write`` atomically, or raise ``RevisionConflict``/``IdempotencyKeyTaken``."""
+        ...
+
+    async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
+        """The result recorded under ``key`` at or after ``not_before`` (epoch ms)."""
+        ...
+
+    async def prune(self, before: int) -> int:
+        """Forget idempotency results recorded before ``before``; return how many."""
+        ...
+
+    async def change_seq(self) -> int:
+        """The endpoint's change counter: durable, monotone, +1 per committed change."""
+        ...
+
+    async def freshness(self) -> StaleMarker | None:
+        """``None`` when reads are current, else the marker a degraded read carries."""
+        ...
+
+    async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
+        """The task's append-only history, oldest first."""
+        ...
+
+    async def close(self) -> None: ...
