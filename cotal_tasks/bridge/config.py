@@ -18,7 +18,7 @@ DEFAULT_ENDPOINT = "com.example.tasks"
 
 
 class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
 class EndpointConfig(_Closed):
@@ -30,6 +30,9 @@ class EndpointConfig(_Closed):
     page_ceiling: Annotated[int, Field(ge=1, le=1000)] = 100
     idempotency_retention_hours: Annotated[float, Field(gt=0, le=24 * 30)] = 24.0
     require_presence: bool = False
+    # How owner/any targets are checked for currency before the handler runs: against the
+    # trusted lifecycle head (Cotal's rule), the weaker presence card, or not at all.
+    target_check: Literal["lifecycle", "presence", "none"] = "lifecycle"
 
     @field_validator("name")
     @classmethod
@@ -48,8 +51,12 @@ class EndpointConfig(_Closed):
 
 class BridgeConfig(_Closed):
     space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
+    owner: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}$")] = "local"
     data_dir: Path = Path(".cotal-tasks")
     nats_url: str | None = None  # absent: start an embedded nats-server
+    nats_credentials: Path | None = None  # a NATS .creds file for the bridge's serve credential
+    nats_user: str | None = None
+    nats_password_env: str | None = None  # the environment variable holding nats_user's password
     endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1)] = (EndpointConfig(),)
 
     @field_validator("endpoints")

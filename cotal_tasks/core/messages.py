@@ -75,7 +75,7 @@ class TaskPage(Record):
     """The page ``list-tasks`` and ``my-tasks`` answer."""
 
     tasks: tuple[TaskSummary, ...]
-    appliedLimit: Annotated[int, Field(ge=1, strict=True)]
+    appliedLimit: Annotated[int, Field(ge=1, le=2**31 - 1, strict=True)]
     nextCursor: Cursor | None = None
     observedAt: EpochMs
     changeSeq: Count

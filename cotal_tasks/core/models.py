@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, WithJsonSchema
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    Strict,
+    WithJsonSchema,
+    model_validator,
+)
 
 from cotal_tasks.core.text import TaskText
 
@@ -49,7 +57,8 @@ EvidenceKind = Literal["commit", "branch", "run", "review"]
 class Record(BaseModel):
     """Base of every contract shape: closed and frozen; text and integers are strict."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # hide_input_in_errors: a refused value may be a secret, so no error text quotes it.
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     def to_json(self) -> dict[str, object]:
         """The wire form: absent optional fields are omitted, never sent as null."""
@@ -72,6 +81,15 @@ class TaskBinding(Record):
     environmentWithheld: TrueFlag | None = None
     boundAt: EpochMs
     boundBy: Text128
+
+    @model_validator(mode="after")
+    def _one_environment_outcome(self) -> TaskBinding:
+        if self.environment is not None and self.environmentWithheld:
+            raise ValueError(
+                "a binding carries environment or environmentWithheld, never both: "
+                "a withheld value is not published"
+            )
+        return self
 
     def ref(self) -> BindingRef:
         return BindingRef(owner=self.owner, actor=self.actor, lifecycleUid=self.lifecycleUid)
