@@ -21,6 +21,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, text, update
 
+from bench import wire
 from cotal_tasks.bridge.service import Call, CommandService, ServiceSettings
 from cotal_tasks.core import CreateTaskInput, Seat, create_task
 from cotal_tasks.providers.board import BoardStore, schema
@@ -185,8 +186,13 @@ async def main() -> None:
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--postgres", default=os.environ.get("COTAL_TASKS_BENCH_POSTGRES"))
+    parser.add_argument("--only", choices=["board", "wire"], default=None)
     opts = parser.parse_args()
     print(f"cotal-tasks bench: medians of {opts.rounds} rounds")
+    if opts.only != "board":
+        await wire.main(rounds=opts.rounds)
+    if opts.only == "wire":
+        return
     with tempfile.TemporaryDirectory() as tmp:
         await bench_board(
             f"sqlite:///{Path(tmp) / 'bench.db'}", "SQLite (WAL)", opts.tasks, opts.rounds

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.bridge.service import CommandService, ServiceSettings
+from cotal_tasks.bridge.service import CommandService, NoPresence, PresenceSource, ServiceSettings
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import TaskStore
 
@@ -25,14 +25,25 @@ class Endpoint:
     location: str
 
 
-async def open_store(config: BridgeConfig, endpoint: EndpointConfig) -> BoardStore:
-    return await BoardStore.open(endpoint.database_url(config.data_dir))
+async def open_store(
+    config: BridgeConfig, endpoint: EndpointConfig, *, serve: bool = False
+) -> BoardStore:
+    return await BoardStore.open(endpoint.database_url(config.data_dir), serve=serve)
 
 
 @asynccontextmanager
-async def open_endpoint(config: BridgeConfig, endpoint: EndpointConfig) -> AsyncIterator[Endpoint]:
-    """Open the endpoint's store and its command service; close the store on exit."""
-    store = await open_store(config, endpoint)
+async def open_endpoint(
+    config: BridgeConfig,
+    endpoint: EndpointConfig,
+    presence: PresenceSource | None = None,
+    *,
+    serve: bool = False,
+) -> AsyncIterator[Endpoint]:
+    """Open the endpoint's store and its command service; close the store on exit.
+
+    ``serve`` is for the process that serves the endpoint (see ``BoardStore.open``).
+    """
+    store = await open_store(config, endpoint, serve=serve)
     settings = ServiceSettings(
         space=config.space,
         page_ceiling=endpoint.page_ceiling,
@@ -40,6 +51,7 @@ async def open_endpoint(config: BridgeConfig, endpoint: EndpointConfig) -> Async
         require_presence=endpoint.require_presence,
     )
     try:
-        yield Endpoint(endpoint, store, CommandService(store, settings, wall_clock_ms), store.label)
+        service = CommandService(store, settings, wall_clock_ms, presence or NoPresence())
+        yield Endpoint(endpoint, store, service, store.label)
     finally:
         await store.close()

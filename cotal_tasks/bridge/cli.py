@@ -1,8 +1,14 @@
-"""The ``cotal-tasks`` command line."""
+"""The ``cotal-tasks`` command line.
+
+Exit codes: 0 success, 1 a contract error (the code and message are printed), 2 a usage
+or configuration error.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
@@ -13,9 +19,14 @@ import click
 
 from cotal_tasks.bridge.app import open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, load_config
-from cotal_tasks.core import ContractError
+from cotal_tasks.bridge.runtime import Bridge, broker_url, connect, serve_until_signalled
+from cotal_tasks.bridge.wire.caller import CotalCaller, UsageRefused
+from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+from cotal_tasks.bridge.wire.subjects import event_filter
+from cotal_tasks.core import CAPABILITIES, ContractError, Seat, endpoint_token
 
 T = TypeVar("T")
+DEFAULT_CALLER = "local.cli/" + "0" * 26
 
 config_option = click.option(
     "--config",
@@ -23,6 +34,9 @@ config_option = click.option(
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     help="The bridge's TOML config (default: built-in defaults, a SQLite board in .cotal-tasks).",
+)
+endpoint_option = click.option(
+    "--endpoint", default=None, help="Endpoint name (default: the first configured)."
 )
 
 
@@ -42,29 +56,171 @@ def _config(path: Path | None) -> BridgeConfig:
         sys.exit(2)
 
 
+def _seat(text: str, what: str) -> Seat:
+    try:
+        return Seat.parse(text)
+    except ContractError as exc:
+        raise click.BadParameter(exc.message, param_hint=what) from exc
+
+
 @click.group()
 @click.version_option(package_name="cotal-tasks")
 def main() -> None:
     """Serve the ai.cotal.tasks contract over a self-hosted board and hosted trackers."""
 
 
+def _announce(bridge: Bridge) -> None:
+    config = bridge.config
+    where = "embedded nats-server" if bridge.embedded else "NATS"
+    click.echo(f"cotal-tasks: serving space {config.space!r} on {where} at {bridge.url}")
+    for endpoint, server in zip(bridge.endpoints, bridge.servers, strict=True):
+        ident = server.identity
+        click.echo(
+            f"  endpoint {endpoint.config.name}: board {endpoint.location}, "
+            f"instance {ident.instance_id} epoch {ident.epoch}"
+        )
+        click.echo(f"    board-changed events: {event_filter(config.space, server.token)}")
+    click.echo("Try it from another terminal:")
+    click.echo("  .venv/bin/cotal-tasks describe")
+    click.echo('  .venv/bin/cotal-tasks invoke create-task --args \'{"title":"Try the board"}\'')
+    click.echo("  .venv/bin/cotal-tasks invoke list-tasks")
+    click.echo("Stop with Ctrl-C.")
+
+
 @main.command()
 @config_option
 def serve(config_path: Path | None) -> None:
-    """Open every configured endpoint's store and serve it."""
+    """Serve every configured endpoint on the Cotal wire until SIGINT/SIGTERM."""
     config = _config(config_path)
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    _run(lambda: serve_until_signalled(config, _announce))
+    click.echo("cotal-tasks: stopped cleanly")
+
+
+async def _caller(config: BridgeConfig, endpoint: str | None, seat: Seat) -> CotalCaller:
+    nc = await connect(config, broker_url(config))
+    return CotalCaller(nc, config.space, config.endpoint(endpoint).name, seat)
+
+
+@main.command()
+@endpoint_option
+@click.option("--as", "as_seat", default=DEFAULT_CALLER, show_default=True, help="Caller seat.")
+@config_option
+def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> None:
+    """Describe an endpoint over the wire: its commands, capabilities and targeting."""
+    config = _config(config_path)
+    seat = _seat(as_seat, "--as")
 
     async def work() -> None:
-        for endpoint in config.endpoints:
-            async with open_endpoint(config, endpoint) as ep:
-                seq = await ep.store.change_seq()
-                click.echo(f"endpoint {endpoint.name}: board {ep.location} ready (changeSeq {seq})")
+        caller = await _caller(config, endpoint, seat)
+        try:
+            resolved = await caller.describe()
+        finally:
+            await caller.nc.close()
         click.echo(
-            "The Cotal wire transport (NATS) is not built yet, so there is nothing to serve on; "
-            "the board store and the command service are ready and tested (make test)."
+            f"{resolved.endpoint} (owner {resolved.owner}) instance {resolved.instance_id} "
+            f"epoch {resolved.epoch}"
         )
+        click.echo(f"cluster {resolved.urn} revision {resolved.revision} {resolved.cluster_digest}")
+        for row in resolved.commands.values():
+            click.echo(f"  {row.name:<16} {row.capability:<12} {row.targeting()}")
 
     _run(work)
+
+
+@main.command()
+@click.argument("command")
+@click.option("--args", "args_json", default=None, help="The command's args as a JSON object.")
+@click.option("--as", "as_seat", default=DEFAULT_CALLER, show_default=True, help="Caller seat.")
+@click.option("--mode", type=click.Choice(["self", "owner", "any"]), default=None)
+@click.option("--target", default=None, help="Target seat OWNER.ACTOR/UID (modes owner, any).")
+@click.option("--id", "request_id", default=None, help="Pin the envelope id (idempotency).")
+@endpoint_option
+@config_option
+def invoke(
+    command: str,
+    args_json: str | None,
+    as_seat: str,
+    mode: str | None,
+    target: str | None,
+    request_id: str | None,
+    endpoint: str | None,
+    config_path: Path | None,
+) -> None:
+    """Invoke COMMAND over the wire and print the reply envelope as one JSON object."""
+    config = _config(config_path)
+    seat = _seat(as_seat, "--as")
+    target_seat = _seat(target, "--target") if target else None
+    if mode in ("owner", "any") and target_seat is None:
+        raise click.UsageError(f"--mode {mode} needs --target OWNER.ACTOR/UID")
+    try:
+        args = json.loads(args_json) if args_json is not None else None
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON ({exc})", param_hint="--args") from exc
+    if args is not None and not isinstance(args, dict):
+        raise click.BadParameter("must be a JSON object", param_hint="--args")
+
+    async def work() -> dict[str, Any]:
+        caller = await _caller(config, endpoint, seat)
+        try:
+            return await caller.invoke(
+                command, args, mode=mode, target=target_seat, request_id=request_id
+            )
+        finally:
+            await caller.nc.close()
+
+    try:
+        reply = asyncio.run(work())
+    except ContractError as exc:
+        error: dict[str, Any] = {"code": exc.code.value, "message": exc.message}
+        if exc.outcome:
+            error["outcome"] = exc.outcome
+        click.echo(json.dumps({"v": 1, "id": request_id or "unsent", "ok": False, "error": error}))
+        sys.exit(2 if isinstance(exc, UsageRefused) else 1)
+    click.echo(json.dumps(reply, ensure_ascii=False))
+    sys.exit(0 if reply.get("ok") else 1)
+
+
+@main.command()
+@click.option(
+    "--capability",
+    "capabilities",
+    multiple=True,
+    type=click.Choice(CAPABILITIES),
+    help="A capability the caller holds (repeatable).",
+)
+@click.option("--as", "as_seat", default=None, help="The caller seat OWNER.ACTOR/UID.")
+@click.option("--any-owner", default=None, help="Mint mode-any bind rows for this target owner "
+              "('*' for every owner: operator policy only).")  # fmt: skip
+@click.option("--serve", "serve_rows_flag", is_flag=True, help="The bridge's own serve rows.")
+@endpoint_option
+@config_option
+def grants(
+    capabilities: tuple[str, ...],
+    as_seat: str | None,
+    any_owner: str | None,
+    serve_rows_flag: bool,
+    endpoint: str | None,
+    config_path: Path | None,
+) -> None:
+    """Print the NATS permission rows (publish/subscribe allow lists) to grant."""
+    config = _config(config_path)
+    name = config.endpoint(endpoint).name
+    if serve_rows_flag:
+        instance_file = config.data_dir / f"{endpoint_token(name)}.instance.json"
+        instance_id = "*"
+        if instance_file.exists():
+            instance_id = json.loads(instance_file.read_text(encoding="utf-8"))["instanceId"]
+        perms = serve_rows(config.space, name, instance_id)
+    else:
+        if as_seat is None or not capabilities:
+            raise click.UsageError("give --as OWNER.ACTOR/UID and at least one --capability")
+        perms = caller_rows(
+            config.space, name, _seat(as_seat, "--as"), list(capabilities), any_owner=any_owner
+        )
+    click.echo(json.dumps({"permissions": perms.as_nats()}, indent=2))
 
 
 @main.command("check-config")
@@ -72,20 +228,20 @@ def serve(config_path: Path | None) -> None:
 def check_config(config_path: Path | None) -> None:
     """Validate a config file and print what it configures."""
     config = _config(config_path)
-    click.echo(f"space: {config.space}")
+    click.echo(f"space: {config.space} (owner {config.owner})")
     click.echo(f"data directory: {config.data_dir}")
     click.echo(f"NATS: {config.nats_url or 'embedded nats-server'}")
     for ep in config.endpoints:
         click.echo(
             f"endpoint {ep.name}: {ep.provider} at {ep.database_url(config.data_dir)}, "
             f"page ceiling {ep.page_ceiling}, idempotency retention "
-            f"{ep.idempotency_retention_hours:g} h"
+            f"{ep.idempotency_retention_hours:g} h, target check {ep.target_check}"
         )
 
 
 @main.command()
 @click.argument("task_id")
-@click.option("--endpoint", default=None, help="Endpoint name (default: the first configured).")
+@endpoint_option
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000))
 @config_option
 def history(task_id: str, endpoint: str | None, limit: int, config_path: Path | None) -> None:

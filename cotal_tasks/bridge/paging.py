@@ -15,6 +15,8 @@ from collections.abc import Iterable
 
 from cotal_tasks.core import ContractError, ErrorCode
 
+_MAX_POSITION = 2**63 - 1  # positions are signed 64-bit keys in every store
+
 
 def _fingerprint(command: str, statuses: Iterable[str] | None) -> str:
     key = command + "|" + ",".join(sorted(set(statuses))) if statuses else command
@@ -39,7 +41,11 @@ def decode_cursor(cursor: str, command: str, statuses: Iterable[str] | None) -> 
             "cursor is not one this endpoint issued; pass nextCursor from the previous page "
             "unchanged, or omit cursor to start from the first page",
         ) from exc
-    if not isinstance(position, int) or isinstance(position, bool) or position < 0:
+    if (
+        not isinstance(position, int)
+        or isinstance(position, bool)
+        or not 0 <= position <= _MAX_POSITION
+    ):
         raise ContractError(
             ErrorCode.BAD_REQUEST,
             "cursor is damaged; omit cursor to start from the first page",

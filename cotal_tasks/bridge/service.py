@@ -63,6 +63,7 @@ log = logging.getLogger(__name__)
 DEFAULT_PAGE_CEILING = 100
 DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000
 _CAS_ATTEMPTS = 16
+PRUNE_EVERY_MS = 10 * 60 * 1000
 
 Json = dict[str, Any]
 ChangeListener = Callable[[int, int], Awaitable[None]]
@@ -122,6 +123,7 @@ class CommandService:
     presence: PresenceSource = field(default_factory=NoPresence)
     new_task_id: Callable[[], str] = _new_task_id
     _listeners: list[ChangeListener] = field(default_factory=list)
+    _last_prune: int = -PRUNE_EVERY_MS
 
     def add_listener(self, listener: ChangeListener) -> None:
         """Call ``listener(changeSeq, observedAt)`` after every committed change."""
@@ -247,6 +249,7 @@ class CommandService:
                     spec.name,
                     remember[1],
                     json.dumps(task.to_json(), separators=(",", ":"), ensure_ascii=False),
+                    expired_before=now - self.settings.retention_ms,
                 ),
             )
             try:
@@ -256,6 +259,7 @@ class CommandService:
             except ContractError as exc:
                 raise exc.with_outcome("unknown") from None
             await self._notify(committed.change_seq)
+            await self._prune_now_and_then(now)
             return committed.task
         raise ContractError(
             ErrorCode.UNAVAILABLE,
@@ -302,6 +306,16 @@ class CommandService:
                 "triple (a typo binds to nothing), or start the seat and retry",
             )
         return card.environment if current and card is not None else None
+
+    async def _prune_now_and_then(self, now: int) -> None:
+        """Forget expired idempotency results, at most once per ``PRUNE_EVERY_MS``."""
+        if now - self._last_prune < PRUNE_EVERY_MS:
+            return
+        self._last_prune = now
+        try:
+            await self.store.prune(before=now - self.settings.retention_ms)
+        except ContractError:
+            log.warning("pruning idempotency results failed; will retry later", exc_info=True)
 
     async def _notify(self, change_seq: int) -> None:
         observed_at = self.clock()

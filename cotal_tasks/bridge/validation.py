@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import ValidationError
+
+from cotal_tasks.core import COMMANDS
 
 # Command-specific remedies for refusals whose reason is a contract rule, not a typo.
 _HINTS: dict[tuple[str, str], str] = {
@@ -18,6 +22,11 @@ _HINTS: dict[tuple[str, str], str] = {
 _MAX_SHOWN = 3
 
 
+def hint_for(command: str, field: str) -> str | None:
+    """The contract remedy for a refused ``field`` of ``command``'s args, where there is one."""
+    return _HINTS.get((command, field))
+
+
 def describe_validation_error(command: str, exc: ValidationError) -> str:
     parts: list[str] = []
     hints: list[str] = []
@@ -30,7 +39,7 @@ def describe_validation_error(command: str, exc: ValidationError) -> str:
             parts.append(f"args.{message}")
         else:
             parts.append(f"{where}: {message}")
-        hint = _HINTS.get((command, str(error["loc"][0]) if error["loc"] else ""))
+        hint = hint_for(command, str(error["loc"][0]) if error["loc"] else "")
         if hint and hint not in hints:
             hints.append(hint)
     more = len(errors) - _MAX_SHOWN
@@ -40,3 +49,19 @@ def describe_validation_error(command: str, exc: ValidationError) -> str:
     if hints:
         text += ". " + "; ".join(hints)
     return text
+
+
+def args_refusal(command: str, args: Any) -> str:
+    """The message for args the command's schema refused.
+
+    The schema validator's own text quotes the refused value, which may be a secret, so
+    the message comes from the command's input model instead: the same shape, with
+    remedy-naming text that never echoes a value.
+    """
+    if args is None:
+        return f"{command} args are missing; send a JSON object (an empty one when nothing is set)"
+    try:
+        COMMANDS[command].input.model_validate(args)
+    except ValidationError as exc:
+        return describe_validation_error(command, exc)
+    return f"{command} args do not fit its input schema; describe the endpoint for the schema"

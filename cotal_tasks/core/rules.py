@@ -167,6 +167,8 @@ def bind_task(
 ) -> Task:
     """``bind-task``: bind to the target seat after the optional ``expectedBinding`` check."""
     current = task.binding
+    if current is not None and current.names(target.owner, target.actor, target.lifecycleUid):
+        return task  # the bind already holds: a re-issue returns the same record
     if args.checks_binding:
         expected = args.expectedBinding
         if expected is None and current is not None:
@@ -182,8 +184,6 @@ def bind_task(
                 f"task {task.taskId!r} is not bound to the expectedBinding triple; "
                 "read it with get-task and retry with its current binding"
             )
-    if current is not None and current.names(target.owner, target.actor, target.lifecycleUid):
-        return task
     _refuse_terminal(task, "bind-task")
     binding = new_binding(target, bound_by=bound_by, environment=environment, now=now)
     status = "claimed" if task.status == "open" else task.status

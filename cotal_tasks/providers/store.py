@@ -51,6 +51,9 @@ class IdempotencyRecord:
     command: str
     args_digest: str
     result: str  # the committed record as JSON text
+    # A result under this key recorded before this time (epoch ms) has expired and may
+    # be replaced: an id is forgotten after the retention window.
+    expired_before: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task, TaskSummary
 from cotal_tasks.providers.board import schema
+from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
 from cotal_tasks.providers.board.migrate import upgrade
 from cotal_tasks.providers.store import (
     Committed,
@@ -76,17 +77,38 @@ def _unavailable(where: str, exc: BaseException) -> ContractError:
 class BoardStore:
     """A ``TaskStore`` over one SQL database."""
 
-    def __init__(self, engine: AsyncEngine, *, label: str) -> None:
+    def __init__(
+        self, engine: AsyncEngine, *, label: str, sole_writer: SoleWriterLock | None = None
+    ) -> None:
         self._engine = engine
         self._label = label
         self._sqlite = engine.dialect.name == "sqlite"
         # One writer at a time per process on SQLite; PostgreSQL serializes on row locks.
         self._write_lock = asyncio.Lock() if self._sqlite else None
+        # Only a process that holds the sole-writer lock may trust a cache of the file.
+        self._sole_writer = sole_writer
+        self._cache = ReadCache() if sole_writer is not None else None
 
     @classmethod
-    async def open(cls, url: str, *, migrate: bool = True) -> BoardStore:
-        """Connect, apply migrations, and return the store (``unavailable`` on failure)."""
+    async def open(cls, url: str, *, migrate: bool = True, serve: bool = False) -> BoardStore:
+        """Connect, apply migrations, and return the store (``unavailable`` on failure).
+
+        ``serve`` marks the process that serves the board: on SQLite it takes the
+        sole-writer lock (refusing a second server of the same file) and caches reads.
+        """
         parsed = normalize_url(url)
+        sole_writer = None
+        if (
+            serve
+            and parsed.get_backend_name() == "sqlite"
+            and parsed.database
+            not in (
+                None,
+                "",
+                ":memory:",
+            )
+        ):
+            sole_writer = SoleWriterLock(parsed.database)
         connect_args: dict[str, Any] = {}
         if parsed.get_backend_name() == "sqlite":
             if parsed.database and parsed.database != ":memory:":
@@ -97,13 +119,21 @@ class BoardStore:
         engine = create_async_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
         if parsed.get_backend_name() == "sqlite":
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
-        store = cls(engine, label=parsed.render_as_string(hide_password=True))
+        if sole_writer is not None:
+            try:
+                await asyncio.to_thread(sole_writer.acquire)
+            except ContractError:
+                await engine.dispose()
+                raise
+        store = cls(
+            engine, label=parsed.render_as_string(hide_password=True), sole_writer=sole_writer
+        )
         if migrate:
             try:
                 async with engine.begin() as conn:
                     await conn.run_sync(upgrade)
             except (SQLAlchemyError, OSError, TimeoutError) as exc:
-                await engine.dispose()
+                await store.close()
                 raise _unavailable("migrating the schema", exc) from exc
         return store
 
@@ -121,6 +151,8 @@ class BoardStore:
             raise _unavailable(where, exc) from exc
 
     async def get(self, task_id: str) -> StoredTask:
+        if self._cache is not None and (cached := self._cache.get(task_id)) is not None:
+            return cached
         async with self._read("reading a task") as conn:
             row = (
                 await conn.execute(
@@ -134,7 +166,10 @@ class BoardStore:
                 ErrorCode.NOT_FOUND,
                 f"no task {task_id!r} on this board; list-tasks shows the task ids there are",
             )
-        return StoredTask(_decode(Task, row.body), row.revision)
+        stored = StoredTask(_decode(Task, row.body), row.revision)
+        if self._cache is not None:
+            self._cache.put(stored)
+        return stored
 
     async def page(self, query: PageQuery) -> Page:
         t = schema.tasks
@@ -204,9 +239,16 @@ class BoardStore:
             raise
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
             raise _unavailable("writing a task", exc) from exc
+        if self._cache is not None:
+            self._cache.put(StoredTask(task, revision))
+            self._cache.change_seq = int(change_seq)
         return Committed(task, revision, int(change_seq))
 
     async def _remember(self, conn: AsyncConnection, record: IdempotencyRecord, now: int) -> None:
+        i = schema.idempotency
+        await conn.execute(
+            i.delete().where(i.c.key == record.key, i.c.created_at < record.expired_before)
+        )
         try:
             async with conn.begin_nested():
                 await conn.execute(
@@ -271,6 +313,8 @@ class BoardStore:
         return int(result.rowcount)
 
     async def change_seq(self) -> int:
+        if self._cache is not None and self._cache.change_seq is not None:
+            return self._cache.change_seq
         async with self._read("reading the change counter") as conn:
             value = (
                 await conn.execute(
@@ -283,6 +327,8 @@ class BoardStore:
                 "the board has no change counter; its schema is incomplete. "
                 "Restart the bridge so it applies the migrations",
             )
+        if self._cache is not None:
+            self._cache.change_seq = int(value)
         return int(value)
 
     async def freshness(self) -> StaleMarker | None:
@@ -300,6 +346,10 @@ class BoardStore:
 
     async def close(self) -> None:
         await self._engine.dispose()
+        if self._cache is not None:
+            self._cache.clear()
+        if self._sole_writer is not None:
+            self._sole_writer.release()
 
 
 def _ensure_folder(database: str) -> None:

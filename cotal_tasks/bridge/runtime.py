@@ -1,0 +1,193 @@
+"""The bridge process: connect (or start) the broker, publish the contract, serve every
+endpoint, and shut down cleanly on SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import random
+import signal
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.aio.client import Server
+
+from cotal_tasks.bridge.app import Endpoint, open_endpoint
+from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.embedded import EmbeddedNats
+from cotal_tasks.bridge.wire.instance import next_incarnation
+from cotal_tasks.bridge.wire.server import EndpointServer
+from cotal_tasks.bridge.wire.space import (
+    KvPresence,
+    LifecycleHeads,
+    ensure_space,
+    publish_artifacts,
+)
+from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
+
+log = logging.getLogger(__name__)
+
+_BACKOFF_BASE_S = 0.25
+_BACKOFF_CAP_S = 10.0
+
+
+def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Server | None, float]:
+    """Reconnect delay: exponential in the attempts so far, capped, with full jitter."""
+    attempts = min((server.reconnects for server in servers), default=0)
+    ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempts)
+    return (servers[0] if servers else None), random.uniform(ceiling / 2, ceiling)
+
+
+async def _log_nats_error(exc: Exception) -> None:
+    log.warning("NATS connection: %s: %s", type(exc).__name__, exc)
+
+
+async def connect(config: BridgeConfig, url: str) -> NATS:
+    nc = NATS()
+
+    async def log_disconnect() -> None:
+        if not (nc.is_closed or nc.is_draining):
+            log.warning("NATS connection to %s lost; reconnecting with backoff", url)
+
+    async def log_reconnect() -> None:
+        log.warning("NATS connection to %s restored", url)
+
+    options: dict[str, Any] = {
+        "name": "cotal-tasks",
+        "error_cb": _log_nats_error,
+        "disconnected_cb": log_disconnect,
+        "reconnected_cb": log_reconnect,
+        "max_reconnect_attempts": -1,
+        "reconnect_to_server_handler": jittered_backoff,
+        "connect_timeout": 5,
+    }
+    if config.nats_credentials is not None:
+        options["user_credentials"] = str(config.nats_credentials)
+    if config.nats_user is not None:
+        options["user"] = config.nats_user
+        if config.nats_password_env is not None:
+            password = os.environ.get(config.nats_password_env)
+            if password is None:
+                raise ContractError(
+                    ErrorCode.FAILED_PRECONDITION,
+                    f"nats_password_env names {config.nats_password_env}, which is not set; "
+                    "export it before starting the bridge",
+                )
+            options["password"] = password
+    try:
+        await nc.connect(url, **options)
+    except (OSError, nats.errors.Error, TimeoutError) as exc:
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            f"cannot connect to NATS at {url} ({type(exc).__name__}); check nats_url and the "
+            "credentials, or leave nats_url unset for the embedded broker",
+        ) from exc
+    return nc
+
+
+@dataclass
+class Bridge:
+    """A running bridge: its broker URL, connection and endpoint servers."""
+
+    config: BridgeConfig
+    url: str
+    nc: NATS
+    endpoints: list[Endpoint] = field(default_factory=list)
+    servers: list[EndpointServer] = field(default_factory=list)
+    embedded: bool = False
+
+
+@asynccontextmanager
+async def running_bridge(
+    config: BridgeConfig, *, on_served: Callable[[str, str, float], None] | None = None
+) -> AsyncIterator[Bridge]:
+    """Start everything the config describes; stop it all, in order, on exit."""
+    async with AsyncExitStack() as stack:
+        url = config.nats_url
+        broker: EmbeddedNats | None = None
+        if url is None:
+            broker = EmbeddedNats(config.data_dir / "nats")
+            url = await broker.start()
+            stack.push_async_callback(broker.stop)
+            # Local callers (cotal-tasks invoke/describe) find the private broker here.
+            embedded_url_file(config).write_text(url + "\n", encoding="utf-8")
+            stack.callback(embedded_url_file(config).unlink, missing_ok=True)
+        nc = await connect(config, url)
+        stack.push_async_callback(_close, nc)
+        js = nc.jetstream()
+        if broker is not None:
+            await ensure_space(js, config.space)
+        await publish_artifacts(js, config.space, contract_artifacts().all())
+        bridge = Bridge(config, url, nc, embedded=broker is not None)
+        presence = KvPresence(js, config.space)
+        lifecycle = LifecycleHeads(js, config.space)
+        for endpoint_config in config.endpoints:
+            endpoint = await stack.enter_async_context(
+                open_endpoint(config, endpoint_config, presence, serve=True)
+            )
+            identity = next_incarnation(config.data_dir, endpoint_token(endpoint_config.name))
+            server = EndpointServer(
+                nc,
+                config.space,
+                endpoint_config.name,
+                config.owner,
+                identity,
+                endpoint.service,
+                presence,
+                lifecycle,
+                target_check=endpoint_config.target_check,
+                on_served=on_served,
+            )
+            await server.start()
+            stack.push_async_callback(server.stop)
+            bridge.endpoints.append(endpoint)
+            bridge.servers.append(server)
+        await nc.flush()
+        yield bridge
+
+
+def embedded_url_file(config: BridgeConfig) -> Path:
+    return config.data_dir / "nats.url"
+
+
+def broker_url(config: BridgeConfig) -> str:
+    """The broker a local caller should use: the configured one, or the running embedded one."""
+    if config.nats_url is not None:
+        return config.nats_url
+    try:
+        return embedded_url_file(config).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            f"no nats_url is configured and no embedded broker is running under "
+            f"{config.data_dir}; start the bridge first (make run), or set nats_url",
+        ) from exc
+
+
+async def _close(nc: NATS) -> None:
+    with contextlib.suppress(Exception):
+        await nc.drain()
+    if not nc.is_closed:
+        await nc.close()
+
+
+async def serve_until_signalled(config: BridgeConfig, announce: Callable[[Bridge], None]) -> None:
+    """Run the bridge until SIGINT or SIGTERM, then stop it cleanly."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with running_bridge(config) as bridge:
+            announce(bridge)
+            await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)

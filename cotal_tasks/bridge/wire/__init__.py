@@ -1,0 +1,1 @@
+"""The Cotal wire: the bridge as an ordinary Cotal service endpoint on NATS."""

@@ -1,0 +1,336 @@
+"""Serve one endpoint's commands on the Cotal wire.
+
+Per message, in the order ``serveEndpoint`` uses: parse the subject (a subject that fits
+no shape is dropped unanswered), parse the envelope, check subject agreement, class,
+digests, the bind fence, mode admission, the args schema and target currency; run the
+handler; check the output schema; publish the reply on the subject derived from the
+request (never ``msg.reply``). A cast (``replyExpected: false``) is never answered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jsonschema_rs
+import orjson
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+
+from cotal_tasks.bridge.service import Call, CommandService, PresenceSource
+from cotal_tasks.bridge.validation import args_refusal
+from cotal_tasks.bridge.wire import envelope
+from cotal_tasks.bridge.wire.instance import InstanceIdentity
+from cotal_tasks.bridge.wire.space import LifecycleHeads
+from cotal_tasks.bridge.wire.subjects import (
+    RequestSubject,
+    event_subject,
+    parse_request,
+    reply_subject,
+    serve_filters,
+)
+from cotal_tasks.core import (
+    BOARD_CHANGED_TOPIC,
+    COMMANDS,
+    ContractError,
+    ErrorCode,
+    Seat,
+    contract_artifacts,
+    endpoint_token,
+    json_schema,
+)
+
+log = logging.getLogger(__name__)
+
+TargetCheck = Literal["lifecycle", "presence", "none"]
+DESCRIBE = "describe"
+BIND_REFUSED = "ai.cotal.ep.bind-refused"
+MAX_IN_FLIGHT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class _Contract:
+    input_digest: str
+    output_digest: str
+    args: Any  # compiled jsonschema_rs validators
+    output: Any
+
+
+def _contracts() -> dict[str, _Contract]:
+    artifacts = contract_artifacts()
+    return {
+        name: _Contract(
+            artifacts.inputs[name].digest,
+            artifacts.outputs[name].digest,
+            jsonschema_rs.validator_for(json_schema(spec.input)),
+            jsonschema_rs.validator_for(json_schema(spec.output)),
+        )
+        for name, spec in COMMANDS.items()
+    }
+
+
+@dataclass
+class EndpointServer:
+    """One instance of one endpoint on one NATS connection."""
+
+    nc: NATS
+    space: str
+    endpoint: str
+    owner: str
+    identity: InstanceIdentity
+    service: CommandService
+    presence: PresenceSource
+    lifecycle: LifecycleHeads | None
+    target_check: TargetCheck = "lifecycle"
+    on_served: Callable[[str, str, float], None] | None = None
+    _token: str = field(init=False)
+    _contracts: dict[str, _Contract] = field(init=False)
+    _subs: list[Subscription] = field(default_factory=list, init=False)
+    _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_IN_FLIGHT))
+
+    def __post_init__(self) -> None:
+        self._token = endpoint_token(self.endpoint)
+        self._contracts = _contracts()
+
+    @property
+    def token(self) -> str:
+        """The endpoint's subject token."""
+        return self._token
+
+    def describe_answer(self) -> dict[str, Any]:
+        return {
+            "public": True,
+            "descriptor": {
+                "endpoint": self.endpoint,
+                "owner": self.owner,
+                "protocol": {"v": 1},
+                "clusters": [
+                    {"digest": contract_artifacts().cluster.digest, "commands": list(COMMANDS)}
+                ],
+            },
+        }
+
+    async def start(self) -> None:
+        commands = (*COMMANDS, DESCRIBE)
+        for flt in serve_filters(self.space, self._token, self.identity.instance_id, commands):
+            sub = await self.nc.subscribe(flt.subject, queue=flt.queue or "", cb=self._receive)
+            self._subs.append(sub)
+        self.service.add_listener(self.publish_board_changed)
+
+    async def stop(self) -> None:
+        """Stop taking requests, then let every in-flight one finish and reply."""
+        for sub in self._subs:
+            await sub.unsubscribe()
+        self._subs.clear()
+        if self._pending:
+            await asyncio.gather(*self._pending, return_exceptions=True)
+
+    async def publish_board_changed(self, change_seq: int, observed_at: int) -> None:
+        event = {
+            "v": 1,
+            "topic": BOARD_CHANGED_TOPIC,
+            "ts": observed_at,
+            "data": {"changeSeq": change_seq, "observedAt": observed_at},
+        }
+        subject = event_subject(
+            self.space, self._token, self.identity.instance_id, self.identity.epoch
+        )
+        await self.nc.publish(subject, orjson.dumps(event))
+
+    async def _receive(self, msg: Msg) -> None:
+        await self._slots.acquire()
+        task = asyncio.create_task(self._handle(msg))
+        self._pending.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._pending.discard(task)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("request handling failed", exc_info=task.exception())
+
+    async def _handle(self, msg: Msg) -> None:
+        subject = parse_request(msg.subject, self.space)
+        if subject is None or subject.endpoint_token != self._token:
+            return  # fits no shape: never handled, never answered
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        request: envelope.Request | None = None
+        raw: Any = None
+        try:
+            raw = orjson.loads(msg.data)
+        except orjson.JSONDecodeError:
+            reply = envelope.error_reply(
+                "invalid",
+                ContractError(
+                    ErrorCode.BAD_REQUEST,
+                    "the request body is not JSON; send a Cotal request envelope",
+                    outcome="not-executed",
+                ),
+            )
+        else:
+            try:
+                request = envelope.parse_request(raw)
+                data = await self._dispatch(subject, request)
+                reply = envelope.ok_reply(request.id, data)
+            except ContractError as exc:
+                reply = envelope.error_reply(envelope.request_id_of(raw), exc)
+            except Exception as exc:
+                log.exception("internal error serving %s", subject.command)
+                reply = envelope.error_reply(
+                    envelope.request_id_of(raw),
+                    ContractError(
+                        ErrorCode.INTERNAL,
+                        f"the bridge failed unexpectedly ({type(exc).__name__}); retry, and "
+                        "report it if it persists",
+                        outcome="unknown",
+                    ),
+                )
+        if request is not None and not request.reply_expected:
+            return  # a cast is never answered, not even with an error
+        if self.on_served is not None:
+            code = "ok" if reply["ok"] else str(reply["error"]["code"])
+            self.on_served(subject.command, code, loop.time() - started)
+        target = reply_subject(self.space, subject, self.identity.instance_id, self.identity.epoch)
+        await self.nc.publish(target, orjson.dumps(reply))
+
+    async def _dispatch(self, subject: RequestSubject, request: envelope.Request) -> Any:
+        envelope.check_agreement(request, subject)
+        if request.cls != "ephemeral":
+            raise _refused(
+                ErrorCode.CLASS_MISMATCH,
+                f"class {request.cls!r} does not equal the command's contract class 'ephemeral'",
+            )
+        if request.command == DESCRIBE:
+            return self._describe(subject, request)
+        contract = self._contracts.get(request.command)
+        if contract is None:
+            raise _refused(
+                ErrorCode.UNIMPLEMENTED,
+                f"this endpoint serves no command {request.command!r}; describe lists them",
+            )
+        if (request.input_digest, request.output_digest) != (
+            contract.input_digest,
+            contract.output_digest,
+        ):
+            raise _refused(
+                ErrorCode.CONTRACT_MISMATCH,
+                f"the pinned digests do not match the served {request.command} contract; "
+                "describe the endpoint again and pin the digests it names",
+            )
+        self._check_bind(request)
+        spec = COMMANDS[request.command]
+        if (subject.mode or None) not in (spec.modes or (None,)):
+            shape = spec.targeting()
+            raise _refused(
+                ErrorCode.PERMISSION_DENIED,
+                f"{request.command} is {shape}; mode {subject.mode or 'untargeted'} is not "
+                "admitted. Send it in the shape describe prints",
+            )
+        if not contract.args.is_valid(request.args):
+            raise _refused(ErrorCode.BAD_REQUEST, args_refusal(request.command, request.args))
+        target = await self._current_target(subject, request)
+        data = await self.service.handle(
+            Call(
+                command=request.command,
+                caller=subject.caller,
+                envelope_id=request.id,
+                args=request.args,
+                mode=subject.mode,  # type: ignore[arg-type]
+                target=target,
+            )
+        )
+        if not contract.output.is_valid(data):
+            raise ContractError(
+                ErrorCode.INTERNAL,
+                f"the {request.command} result does not match its output schema; this is a "
+                "bridge bug, report it",
+                outcome="executed",
+            )
+        return data
+
+    def _describe(self, subject: RequestSubject, request: envelope.Request) -> Any:
+        if subject.mode is not None:
+            raise _refused(ErrorCode.PERMISSION_DENIED, "describe is untargeted; send no target")
+        if request.args is not None:
+            raise _refused(ErrorCode.BAD_REQUEST, "describe takes no args; send none")
+        return self.describe_answer()
+
+    def _check_bind(self, request: envelope.Request) -> None:
+        bind = request.bind
+        if bind is None:
+            return
+        if (bind.instanceId, bind.epoch) == (self.identity.instance_id, self.identity.epoch):
+            return
+        same_instance = bind.instanceId == self.identity.instance_id
+        detail = {
+            "kind": BIND_REFUSED,
+            "endpoint": self.endpoint,
+            "command": request.command,
+            "boundTo": {"instanceId": bind.instanceId, "epoch": bind.epoch},
+            "servedBy": {"instanceId": self.identity.instance_id, "epoch": self.identity.epoch},
+        }
+        raise ContractError(
+            ErrorCode.EXPIRED if same_instance else ErrorCode.FAILED_PRECONDITION,
+            (
+                "the bound incarnation has restarted"
+                if same_instance
+                else "this request is bound to another instance of the endpoint"
+            )
+            + "; describe the endpoint again and re-issue",
+            outcome="not-executed",
+            details=(detail,),
+        )
+
+    async def _current_target(
+        self, subject: RequestSubject, request: envelope.Request
+    ) -> Seat | None:
+        if subject.mode == "self":
+            return subject.caller
+        t = request.target
+        if t is None:
+            return None
+        seat = Seat(t.owner, t.actor, t.lifecycleUid)
+        if self.target_check == "lifecycle":
+            if self.lifecycle is None:
+                raise _refused(
+                    ErrorCode.UNAVAILABLE,
+                    "no trusted lifecycle reader is configured; targeted commands are refused",
+                )
+            mapping = await self.lifecycle.current(t.owner, t.actor)
+            if mapping is None or mapping.state != "active":
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat.principal} has no active lifecycle mapping; check the seat "
+                    "is running, then retry with its current lifecycle uid",
+                )
+            if mapping.lifecycle_uid != t.lifecycleUid:
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat.principal} is now lifecycle {mapping.lifecycle_uid}, not "
+                    f"{t.lifecycleUid}; retry with the current uid",
+                )
+            if t.mappingRevision is not None and t.mappingRevision != mapping.mapping_revision:
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat.principal} mapping is at revision {mapping.mapping_revision}, "
+                    f"not the pinned {t.mappingRevision}; re-read it and retry",
+                )
+        elif self.target_check == "presence":
+            card = await self.presence.lookup(t.owner, t.actor)
+            if card is None or not card.fresh or card.lifecycleUid != t.lifecycleUid:
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat} has no fresh presence card with that lifecycle uid "
+                    "(target_check = presence); start the seat or check the triple",
+                )
+        return seat
+
+
+def _refused(code: ErrorCode, message: str) -> ContractError:
+    return ContractError(code, message, outcome="not-executed")

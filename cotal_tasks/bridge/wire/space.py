@@ -1,0 +1,175 @@
+"""The space's JetStream state the bridge reads and writes: contract artifacts, presence
+cards, lifecycle heads, and (embedded mode only) the streams and buckets themselves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass
+
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
+
+from cotal_tasks.bridge.service import SeatPresence
+from cotal_tasks.bridge.wire.subjects import artifact_subject, prefix, stream_names
+from cotal_tasks.core import Artifact, ContractError, ErrorCode
+
+log = logging.getLogger(__name__)
+
+PRESENCE_TTL_S = 6.0
+_ALREADY_PUBLISHED = {10071, 10164, 10077}
+
+
+class SpaceNotSetUp(RuntimeError):
+    """The space lacks a stream or bucket that Cotal's space setup creates."""
+
+
+async def ensure_space(js: JetStreamContext, space: str) -> None:
+    """Create the streams and buckets a Cotal space setup would. Embedded mode only."""
+    names = stream_names(space)
+    base = prefix(space)
+    for name, subjects, extra in (
+        (names["contracts"], [f"{base}.epc.>"], {"max_msgs_per_subject": 1}),
+        (names["events"], [f"{base}.epe.>"], {"max_age": 3600.0}),
+    ):
+        config = StreamConfig(
+            name=name, subjects=subjects, storage=StorageType.FILE, allow_direct=True, **extra
+        )
+        try:
+            await js.stream_info(name)
+        except NotFoundError:
+            await js.add_stream(config)
+    for bucket, ttl in ((names["presence"], PRESENCE_TTL_S), (names["records"], None)):
+        try:
+            await js.key_value(bucket)
+        except BucketNotFoundError:
+            await js.create_key_value(KeyValueConfig(bucket=bucket, ttl=ttl, history=1))
+
+
+async def publish_artifacts(
+    js: JetStreamContext, space: str, artifacts: tuple[Artifact, ...]
+) -> int:
+    """Publish each artifact once to ``EPC_<space>``; return how many were new.
+
+    An artifact already there is verified byte for byte: a different stored copy means
+    two contracts claim one digest, which is refused rather than papered over.
+    """
+    stream = stream_names(space)["contracts"]
+    try:
+        await js.stream_info(stream)
+    except NotFoundError as exc:
+        raise SpaceNotSetUp(
+            f"the space {space!r} has no {stream} stream; run Cotal's space setup first, or "
+            "leave nats_url unset to use the embedded broker"
+        ) from exc
+    fresh = 0
+    for artifact in artifacts:
+        subject = artifact_subject(space, artifact.hex)
+        try:
+            await js.publish(
+                subject,
+                artifact.data,
+                stream=stream,
+                headers={"Nats-Expected-Last-Subject-Sequence": "0"},
+            )
+            fresh += 1
+        except APIError as exc:
+            if exc.err_code not in _ALREADY_PUBLISHED:
+                raise
+            stored = await js.get_msg(stream, subject=subject)
+            if stored.data != artifact.data:
+                raise SpaceNotSetUp(
+                    f"{subject} holds different bytes than the contract artifact {artifact.digest}"
+                ) from exc
+    return fresh
+
+
+@dataclass
+class KvPresence:
+    """The ``PresenceSource`` over ``cotal_presence_<space>``."""
+
+    js: JetStreamContext
+    space: str
+
+    async def lookup(self, owner: str, actor: str) -> SeatPresence | None:
+        key = f"{owner}.{actor}"
+        try:
+            kv = await self.js.key_value(stream_names(self.space)["presence"])
+            entry = await kv.get(key)
+        except (BucketNotFoundError, KeyNotFoundError):
+            return None
+        if entry.value is None:
+            return None
+        try:
+            card = json.loads(entry.value)
+        except ValueError:
+            log.warning("presence card %s is not JSON; ignored", key)
+            return None
+        if not isinstance(card, dict) or not isinstance(card.get("card"), dict):
+            return None
+        if card["card"].get("id") != key:
+            return None  # a card whose id differs from its key is dropped
+        ts = card.get("ts")
+        fresh = (
+            isinstance(ts, int)
+            and time.time() * 1000 - ts <= PRESENCE_TTL_S * 1000
+            and card.get("status") != "offline"
+        )
+        uid = card.get("lifecycleUid")
+        environment = card.get("environment")
+        if environment is not None and not isinstance(environment, str):
+            log.warning("presence card %s carries a non-string environment; ignored", key)
+            environment = None
+        return SeatPresence(uid if isinstance(uid, str) else None, environment, fresh)
+
+
+@dataclass(frozen=True, slots=True)
+class LifecycleMapping:
+    lifecycle_uid: str
+    mapping_revision: int
+    state: str
+
+
+@dataclass
+class LifecycleHeads:
+    """The trusted lifecycle mapping: ``lifecycle.<owner>.<actor>`` in ``cotal_records_<s>``,
+    read leader-served (``STREAM.MSG.GET``), whose sequence is the ``mappingRevision``."""
+
+    js: JetStreamContext
+    space: str
+
+    async def current(self, owner: str, actor: str) -> LifecycleMapping | None:
+        bucket = stream_names(self.space)["records"]
+        key = f"lifecycle.{owner}.{actor}"
+        try:
+            raw = await self.js.get_msg(f"KV_{bucket}", subject=f"$KV.{bucket}.{key}")
+        except NotFoundError:
+            return None
+        except APIError as exc:
+            raise ContractError(
+                ErrorCode.UNAVAILABLE,
+                f"the lifecycle mapping of {owner}.{actor} cannot be read ({exc.description}); "
+                "retry, or check the space's records bucket",
+            ) from exc
+        headers = raw.headers or {}
+        if headers.get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
+            return None
+        try:
+            head = json.loads(raw.data)
+        except ValueError as exc:
+            raise ContractError(
+                ErrorCode.INTERNAL, f"the lifecycle head {key} is not JSON; it authorizes nothing"
+            ) from exc
+        if (
+            not isinstance(head, dict)
+            or head.get("owner") != owner
+            or head.get("actor") != actor
+            or not isinstance(head.get("lifecycleUid"), str)
+        ):
+            raise ContractError(
+                ErrorCode.INTERNAL, f"the lifecycle head {key} is malformed; it authorizes nothing"
+            )
+        return LifecycleMapping(head["lifecycleUid"], int(raw.seq or 0), str(head.get("state")))

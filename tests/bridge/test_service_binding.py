@@ -1,0 +1,161 @@
+"""Binding identity over the real board (SQLite and PostgreSQL): the lifecycle-uid
+rules of section 3, the three environment outcomes of section 2 read from a seat's
+presence card, and the optional reachability check (``require_presence``)."""
+
+from __future__ import annotations
+
+import pytest
+
+from cotal_tasks.bridge.service import CommandService, ServiceSettings
+from cotal_tasks.core import ErrorCode
+from cotal_tasks.providers.board import BoardStore
+from tests.bridge._support import OPERATOR, Client, DictPresence, bound_triple, triple
+from tests.conftest import Clock, seat
+
+ALICE = seat("alice", 1)
+BOB = seat("bob", 2)
+ALICE_REBORN = seat("alice", 3)  # same principal local.alice, a new lifecycle uid
+
+
+# Section 3: a new lifecycle uid is a different seat.
+
+
+async def test_a_new_incarnation_cannot_touch_the_old_binding(client: Client) -> None:
+    task_id = (await client.create())["taskId"]
+    claimed = await client.claim(ALICE, task_id)
+    await client.refused(
+        ErrorCode.PERMISSION_DENIED,
+        "update-task",
+        ALICE_REBORN,
+        {"taskId": task_id, "status": "done"},
+        mode="self",
+    )
+    await client.refused(
+        ErrorCode.CONFLICT, "claim-task", ALICE_REBORN, {"taskId": task_id}, mode="self"
+    )
+    assert (await client.my_tasks(ALICE_REBORN))["tasks"] == []
+    task = await client.get(task_id)
+    assert task == claimed
+    assert task["binding"]["lifecycleUid"] == ALICE.lifecycleUid
+    assert [t["taskId"] for t in (await client.my_tasks(ALICE))["tasks"]] == [task_id]
+
+
+# Section 2 and 3: the environment outcomes and the optional reachability check.
+
+ADMITTED_ENVIRONMENTS = [
+    "env:builder-7",
+    "https://hosted.example/envs/e-42?region=eu",
+    "wörkspace α/β 7",
+    "x" * 2048,
+]
+REFUSED_ENVIRONMENTS = [
+    "https://user:pw@hosted.example/envs/e-42",
+    "https://hosted.example/envs?token=abc",
+    "Bearer abc.def",
+    "line\nbreak",
+    "x" * 2049,
+]
+
+
+async def test_bind_records_an_admitted_environment_verbatim(
+    client: Client, presence: DictPresence
+) -> None:
+    for n, environment in enumerate(ADMITTED_ENVIRONMENTS):
+        who = seat(f"env{n}", n)
+        presence.put(who, environment=environment)
+        task_id = (await client.create())["taskId"]
+        bound = await client.bind(who, task_id)
+        assert bound["binding"]["environment"].encode() == environment.encode()
+        assert "environmentWithheld" not in bound["binding"]
+        assert (await client.get(task_id))["binding"] == bound["binding"]
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        pytest.param(None, id="no-card"),
+        pytest.param((None, True, None), id="card-without-environment"),
+        pytest.param(("env:old", True, "9" * 26), id="card-of-another-incarnation"),
+        pytest.param(("env:stale", False, None), id="card-not-fresh"),
+    ],
+)
+async def test_bind_without_a_current_environment_omits_both_fields(
+    client: Client,
+    presence: DictPresence,
+    card: tuple[str | None, bool, str | None] | None,
+) -> None:
+    if card is not None:
+        presence.put(ALICE, environment=card[0], fresh=card[1], lifecycle_uid=card[2])
+    task_id = (await client.create())["taskId"]
+    bound = await client.bind(ALICE, task_id)
+    assert set(bound["binding"]) == {"owner", "actor", "lifecycleUid", "boundAt", "boundBy"}
+    assert bound["binding"]["boundBy"] == OPERATOR.principal
+
+
+async def test_bind_withholds_a_refused_environment_and_still_binds(
+    client: Client, presence: DictPresence
+) -> None:
+    for n, environment in enumerate(REFUSED_ENVIRONMENTS):
+        who = seat(f"env{n}", n)
+        presence.put(who, environment=environment)
+        task_id = (await client.create())["taskId"]
+        bound = await client.bind(who, task_id)
+        assert bound["status"] == "claimed", environment
+        assert bound_triple(bound) == triple(who)
+        assert bound["binding"]["environmentWithheld"] is True, environment
+        assert "environment" not in bound["binding"]
+        assert (await client.get(task_id))["binding"] == bound["binding"]
+
+
+async def test_claim_reads_the_callers_own_card(client: Client, presence: DictPresence) -> None:
+    presence.put(ALICE, environment="env:alice")
+    presence.put(BOB, environment="env:bob")
+    task_id = (await client.create())["taskId"]
+    claimed = await client.claim(ALICE, task_id)
+    assert claimed["binding"]["environment"] == "env:alice"
+    assert presence.lookups == [("local", "alice")]
+
+
+@pytest.mark.parametrize(
+    "card",
+    [
+        pytest.param(None, id="no-card"),
+        pytest.param((True, "9" * 26), id="other-lifecycle-uid"),
+        pytest.param((False, None), id="not-fresh"),
+    ],
+)
+async def test_require_presence_refuses_a_target_without_a_fresh_matching_card(
+    board: BoardStore, clock: Clock, card: tuple[bool, str | None] | None
+) -> None:
+    presence = DictPresence()
+    if card is not None:
+        presence.put(ALICE, environment="env:a", fresh=card[0], lifecycle_uid=card[1])
+    settings = ServiceSettings(space="demo", require_presence=True)
+    client = Client(CommandService(board, settings, clock, presence=presence), board)
+    task = await client.create()
+    seq = await client.change_seq()
+    await client.refused(
+        ErrorCode.FAILED_PRECONDITION,
+        "bind-task",
+        OPERATOR,
+        {"taskId": task["taskId"]},
+        mode="any",
+        target=ALICE,
+    )
+    await client.refused(
+        ErrorCode.FAILED_PRECONDITION, "claim-task", ALICE, {"taskId": task["taskId"]}, mode="self"
+    )
+    assert await client.get(task["taskId"]) == task
+    assert await client.change_seq() == seq
+
+
+async def test_require_presence_binds_a_target_with_a_fresh_matching_card(
+    board: BoardStore, clock: Clock
+) -> None:
+    presence = DictPresence()
+    presence.put(ALICE, environment="env:a")
+    settings = ServiceSettings(space="demo", require_presence=True)
+    client = Client(CommandService(board, settings, clock, presence=presence), board)
+    task_id = (await client.create())["taskId"]
+    bound = await client.bind(ALICE, task_id)
+    assert bound["binding"]["environment"] == "env:a"
