@@ -118,6 +118,7 @@ def serve_rows(space: str, endpoint: str, instance_id: str) -> Permissions:
             f"$JS.API.STREAM.INFO.KV_{names['records']}",
             f"$JS.API.STREAM.MSG.GET.{names['contracts']}",
             f"$JS.API.STREAM.MSG.GET.KV_{names['records']}",
+            f"$JS.API.STREAM.MSG.GET.KV_{names['presence']}",
             f"$JS.API.DIRECT.GET.KV_{names['presence']}.>",
             f"$JS.API.DIRECT.GET.KV_{names['presence']}",
         ],

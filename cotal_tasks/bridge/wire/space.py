@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType, StreamConfig
+from nats.errors import Error as NatsError
 from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
 
 from cotal_tasks.bridge.service import SeatPresence
@@ -46,7 +47,9 @@ async def ensure_space(js: JetStreamContext, space: str) -> None:
         try:
             await js.key_value(bucket)
         except BucketNotFoundError:
-            await js.create_key_value(KeyValueConfig(bucket=bucket, ttl=ttl, history=1))
+            await js.create_key_value(
+                KeyValueConfig(bucket=bucket, ttl=ttl, history=1, direct=True)
+            )
 
 
 async def publish_artifacts(
@@ -100,6 +103,10 @@ class KvPresence:
             kv = await self.js.key_value(stream_names(self.space)["presence"])
             entry = await kv.get(key)
         except (BucketNotFoundError, KeyNotFoundError):
+            return None
+        except (NatsError, TimeoutError) as exc:
+            # Presence is advisory: an unreadable card reads as no card, never as a failure.
+            log.warning("presence card %s could not be read (%s); treated as absent", key, exc)
             return None
         if entry.value is None:
             return None
