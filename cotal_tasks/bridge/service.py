@@ -49,8 +49,8 @@ from cotal_tasks.core import (
     update_task,
 )
 from cotal_tasks.providers.store import (
+    IdempotencyKey,
     IdempotencyKeyTaken,
-    IdempotencyRecord,
     PageQuery,
     RevisionConflict,
     StoredTask,
@@ -244,11 +244,10 @@ class CommandService:
                 note=getattr(args, "note", None),
                 idempotency=None
                 if remember is None
-                else IdempotencyRecord(
+                else IdempotencyKey(
                     remember[0],
                     spec.name,
                     remember[1],
-                    json.dumps(task.to_json(), separators=(",", ":"), ensure_ascii=False),
                     expired_before=now - self.settings.retention_ms,
                 ),
             )

@@ -44,28 +44,42 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
-class IdempotencyRecord:
-    """The result of an id-idempotent command, kept for the retention window."""
+class IdempotencyKey:
+    """Record this write's result under ``key`` (an id-idempotent command's envelope id)."""
 
     key: str
     command: str
     args_digest: str
-    result: str  # the committed record as JSON text
     # A result under this key recorded before this time (epoch ms) has expired and may
     # be replaced: an id is forgotten after the retention window.
     expired_before: int = 0
 
 
 @dataclass(frozen=True, slots=True)
+class IdempotencyRecord:
+    """A recorded result: the committed record as JSON text, kept for the retention window."""
+
+    key: str
+    command: str
+    args_digest: str
+    result: str
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
-    """One effective write. ``expected_revision`` is ``None`` to create a new task."""
+    """One effective write. ``expected_revision`` is ``None`` to create a new task.
+
+    A store may assign the created task's id itself (a hosted tracker numbers its
+    issues); ``Committed.task`` is always the record as stored, and it is that record
+    which the idempotency result holds.
+    """
 
     task: Task
     expected_revision: int | None
     command: str
     actor: str
     note: str | None = None
-    idempotency: IdempotencyRecord | None = None
+    idempotency: IdempotencyKey | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,8 +16,8 @@ from cotal_tasks.core import (
 )
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import (
+    IdempotencyKey,
     IdempotencyKeyTaken,
-    IdempotencyRecord,
     PageQuery,
     RevisionConflict,
     Write,
@@ -32,7 +32,7 @@ def new_task(n: int, *, status: str = "open") -> Task:
     return create_task(args, task_id=f"t-{n:05d}", space="demo", now=NOW + n)
 
 
-async def put(store: BoardStore, task: Task, idempotency: IdempotencyRecord | None = None) -> int:
+async def put(store: BoardStore, task: Task, idempotency: IdempotencyKey | None = None) -> int:
     write = Write(task, None, "create-task", "local.op/x", idempotency=idempotency)
     return (await store.commit(write)).change_seq
 
@@ -131,14 +131,19 @@ async def test_pages_carry_summaries_without_brief_or_evidence(board: BoardStore
     assert summary["title"] == "with brief"
 
 
-def remembered(key: str, result: str = "{}") -> IdempotencyRecord:
-    return IdempotencyRecord(key, "create-task", "sha256:" + "0" * 64, result)
+DIGEST = "sha256:" + "0" * 64
+
+
+def remembered(key: str) -> IdempotencyKey:
+    return IdempotencyKey(key, "create-task", DIGEST)
 
 
 async def test_idempotency_result_is_recorded_with_the_write(board: BoardStore) -> None:
-    await put(board, new_task(1), idempotency=remembered("k1", '{"a":1}'))
+    await put(board, new_task(1), idempotency=remembered("k1"))
     record = await board.recall("k1", not_before=0)
-    assert record == remembered("k1", '{"a":1}')
+    assert record is not None
+    assert (record.key, record.command, record.args_digest) == ("k1", "create-task", DIGEST)
+    assert Task.model_validate_json(record.result) == new_task(1)
     assert await board.recall("k2", not_before=0) is None
 
 

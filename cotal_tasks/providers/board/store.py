@@ -28,6 +28,7 @@ from cotal_tasks.providers.board.migrate import upgrade
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
+    IdempotencyKey,
     IdempotencyKeyTaken,
     IdempotencyRecord,
     Page,
@@ -215,7 +216,7 @@ class BoardStore:
         try:
             async with self._engine.begin() as conn:
                 if write.idempotency is not None:
-                    await self._remember(conn, write.idempotency, task.updatedAt)
+                    await self._remember(conn, write.idempotency, columns["body"], task.updatedAt)
                 revision = await self._put(conn, write, columns)
                 await conn.execute(
                     insert(schema.history).values(
@@ -244,7 +245,9 @@ class BoardStore:
             self._cache.change_seq = int(change_seq)
         return Committed(task, revision, int(change_seq))
 
-    async def _remember(self, conn: AsyncConnection, record: IdempotencyRecord, now: int) -> None:
+    async def _remember(
+        self, conn: AsyncConnection, record: IdempotencyKey, result: str, now: int
+    ) -> None:
         i = schema.idempotency
         await conn.execute(
             i.delete().where(i.c.key == record.key, i.c.created_at < record.expired_before)
@@ -256,7 +259,7 @@ class BoardStore:
                         key=record.key,
                         command=record.command,
                         args_digest=record.args_digest,
-                        result=record.result,
+                        result=result,
                         created_at=now,
                     )
                 )
