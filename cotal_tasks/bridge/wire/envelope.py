@@ -89,10 +89,11 @@ def request_id_of(raw: Any) -> str:
 
 def parse_request(raw: Any) -> Request:
     o = _record(raw, "request")
-    if o.get("v") != ENVELOPE_V:
+    version = o.get("v")
+    if isinstance(version, bool) or version != ENVELOPE_V:
         raise _fail(
             ErrorCode.UNSUPPORTED_VERSION,
-            f"request envelope version {o.get('v')!r} is not {ENVELOPE_V}; send v: 1",
+            f"request envelope version {version!r} is not {ENVELOPE_V}; send v: 1",
         )
     request_id = _token(o.get("id"), ID_TOKEN, "id", "[A-Za-z0-9_-]{1,64}")
     op = _record(o.get("op"), "op")
@@ -105,6 +106,12 @@ def parse_request(raw: Any) -> Request:
     digests: dict[str, str | None] = {}
     for key in ("inputDigest", "outputDigest"):
         value = op.get(key)
+        if value is not None and command == "describe":
+            raise _fail(
+                ErrorCode.CONTRACT_MISMATCH,
+                f"describe pins no contract, so op.{key} cannot be honored; send describe "
+                "without digests",
+            )
         if value is None:
             if command != "describe":
                 raise _fail(

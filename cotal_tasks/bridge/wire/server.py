@@ -124,8 +124,10 @@ class EndpointServer:
 
     async def stop(self) -> None:
         """Stop taking requests, then let every in-flight one finish and reply."""
+        # drain, not unsubscribe: requests already delivered to this instance are still
+        # handled and answered; only new ones go to the rest of the queue group.
         for sub in self._subs:
-            await sub.unsubscribe()
+            await sub.drain()  # type: ignore[no-untyped-call]  # nats-py leaves it untyped
         self._subs.clear()
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)

@@ -9,9 +9,9 @@ import logging
 import time
 from dataclasses import dataclass
 
+from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType, StreamConfig
-from nats.errors import Error as NatsError
 from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
 
 from cotal_tasks.bridge.service import SeatPresence
