@@ -115,7 +115,7 @@ async def main(rounds: int = 5, tasks: int = 500) -> None:
         config = Path(tmp) / "bench.toml"
         config.write_text(
             f'space = "{SPACE}"\nnats_url = "{url}"\ndata_dir = "{tmp}/data"\n'
-            f'[[endpoints]]\nname = "{ENDPOINT}"\n',
+            f'[http]\nport = 0\n[[endpoints]]\nname = "{ENDPOINT}"\n',
             encoding="utf-8",
         )
         bridge = await asyncio.create_subprocess_exec(

@@ -10,11 +10,13 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
+from cotal_tasks.providers.hosted.config import GitHubConfig, GitLabConfig
 
 DEFAULT_ENDPOINT = "com.example.tasks"
+Principal = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")]
 
 
 class _Closed(BaseModel):
@@ -25,14 +27,17 @@ class EndpointConfig(_Closed):
     """One endpoint the bridge serves."""
 
     name: str = DEFAULT_ENDPOINT
-    provider: Literal["board"] = "board"
-    database: str | None = None  # default: SQLite under the data directory
+    provider: Literal["board", "github", "gitlab"] = "board"
+    # The board, or a hosted tracker's local mirror. Default: SQLite under data_dir.
+    database: str | None = None
     page_ceiling: Annotated[int, Field(ge=1, le=1000)] = 100
     idempotency_retention_hours: Annotated[float, Field(gt=0, le=24 * 30)] = 24.0
     require_presence: bool = False
     # How owner/any targets are checked for currency before the handler runs: against the
     # trusted lifecycle head (Cotal's rule), the weaker presence card, or not at all.
     target_check: Literal["lifecycle", "presence", "none"] = "lifecycle"
+    github: GitHubConfig | None = None
+    gitlab: GitLabConfig | None = None
 
     @field_validator("name")
     @classmethod
@@ -43,10 +48,44 @@ class EndpointConfig(_Closed):
             raise ValueError(exc.message) from exc
         return value
 
+    @model_validator(mode="after")
+    def _provider_section(self) -> EndpointConfig:
+        for provider in ("github", "gitlab"):
+            has = getattr(self, provider) is not None
+            if self.provider == provider and not has:
+                raise ValueError(
+                    f"provider {provider!r} needs an [endpoints.{provider}] section "
+                    "(at least the repository or project)"
+                )
+            if self.provider != provider and has:
+                raise ValueError(
+                    f"an [endpoints.{provider}] section belongs to provider = {provider!r}, "
+                    f"not {self.provider!r}"
+                )
+        return self
+
     def database_url(self, data_dir: Path) -> str:
         if self.database is not None:
             return self.database
         return f"sqlite:///{data_dir / (endpoint_token(self.name) + '.db')}"
+
+
+class HttpToken(_Closed):
+    """A bearer token for the read API, mapped to a principal and its capabilities."""
+
+    token_env: Annotated[str, Field(min_length=1)]
+    principal: Principal
+    lifecycle_uid: Annotated[str, Field(pattern=r"^[a-z0-9]{26,32}$")] | None = None
+    capabilities: tuple[Literal["tasks.read", "tasks.self"], ...] = ("tasks.read",)
+
+
+class HttpConfig(_Closed):
+    """The HTTP listener: read API, server-sent events, webhooks, health, metrics, dashboard."""
+
+    enabled: bool = True
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8080  # 0: any free port
+    tokens: tuple[HttpToken, ...] = ()
 
 
 class BridgeConfig(_Closed):
@@ -57,6 +96,7 @@ class BridgeConfig(_Closed):
     nats_credentials: Path | None = None  # a NATS .creds file for the bridge's serve credential
     nats_user: str | None = None
     nats_password_env: str | None = None  # the environment variable holding nats_user's password
+    http: HttpConfig = HttpConfig()
     endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1)] = (EndpointConfig(),)
 
     @field_validator("endpoints")

@@ -9,7 +9,7 @@ import logging
 import os
 import random
 import signal
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +22,9 @@ from nats.aio.client import Server
 from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.bridge.embedded import EmbeddedNats
+from cotal_tasks.bridge.http.app import HttpContext, create_app
+from cotal_tasks.bridge.http.server import serve_http
+from cotal_tasks.bridge.metrics import Metrics
 from cotal_tasks.bridge.wire.instance import next_incarnation
 from cotal_tasks.bridge.wire.server import EndpointServer
 from cotal_tasks.bridge.wire.space import (
@@ -94,21 +97,29 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
 
 @dataclass
 class Bridge:
-    """A running bridge: its broker URL, connection and endpoint servers."""
+    """A running bridge: its broker URL, connection, endpoint servers and HTTP listener."""
 
     config: BridgeConfig
     url: str
     nc: NATS
+    metrics: Metrics
     endpoints: list[Endpoint] = field(default_factory=list)
     servers: list[EndpointServer] = field(default_factory=list)
     embedded: bool = False
+    http_url: str | None = None
+
+
+ServedHook = Callable[[str, str, float], None]
 
 
 @asynccontextmanager
 async def running_bridge(
-    config: BridgeConfig, *, on_served: Callable[[str, str, float], None] | None = None
+    config: BridgeConfig, *, on_served: ServedHook | None = None
 ) -> AsyncIterator[Bridge]:
-    """Start everything the config describes; stop it all, in order, on exit."""
+    """Start everything the config describes; stop it all, in order, on exit.
+
+    ``on_served(command, code, seconds)`` hears every answered request, beside metrics.
+    """
     async with AsyncExitStack() as stack:
         url = config.nats_url
         broker: EmbeddedNats | None = None
@@ -125,7 +136,8 @@ async def running_bridge(
         if broker is not None:
             await ensure_space(js, config.space)
         await publish_artifacts(js, config.space, contract_artifacts().all())
-        bridge = Bridge(config, url, nc, embedded=broker is not None)
+        metrics = Metrics()
+        bridge = Bridge(config, url, nc, metrics, embedded=broker is not None)
         presence = KvPresence(js, config.space)
         lifecycle = LifecycleHeads(js, config.space)
         for endpoint_config in config.endpoints:
@@ -133,6 +145,7 @@ async def running_bridge(
                 open_endpoint(config, endpoint_config, presence, serve=True)
             )
             identity = next_incarnation(config.data_dir, endpoint_token(endpoint_config.name))
+            name = endpoint_config.name
             server = EndpointServer(
                 nc,
                 config.space,
@@ -143,14 +156,38 @@ async def running_bridge(
                 presence,
                 lifecycle,
                 target_check=endpoint_config.target_check,
-                on_served=on_served,
+                on_served=_served(metrics, name, on_served),
             )
             await server.start()
             stack.push_async_callback(server.stop)
+            endpoint.service.add_listener(_gauge(metrics, name))
             bridge.endpoints.append(endpoint)
             bridge.servers.append(server)
+        if config.http.enabled:
+            context = HttpContext(
+                config, {ep.config.name: ep for ep in bridge.endpoints}, metrics=metrics
+            )
+            bridge.http_url = await stack.enter_async_context(
+                serve_http(create_app(context), config.http.host, config.http.port)
+            )
         await nc.flush()
         yield bridge
+
+
+def _served(metrics: Metrics, endpoint: str, hook: ServedHook | None) -> ServedHook:
+    def served(command: str, code: str, seconds: float) -> None:
+        metrics.command_served(endpoint, command, code, seconds)
+        if hook is not None:
+            hook(command, code, seconds)
+
+    return served
+
+
+def _gauge(metrics: Metrics, endpoint: str) -> Callable[[int, int], Awaitable[None]]:
+    async def record(change_seq: int, _observed_at: int) -> None:
+        metrics.changed(endpoint, change_seq)
+
+    return record
 
 
 def embedded_url_file(config: BridgeConfig) -> Path:

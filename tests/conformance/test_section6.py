@@ -32,7 +32,7 @@ from cotal_tasks.bridge.wire.instance import next_incarnation
 from cotal_tasks.core import ErrorCode, Seat
 from tests.conformance.conftest import SMALL_PAGE_CEILING, Mesh
 from tests.conftest import seat
-from tests.support.bridge import ENDPOINT, SPACE, broker, set_up_space
+from tests.support.bridge import ENDPOINT, SPACE, TEST_HTTP, broker, set_up_space
 from tests.support.cotal import Bound, Space, TestCaller, collect, nonce
 
 Json = dict[str, Any]
@@ -655,6 +655,7 @@ async def permissioned_mesh(
         await set_up_space(server.url, user="admin", password=passwords["admin"])
         config = BridgeConfig(
             space=SPACE,
+            http=TEST_HTTP,
             data_dir=data_dir,
             nats_url=server.url,
             nats_user="bridge",

@@ -9,12 +9,13 @@ from pathlib import Path
 import nats
 from nats.aio.client import Client as NATS
 
-from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.embedded import EmbeddedNats
 from cotal_tasks.bridge.runtime import Bridge, running_bridge
 from cotal_tasks.bridge.wire.space import ensure_space
 
 SPACE = "conf"
+TEST_HTTP = HttpConfig(port=0)  # any free port: never collide with a real listener
 ENDPOINT = "com.acme.tasks"
 
 
@@ -43,6 +44,7 @@ def bridge_config(
 ) -> BridgeConfig:
     return BridgeConfig(
         space=SPACE,
+        http=TEST_HTTP,
         data_dir=data_dir,
         nats_url=url,
         endpoints=(EndpointConfig(name=ENDPOINT, database=database, **endpoint),),

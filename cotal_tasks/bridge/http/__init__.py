@@ -1,0 +1,1 @@
+"""The bridge's HTTP listener: read API, events, webhooks, health, metrics, dashboard."""

@@ -1,0 +1,46 @@
+"""Run an ASGI app under uvicorn inside the bridge's event loop, on a pre-bound socket
+(so port 0 picks a free port and the bound address is known before serving)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import uvicorn
+from starlette.types import ASGIApp
+
+
+@asynccontextmanager
+async def serve_http(app: ASGIApp, host: str, port: int) -> AsyncIterator[str]:
+    """Serve ``app`` on ``host:port`` until the block exits; yield the base URL."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise RuntimeError(
+            f"cannot listen on {host}:{port} ({exc.strerror}); choose another [http] port, "
+            "or port = 0 for any free one"
+        ) from exc
+    sock.listen(128)
+    sock.setblocking(False)
+    bound_port = sock.getsockname()[1]
+    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            if task.done():
+                task.result()  # surface why it stopped
+                raise RuntimeError("the HTTP listener stopped before it started")
+            await asyncio.sleep(0.01)
+        shown = f"[{host}]" if family == socket.AF_INET6 else host
+        yield f"http://{shown}:{bound_port}"
+    finally:
+        server.should_exit = True
+        await task
+        sock.close()
