@@ -8,6 +8,8 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.bridge.hosted import Hosted, build_hosted
+from cotal_tasks.bridge.metrics import Metrics
 from cotal_tasks.bridge.service import CommandService, NoPresence, PresenceSource, ServiceSettings
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import TaskStore
@@ -23,6 +25,7 @@ class Endpoint:
     store: TaskStore
     service: CommandService
     location: str
+    hosted: Hosted | None = None  # a hosted tracker's sync loop, client and webhook secret
 
 
 async def open_store(
@@ -38,12 +41,25 @@ async def open_endpoint(
     presence: PresenceSource | None = None,
     *,
     serve: bool = False,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[Endpoint]:
-    """Open the endpoint's store and its command service; close the store on exit.
+    """Open the endpoint's store and its command service; close them on exit.
 
-    ``serve`` is for the process that serves the endpoint (see ``BoardStore.open``).
+    ``serve`` is for the process that serves the endpoint (see ``BoardStore.open``). A
+    hosted endpoint's store is its tracker over a local board mirror.
     """
-    store = await open_store(config, endpoint, serve=serve)
+    board = await open_store(config, endpoint, serve=serve)
+    hosted: Hosted | None = None
+    store: TaskStore = board
+    if endpoint.provider != "board":
+        try:
+            hosted = build_hosted(
+                config, endpoint, board, wall_clock_ms, presence=presence, metrics=metrics
+            )
+        except BaseException:
+            await board.close()
+            raise
+        store = hosted.store
     settings = ServiceSettings(
         space=config.space,
         page_ceiling=endpoint.page_ceiling,
@@ -52,6 +68,10 @@ async def open_endpoint(
     )
     try:
         service = CommandService(store, settings, wall_clock_ms, presence or NoPresence())
-        yield Endpoint(endpoint, store, service, store.label)
+        if hosted is not None:
+            hosted.store.on_change(service.announce)
+        yield Endpoint(endpoint, store, service, board.label, hosted)
     finally:
+        if hosted is not None:
+            await hosted.close()
         await store.close()

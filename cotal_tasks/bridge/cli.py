@@ -17,13 +17,16 @@ from typing import Any, TypeVar
 
 import click
 
+from cotal_tasks.bridge.announce import announcement
 from cotal_tasks.bridge.app import open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, load_config
+from cotal_tasks.bridge.preview import preview, render
 from cotal_tasks.bridge.runtime import Bridge, broker_url, connect, serve_until_signalled
+from cotal_tasks.bridge.seed import Seeded, seed_examples
 from cotal_tasks.bridge.wire.caller import CotalCaller, UsageRefused
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
-from cotal_tasks.bridge.wire.subjects import event_filter
 from cotal_tasks.core import CAPABILITIES, ContractError, Seat, endpoint_token
+from cotal_tasks.providers.hosted.sync import SyncReport
 
 T = TypeVar("T")
 DEFAULT_CALLER = "local.cli/" + "0" * 26
@@ -69,22 +72,9 @@ def main() -> None:
     """Serve the ai.cotal.tasks contract over a self-hosted board and hosted trackers."""
 
 
-def _announce(bridge: Bridge) -> None:
-    config = bridge.config
-    where = "embedded nats-server" if bridge.embedded else "NATS"
-    click.echo(f"cotal-tasks: serving space {config.space!r} on {where} at {bridge.url}")
-    for endpoint, server in zip(bridge.endpoints, bridge.servers, strict=True):
-        ident = server.identity
-        click.echo(
-            f"  endpoint {endpoint.config.name}: board {endpoint.location}, "
-            f"instance {ident.instance_id} epoch {ident.epoch}"
-        )
-        click.echo(f"    board-changed events: {event_filter(config.space, server.token)}")
-    click.echo("Try it from another terminal:")
-    click.echo("  .venv/bin/cotal-tasks describe")
-    click.echo('  .venv/bin/cotal-tasks invoke create-task --args \'{"title":"Try the board"}\'')
-    click.echo("  .venv/bin/cotal-tasks invoke list-tasks")
-    click.echo("Stop with Ctrl-C.")
+def _announce(bridge: Bridge, seeded: Seeded) -> None:
+    for line in announcement(bridge, seeded):
+        click.echo(line)
 
 
 @main.command()
@@ -95,7 +85,10 @@ def serve(config_path: Path | None) -> None:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
-    _run(lambda: serve_until_signalled(config, _announce))
+    seeded = Seeded()
+    if config_path is None and config.nats_url is None:  # the embedded default (make run)
+        seeded = _run(lambda: seed_examples(config))
+    _run(lambda: serve_until_signalled(config, lambda bridge: _announce(bridge, seeded)))
     click.echo("cotal-tasks: stopped cleanly")
 
 
@@ -224,8 +217,16 @@ def grants(
 
 
 @main.command("check-config")
+@click.option(
+    "--preview",
+    "preview_count",
+    type=click.IntRange(1, 100),
+    default=None,
+    help="Also show how the tracker's N most recent issues would map (writes nothing).",
+)
+@endpoint_option
 @config_option
-def check_config(config_path: Path | None) -> None:
+def check_config(preview_count: int | None, endpoint: str | None, config_path: Path | None) -> None:
     """Validate a config file and print what it configures."""
     config = _config(config_path)
     click.echo(f"space: {config.space} (owner {config.owner})")
@@ -237,6 +238,64 @@ def check_config(config_path: Path | None) -> None:
             f"page ceiling {ep.page_ceiling}, idempotency retention "
             f"{ep.idempotency_retention_hours:g} h, target check {ep.target_check}"
         )
+        tracker = ep.github or ep.gitlab
+        if tracker is not None:
+            click.echo(
+                f"  {ep.provider} at {tracker.api_url}, token from ${tracker.token_env}, "
+                f"poll every {tracker.poll_interval_s:g} s, stale after {tracker.stale_after_s:g} s"
+            )
+            click.echo(f"  {len(tracker.status_rules)} status rules, {len(tracker.seats)} seats")
+    if preview_count is None:
+        return
+    target = config.endpoint(endpoint)
+    if target.provider == "board":
+        raise click.UsageError(f"{target.name} is a board; --preview is for hosted trackers")
+    shown = _run(lambda: preview(config, target, preview_count))
+    click.echo(f"preview of {target.name} (nothing was written):")
+    render(shown, click.echo)
+
+
+@main.command()
+@endpoint_option
+@config_option
+def sync(endpoint: str | None, config_path: Path | None) -> None:
+    """Import (or catch up) a hosted tracker endpoint into its mirror, with progress.
+
+    Run it before the first `serve`, or while the bridge is stopped: the bridge's own
+    sync loop holds the mirror while it runs.
+    """
+    config = _config(config_path)
+    target = config.endpoint(endpoint)
+    if target.provider == "board":
+        raise click.UsageError(f"{target.name} is a board; there is nothing to sync")
+
+    async def work() -> SyncReport:
+        async with open_endpoint(config, target, serve=True) as opened:
+            assert opened.hosted is not None
+            bar: Any = None
+
+            def progress(done: int, total: int | None) -> None:
+                nonlocal bar
+                if bar is None and total:
+                    bar = click.progressbar(length=total, label=f"syncing {target.name}")
+                    bar.__enter__()
+                if bar is not None:
+                    bar.update(done - bar.pos)
+                else:
+                    click.echo(f"  {done} page(s) read", err=True)
+
+            try:
+                return await opened.hosted.sync.poll_once(progress)
+            finally:
+                if bar is not None:
+                    bar.__exit__(None, None, None)
+
+    report = _run(work)
+    state = "unchanged (one conditional request)" if report.not_modified else "synced"
+    click.echo(
+        f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "
+        f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
+    )
 
 
 @main.command()

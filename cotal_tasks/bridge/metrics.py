@@ -13,14 +13,15 @@ class Metrics:
         self.registry = CollectorRegistry()
         self.commands = Counter(
             "cotal_tasks_commands",
-            "Commands served, by endpoint, command and result code (ok or the error code).",
-            ["endpoint", "command", "code"],
+            "Commands served, by endpoint, command, result code (ok or the error code) and "
+            "transport (wire or http).",
+            ["endpoint", "command", "code", "transport"],
             registry=self.registry,
         )
         self.latency = Histogram(
             "cotal_tasks_command_seconds",
-            "Time from receiving a request to publishing its reply.",
-            ["endpoint", "command"],
+            "Time from receiving a request to publishing its reply, by transport.",
+            ["endpoint", "command", "transport"],
             buckets=LATENCY_BUCKETS,
             registry=self.registry,
         )
@@ -42,10 +43,23 @@ class Metrics:
             ["endpoint"],
             registry=self.registry,
         )
+        self.http_requests = Counter(
+            "cotal_tasks_http_requests",
+            "HTTP requests answered, by route template and status code.",
+            ["route", "status"],
+            registry=self.registry,
+        )
+        self.event_streams = Gauge(
+            "cotal_tasks_http_event_streams",
+            "Open server-sent event streams (GET /v1/events).",
+            registry=self.registry,
+        )
 
-    def command_served(self, endpoint: str, command: str, code: str, seconds: float) -> None:
-        self.commands.labels(endpoint, command, code).inc()
-        self.latency.labels(endpoint, command).observe(seconds)
+    def command_served(
+        self, endpoint: str, command: str, code: str, seconds: float, transport: str = "wire"
+    ) -> None:
+        self.commands.labels(endpoint, command, code, transport).inc()
+        self.latency.labels(endpoint, command, transport).observe(seconds)
 
     def tracker_request(self, endpoint: str, status: str) -> None:
         self.sync_requests.labels(endpoint, status).inc()
@@ -55,6 +69,9 @@ class Metrics:
 
     def changed(self, endpoint: str, change_seq: int) -> None:
         self.change_seq.labels(endpoint).set(change_seq)
+
+    def http_answered(self, route: str, status: int) -> None:
+        self.http_requests.labels(route, str(status)).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition format."""

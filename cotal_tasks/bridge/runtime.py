@@ -22,8 +22,11 @@ from nats.aio.client import Server
 from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.bridge.embedded import EmbeddedNats
+from cotal_tasks.bridge.hosted import Hosted
 from cotal_tasks.bridge.http.app import HttpContext, create_app
+from cotal_tasks.bridge.http.presence import KvPresenceView
 from cotal_tasks.bridge.http.server import serve_http
+from cotal_tasks.bridge.http.webhooks import webhook_routes
 from cotal_tasks.bridge.metrics import Metrics
 from cotal_tasks.bridge.wire.instance import next_incarnation
 from cotal_tasks.bridge.wire.server import EndpointServer
@@ -142,7 +145,7 @@ async def running_bridge(
         lifecycle = LifecycleHeads(js, config.space)
         for endpoint_config in config.endpoints:
             endpoint = await stack.enter_async_context(
-                open_endpoint(config, endpoint_config, presence, serve=True)
+                open_endpoint(config, endpoint_config, presence, serve=True, metrics=metrics)
             )
             identity = next_incarnation(config.data_dir, endpoint_token(endpoint_config.name))
             name = endpoint_config.name
@@ -161,17 +164,41 @@ async def running_bridge(
             await server.start()
             stack.push_async_callback(server.stop)
             endpoint.service.add_listener(_gauge(metrics, name))
+            if endpoint.hosted is not None:
+                await _start_sync(stack, endpoint.hosted)
             bridge.endpoints.append(endpoint)
             bridge.servers.append(server)
         if config.http.enabled:
             context = HttpContext(
-                config, {ep.config.name: ep for ep in bridge.endpoints}, metrics=metrics
+                config,
+                {ep.config.name: ep for ep in bridge.endpoints},
+                metrics=metrics,
+                webhook_routes=webhook_routes(bridge.endpoints),
+                presence=KvPresenceView(js, config.space, nc),
+                broker=nc,
             )
             bridge.http_url = await stack.enter_async_context(
-                serve_http(create_app(context), config.http.host, config.http.port)
+                serve_http(
+                    create_app(context),
+                    config.http.host,
+                    config.http.port,
+                    on_stop=context.close,
+                )
             )
         await nc.flush()
         yield bridge
+
+
+async def _start_sync(stack: AsyncExitStack, hosted: Hosted) -> None:
+    """Run the endpoint's sync loop until the bridge stops."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(hosted.sync.run(hosted.tracker_config.poll_interval_s, stop))
+
+    async def halt() -> None:
+        stop.set()
+        await task
+
+    stack.push_async_callback(halt)
 
 
 def _served(metrics: Metrics, endpoint: str, hook: ServedHook | None) -> ServedHook:

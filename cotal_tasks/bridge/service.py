@@ -257,7 +257,7 @@ class CommandService:
                 continue  # someone else wrote first: re-read and re-apply the rule
             except ContractError as exc:
                 raise exc.with_outcome("unknown") from None
-            await self._notify(committed.change_seq)
+            await self.announce(committed.change_seq)
             await self._prune_now_and_then(now)
             return committed.task
         raise ContractError(
@@ -316,7 +316,8 @@ class CommandService:
         except ContractError:
             log.warning("pruning idempotency results failed; will retry later", exc_info=True)
 
-    async def _notify(self, change_seq: int) -> None:
+    async def announce(self, change_seq: int) -> None:
+        """Tell the listeners about a committed change (the sync calls this for its own)."""
         observed_at = self.clock()
         for listener in self._listeners:
             try:

@@ -5,16 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import uvicorn
 from starlette.types import ASGIApp
 
+# Open responses (event streams) get this long to end after the listener is told to stop.
+GRACEFUL_S = 5
+
 
 @asynccontextmanager
-async def serve_http(app: ASGIApp, host: str, port: int) -> AsyncIterator[str]:
-    """Serve ``app`` on ``host:port`` until the block exits; yield the base URL."""
+async def serve_http(
+    app: ASGIApp, host: str, port: int, *, on_stop: Callable[[], None] | None = None
+) -> AsyncIterator[str]:
+    """Serve ``app`` on ``host:port`` until the block exits; yield the base URL.
+
+    ``on_stop`` runs first when the block exits: it ends long-lived responses (the event
+    streams), which the server would otherwise wait on.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -29,7 +38,13 @@ async def serve_http(app: ASGIApp, host: str, port: int) -> AsyncIterator[str]:
     sock.listen(128)
     sock.setblocking(False)
     bound_port = sock.getsockname()[1]
-    config = uvicorn.Config(app, lifespan="off", log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        app,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,  # never log request lines: nothing of a request is echoed
+        timeout_graceful_shutdown=GRACEFUL_S,
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
@@ -41,6 +56,8 @@ async def serve_http(app: ASGIApp, host: str, port: int) -> AsyncIterator[str]:
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         yield f"http://{shown}:{bound_port}"
     finally:
+        if on_stop is not None:
+            on_stop()
         server.should_exit = True
         await task
         sock.close()

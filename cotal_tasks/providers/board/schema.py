@@ -73,4 +73,20 @@ history = Table(
     Index("ct_history_task", "task_id", "id"),
 )
 
+sync_state = Table(
+    "ct_sync_state",
+    metadata,
+    Column("key", String(256), primary_key=True),
+    Column("value", Text, nullable=False),
+    Column("updated_at", BigInteger, nullable=False),
+)
+
+deliveries = Table(
+    "ct_deliveries",
+    metadata,
+    Column("id", String(128), primary_key=True),
+    Column("received_at", BigInteger, nullable=False),
+    Index("ct_deliveries_received", "received_at"),
+)
+
 CHANGE_SEQ = "change_seq"

@@ -25,6 +25,7 @@ from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task, TaskSu
 from cotal_tasks.providers.board import schema
 from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
 from cotal_tasks.providers.board.migrate import upgrade
+from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
@@ -137,6 +138,10 @@ class BoardStore:
                 await store.close()
                 raise _unavailable("migrating the schema", exc) from exc
         return store
+
+    def state(self) -> MirrorState:
+        """Checkpoints and webhook deliveries, for a hosted tracker mirroring into this board."""
+        return MirrorState(self._engine)
 
     @property
     def label(self) -> str:

@@ -80,6 +80,18 @@ class GitHubConfig(HostedConfig):
     api_url: str = "https://api.github.com"
     token_env: str = "GITHUB_TOKEN"
     status_rules: tuple[StatusRule, ...] = Field(default_factory=github_default_rules)
+    # Read each issue's Projects v2 "Status" (GraphQL, one request per page of issues) so
+    # project_status rules can match. Off by default: it costs a request per page.
+    project_status: bool = False
+    graphql_url: str | None = None  # default: derived from api_url
+
+    def graphql_endpoint(self) -> str:
+        if self.graphql_url is not None:
+            return self.graphql_url
+        base = self.api_url.rstrip("/")
+        if base.endswith("/api/v3"):  # GitHub Enterprise Server
+            return base.removesuffix("/v3") + "/graphql"
+        return base + "/graphql"
 
 
 class GitLabConfig(HostedConfig):

@@ -1,0 +1,196 @@
+"""The read API under ``/v1``: the wire's read commands over HTTP, plus the dashboard feed.
+
+Every read goes through the endpoint's ``CommandService.handle``, the same service the
+wire serves, so the page shape, the ceiling (``appliedLimit``), cursors, the ``stale``
+marker and the error codes are the wire's. Query parameters are the command's arguments
+(``status`` may repeat or be comma-separated); an unknown one is a 400, as an unknown
+argument is a ``bad-request`` on the wire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from cotal_tasks.bridge.http.auth import READ, SELF, Grant, require
+from cotal_tasks.bridge.http.context import HttpContext, context_of, tokens_of
+from cotal_tasks.bridge.http.events import event_stream
+from cotal_tasks.bridge.http.responses import error_answer, json_answer
+from cotal_tasks.bridge.service import Call
+from cotal_tasks.core import ContractError, ErrorCode, Mode, Seat
+
+Json = dict[str, Any]
+Handler = Callable[[Request, HttpContext], Awaitable[Response]]
+_MAX_LIMIT_DIGITS = 18
+_CARD_READS = 8  # concurrent get-task reads behind one board page
+
+
+def guarded(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Run ``handler``; answer any ``ContractError`` in the one error shape."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request, context_of(request))
+        except ContractError as exc:
+            return error_answer(exc)
+
+    endpoint.__name__ = handler.__name__
+    endpoint.__doc__ = handler.__doc__
+    return endpoint
+
+
+def authorize(request: Request, capability: str) -> Grant:
+    grant = tokens_of(request).authenticate(request)
+    require(grant, capability)
+    return grant
+
+
+async def serve(
+    ctx: HttpContext,
+    name: str,
+    command: str,
+    caller: Seat,
+    args: Json,
+    mode: Mode | None = None,
+) -> Json:
+    """One command through the endpoint's service, counted as served over HTTP."""
+    endpoint = ctx.endpoint(name)
+    started = time.perf_counter()
+    code = "ok"
+    try:
+        call = Call(command, caller, "http-" + secrets.token_urlsafe(12), args, mode)
+        result = await endpoint.service.handle(call)
+    except ContractError as exc:
+        code = exc.code.value
+        raise
+    finally:
+        ctx.metrics.command_served(name, command, code, time.perf_counter() - started, "http")
+    if "changeSeq" in result:
+        ctx.metrics.changed(name, result["changeSeq"])
+    return result
+
+
+def _bad(message: str) -> ContractError:
+    return ContractError(ErrorCode.BAD_REQUEST, message)
+
+
+def query_args(request: Request, command: str, allowed: tuple[str, ...]) -> Json:
+    """The command's arguments from the query string, or a 400 naming the problem."""
+    params = request.query_params
+    unknown = sorted(set(params.keys()) - set(allowed))
+    if unknown:
+        takes = ", ".join(allowed) if allowed else "no query parameters"
+        raise _bad(f"{command} takes {takes}; remove {', '.join(unknown)}")
+    args: Json = {}
+    for key in ("cursor", "limit"):
+        values = params.getlist(key)
+        if key not in allowed or not values:
+            continue
+        if len(values) > 1:
+            raise _bad(f"{key} is given {len(values)} times; give it once")
+        args[key] = values[0]
+    if "limit" in args:
+        text = args["limit"]
+        if not (text.isascii() and text.isdigit()) or len(text) > _MAX_LIMIT_DIGITS:
+            raise _bad("limit must be a whole number of at least 1; omit it for the ceiling")
+        args["limit"] = int(text)
+    if "status" in allowed and (values := params.getlist("status")):
+        args["status"] = [part for value in values for part in value.split(",")]
+    return args
+
+
+async def list_endpoints(request: Request, ctx: HttpContext) -> Response:
+    """GET /v1/endpoints: the endpoints this bridge serves."""
+    authorize(request, READ)
+    query_args(request, "GET /v1/endpoints", ())
+    return json_answer(
+        {
+            "space": ctx.config.space,
+            "endpoints": [
+                {
+                    "name": name,
+                    "provider": endpoint.config.provider,
+                    "pageCeiling": endpoint.config.page_ceiling,
+                }
+                for name, endpoint in ctx.endpoints.items()
+            ],
+        }
+    )
+
+
+async def list_tasks(request: Request, ctx: HttpContext) -> Response:
+    """GET /v1/endpoints/{name}/tasks: list-tasks."""
+    grant = authorize(request, READ)
+    args = query_args(request, "list-tasks", ("cursor", "limit", "status"))
+    name = request.path_params["name"]
+    return json_answer(await serve(ctx, name, "list-tasks", grant.reader(), args))
+
+
+async def get_task(request: Request, ctx: HttpContext) -> Response:
+    """GET /v1/endpoints/{name}/tasks/{taskId}: get-task."""
+    grant = authorize(request, READ)
+    query_args(request, "get-task", ())
+    args = {"taskId": request.path_params["taskId"]}
+    name = request.path_params["name"]
+    return json_answer(await serve(ctx, name, "get-task", grant.reader(), args))
+
+
+async def my_tasks(request: Request, ctx: HttpContext) -> Response:
+    """GET /v1/endpoints/{name}/my-tasks: my-tasks for the token's principal and uid."""
+    grant = authorize(request, SELF)
+    seat = grant.seat()
+    args = query_args(request, "my-tasks", ("cursor", "limit"))
+    name = request.path_params["name"]
+    return json_answer(await serve(ctx, name, "my-tasks", seat, args, mode="self"))
+
+
+async def board(request: Request, ctx: HttpContext) -> Response:
+    """GET /v1/endpoints/{name}/board: a list-tasks page of full records, with liveness."""
+    grant = authorize(request, READ)
+    args = query_args(request, "list-tasks", ("cursor", "limit", "status"))
+    name = request.path_params["name"]
+    reader = grant.reader()
+    page = await serve(ctx, name, "list-tasks", reader, args)
+    gate = asyncio.Semaphore(_CARD_READS)
+
+    async def record(summary: Json) -> Json:
+        async with gate:
+            return await serve(ctx, name, "get-task", reader, {"taskId": summary["taskId"]})
+
+    page["tasks"] = list(await asyncio.gather(*(record(task) for task in page["tasks"])))
+    seats = {
+        str(seat): seat
+        for task in page["tasks"]
+        if (seat := _bound_seat(task.get("binding"))) is not None
+    }
+    snapshot = await ctx.presence.snapshot({seat.principal for seat in seats.values()})
+    page["endpoint"] = name
+    page["presence"] = snapshot.to_json()
+    page["liveness"] = {key: snapshot.liveness(seat) for key, seat in seats.items()}
+    return json_answer(page)
+
+
+def _bound_seat(binding: Json | None) -> Seat | None:
+    if binding is None:
+        return None
+    try:
+        return Seat(binding["owner"], binding["actor"], binding["lifecycleUid"])
+    except ContractError:
+        return None  # a binding from a provider whose seats are not Cotal tokens: no liveness
+
+
+async def events(request: Request, ctx: HttpContext) -> Response:
+    """GET /v1/events: board-changed of every endpoint, as server-sent events."""
+    authorize(request, READ)
+    query_args(request, "GET /v1/events", ())
+    return StreamingResponse(
+        event_stream(ctx.events, ctx.keepalive_s, ctx.metrics),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )

@@ -1,0 +1,107 @@
+"""``GET /healthz`` and ``GET /metrics``.
+
+``/healthz`` answers while the process lives (``live: true``) and reports readiness per
+endpoint: the broker connection is up and the store answers a one-task page read (not
+a cached counter). It carries the endpoint's ``changeSeq``, the ``stale`` marker when
+the store reports one (``freshness()``), and ``lastSync`` when the store reports the
+time of its last successful sync (a hosted tracker's mirror: see ``ReportsLastSync``).
+The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
+ready (it serves labelled reads), and says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Protocol, runtime_checkable
+
+from prometheus_client import CONTENT_TYPE_LATEST
+from starlette.requests import Request
+from starlette.responses import Response
+
+from cotal_tasks.bridge.app import Endpoint
+from cotal_tasks.bridge.http.context import context_of
+from cotal_tasks.bridge.http.responses import json_answer
+from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.providers.store import PageQuery, TaskStore
+
+PROBE_TIMEOUT_S = 5.0
+
+
+@runtime_checkable
+class ReportsLastSync(Protocol):
+    """A store that mirrors a remote tracker and knows when it last synced."""
+
+    async def last_sync(self) -> int | None:
+        """Epoch ms of the last successful sync, or None before the first one."""
+        ...
+
+
+async def _last_sync(store: TaskStore) -> int | None:
+    if isinstance(store, ReportsLastSync):
+        return await asyncio.wait_for(store.last_sync(), PROBE_TIMEOUT_S)
+    # A hosted store's sync health (``HostedStore.health``), until it offers last_sync().
+    last = getattr(getattr(store, "health", None), "last_success_ms", None)
+    return last if isinstance(last, int) else None
+
+
+async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
+    store = endpoint.service.store
+    entry: dict[str, Any] = {"provider": endpoint.config.provider}
+    try:
+        await asyncio.wait_for(store.page(PageQuery(limit=1)), PROBE_TIMEOUT_S)
+        entry["changeSeq"] = await asyncio.wait_for(store.change_seq(), PROBE_TIMEOUT_S)
+        stale = await asyncio.wait_for(store.freshness(), PROBE_TIMEOUT_S)
+        if stale is not None:
+            entry["stale"] = stale.to_json()
+        last = await _last_sync(store)
+        if last is not None:
+            entry["lastSync"] = last
+        readable = True
+    except ContractError as exc:
+        readable = False
+        entry["error"] = {"code": exc.code.value, "message": exc.message}
+    except TimeoutError:
+        readable = False
+        entry["error"] = {
+            "code": ErrorCode.UNAVAILABLE.value,
+            "message": f"the store did not answer within {PROBE_TIMEOUT_S:g} s; check the "
+            "database, then retry",
+        }
+    entry["storeReadable"] = readable
+    entry["brokerConnected"] = broker_up
+    entry["ready"] = readable and broker_up
+    return entry
+
+
+async def healthz(request: Request) -> Response:
+    ctx = context_of(request)
+    broker_up = ctx.broker.is_connected if ctx.broker is not None else True
+    names = list(ctx.endpoints)
+    probes = await asyncio.gather(*(_probe(ctx.endpoints[name], broker_up) for name in names))
+    endpoints = dict(zip(names, probes, strict=True))
+    for name, entry in endpoints.items():
+        if "changeSeq" in entry:
+            ctx.metrics.changed(name, entry["changeSeq"])
+    ready = broker_up and all(entry["ready"] for entry in endpoints.values())
+    body = {
+        "status": "ok" if ready else "degraded",
+        "live": True,
+        "broker": {"connected": broker_up},
+        "endpoints": endpoints,
+    }
+    return json_answer(body, 200 if ready else 503)
+
+
+async def metrics(request: Request) -> Response:
+    ctx = context_of(request)
+    for name, endpoint in ctx.endpoints.items():
+        try:
+            seq = await asyncio.wait_for(endpoint.service.store.change_seq(), PROBE_TIMEOUT_S)
+        except (ContractError, TimeoutError):
+            continue  # the gauge keeps the last value it saw; /healthz says why
+        ctx.metrics.changed(name, seq)
+    return Response(
+        ctx.metrics.render(),
+        media_type=CONTENT_TYPE_LATEST,
+        headers={"Cache-Control": "no-store"},
+    )

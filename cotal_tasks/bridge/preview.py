@@ -1,0 +1,59 @@
+"""``cotal-tasks check-config --preview``: how a tracker's first issues would map, read
+from the tracker and shown, with nothing written anywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.bridge.hosted import build_tracker
+from cotal_tasks.core import Task
+from cotal_tasks.providers.hosted.mapping import project
+
+
+@dataclass(frozen=True, slots=True)
+class Preview:
+    number: int
+    task: Task
+
+
+async def preview(config: BridgeConfig, endpoint: EndpointConfig, count: int) -> list[Preview]:
+    """Map the ``count`` most recently updated issues (evidence included); write nothing."""
+    tracker, tracker_config, http = build_tracker(endpoint)
+    try:
+        numbers: list[int] = []
+        async for page in tracker.list_changed(None, None):
+            numbers += [issue.number for issue in page.issues]
+        shown: list[Preview] = []
+        for number in numbers[-count:][::-1]:
+            issue = await tracker.fetch(number)
+            if issue is None:
+                continue
+            task = project(
+                issue,
+                space=config.space,
+                rules=tracker_config.status_rules,
+                seats=tracker_config.seats,
+                existing=None,
+                uid_of=lambda owner, actor: None,
+                now=issue.updated_at,
+            )
+            shown.append(Preview(number, task))
+        return shown
+    finally:
+        await http.client.aclose()
+
+
+def render(previews: list[Preview], echo: Callable[[str], None]) -> None:
+    for item in previews:
+        task = item.task
+        binding = (
+            f"{task.binding.owner}.{task.binding.actor}/{task.binding.lifecycleUid}"
+            if task.binding
+            else "unbound"
+        )
+        echo(f"{task.taskId}: {task.title}")
+        echo(f"    status {task.status} (statusSource {task.statusSource!r}), {binding}")
+        for evidence in task.evidence:
+            echo(f"    evidence {evidence.kind}: {evidence.ref}")

@@ -1,0 +1,69 @@
+"""What a hosted tracker keeps beside its mirror, in the mirror's own database: sync
+checkpoints (a JSON value per key) and the webhook deliveries already seen."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.providers.board import schema
+
+
+def _unavailable(what: str, exc: BaseException) -> ContractError:
+    return ContractError(
+        ErrorCode.UNAVAILABLE,
+        f"the mirror's {what} cannot be read or written ({type(exc).__name__}); check the "
+        "database and retry",
+    )
+
+
+class MirrorState:
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+
+    async def load(self, key: str) -> dict[str, Any] | None:
+        s = schema.sync_state
+        try:
+            async with self._engine.connect() as conn:
+                value = (
+                    await conn.execute(select(s.c.value).where(s.c.key == key))
+                ).scalar_one_or_none()
+        except (SQLAlchemyError, OSError) as exc:
+            raise _unavailable("sync state", exc) from exc
+        if value is None:
+            return None
+        loaded: dict[str, Any] = json.loads(value)
+        return loaded
+
+    async def save(self, key: str, value: dict[str, Any], now: int) -> None:
+        s = schema.sync_state
+        text = json.dumps(value, separators=(",", ":"), sort_keys=True)
+        try:
+            async with self._engine.begin() as conn:
+                result = await conn.execute(
+                    update(s).where(s.c.key == key).values(value=text, updated_at=now)
+                )
+                if result.rowcount == 0:
+                    await conn.execute(insert(s).values(key=key, value=text, updated_at=now))
+        except (SQLAlchemyError, OSError) as exc:
+            raise _unavailable("sync state", exc) from exc
+
+    async def first_delivery(self, delivery_id: str, now: int, keep_ms: int) -> bool:
+        """Record a webhook delivery id; ``False`` when it was seen already."""
+        d = schema.deliveries
+        try:
+            async with self._engine.begin() as conn:
+                await conn.execute(d.delete().where(d.c.received_at < now - keep_ms))
+                try:
+                    async with conn.begin_nested():
+                        await conn.execute(insert(d).values(id=delivery_id, received_at=now))
+                except IntegrityError:
+                    return False
+        except (SQLAlchemyError, OSError) as exc:
+            raise _unavailable("webhook deliveries", exc) from exc
+        return True

@@ -1,0 +1,197 @@
+"""A small GitHub REST client on ``httpx.AsyncClient``: only the endpoints the provider
+needs, with GitHub's rate-limit rules. The API base URL is configurable (GitHub
+Enterprise Server, tests); the token comes from the environment and is never logged."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from cotal_tasks.providers.hosted.http import (
+    RETRYABLE_STATUS,
+    TrackerHttp,
+    TrackerHttpError,
+    backoff,
+    message_of,
+    retry_after,
+)
+
+PER_PAGE = 100
+PROJECT_STATUS_QUERY = """
+query($ids: [ID!]!) {
+  nodes(ids: $ids) {
+    ... on Issue {
+      number
+      projectItems(first: 10) {
+        nodes { fieldValueByName(name: "Status") {
+          ... on ProjectV2ItemFieldSingleSelectValue { name } } }
+      }
+    }
+  }
+}
+"""
+API_VERSION = "2022-11-28"
+
+
+def github_retry(response: httpx.Response, attempt: int, now_s: float) -> float | None:
+    """Seconds to wait before retrying ``response``, or ``None``: never a plain refusal."""
+    status = response.status_code
+    if status in RETRYABLE_STATUS:
+        return backoff(attempt)
+    if status not in (403, 429):
+        return None
+    headers = response.headers
+    waited = retry_after(headers, now_s)
+    if waited is not None:
+        return waited
+    if headers.get("x-ratelimit-remaining") == "0" and headers.get("x-ratelimit-reset"):
+        return max(1.0, float(headers["x-ratelimit-reset"]) - now_s + 1)
+    if status == 429 or "rate limit" in message_of(response).lower():
+        return 60.0 * 2.0 ** (attempt - 1)  # a secondary limit without a hint: a minute, then more
+    return None  # a 403 that is not a rate limit is a permission refusal
+
+
+def github_http_client(api_url: str, token: str, timeout_s: float) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        base_url=api_url.rstrip("/") + "/",
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": "cotal-tasks",
+        },
+        timeout=timeout_s,
+    )
+
+
+class GitHubClient:
+    def __init__(self, http: TrackerHttp, repository: str) -> None:
+        self.http = http
+        self.repo = repository
+
+    def _path(self, tail: str = "") -> str:
+        return f"repos/{self.repo}{tail}"
+
+    async def issue_pages(
+        self, since: str | None, etag: tuple[str, str] | None
+    ) -> AsyncIterator[httpx.Response]:
+        """Pages of ``state=all`` issues (and pull requests) updated since, oldest first.
+
+        The first request is conditional when ``etag`` was recorded for that same URL; a
+        304 is yielded as it is and ends the listing.
+        """
+        params: dict[str, Any] = {
+            "state": "all",
+            "sort": "updated",
+            "direction": "asc",
+            "per_page": PER_PAGE,
+        }
+        if since is not None:
+            params["since"] = since
+        first = self.http.client.build_request("GET", self._path("/issues"), params=params)
+        headers = {}
+        if etag is not None and etag[0] == str(first.url):
+            headers["If-None-Match"] = etag[1]
+        url: str | None = str(first.url)
+        while url is not None:
+            response = await self.http.request("GET", url, headers=headers)
+            yield response
+            if response.status_code == 304:
+                return
+            headers = {}
+            url = response.links.get("next", {}).get("url")
+
+    async def get_issue(self, number: int) -> dict[str, Any] | None:
+        try:
+            response = await self.http.request("GET", self._path(f"/issues/{number}"))
+        except TrackerHttpError as exc:
+            if exc.status in (404, 410):
+                return None
+            raise
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def timeline(self, number: int) -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
+        url: str | None = self._path(f"/issues/{number}/timeline")
+        params: Mapping[str, Any] | None = {"per_page": PER_PAGE}
+        while url is not None:
+            response = await self.http.request("GET", url, params=params)
+            events.extend(response.json())
+            url = response.links.get("next", {}).get("url")
+            params = None
+        return events
+
+    async def get_pull(self, number: int) -> dict[str, Any]:
+        response = await self.http.request("GET", self._path(f"/pulls/{number}"))
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        response = await self.http.request("POST", self._path("/issues"), json=dict(payload))
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def update_issue(self, number: int, payload: Mapping[str, Any]) -> dict[str, Any]:
+        response = await self.http.request(
+            "PATCH", self._path(f"/issues/{number}"), json=dict(payload)
+        )
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def add_assignees(self, number: int, logins: list[str]) -> dict[str, Any]:
+        response = await self.http.request(
+            "POST", self._path(f"/issues/{number}/assignees"), json={"assignees": logins}
+        )
+        body: dict[str, Any] = response.json()
+        return body
+
+    async def remove_assignees(self, number: int, logins: list[str]) -> None:
+        await self.http.request(
+            "DELETE", self._path(f"/issues/{number}/assignees"), json={"assignees": logins}
+        )
+
+    async def add_labels(self, number: int, labels: list[str]) -> None:
+        await self.http.request(
+            "POST", self._path(f"/issues/{number}/labels"), json={"labels": labels}
+        )
+
+    async def remove_label(self, number: int, label: str) -> None:
+        try:
+            await self.http.request(
+                "DELETE", self._path(f"/issues/{number}/labels/{quote(label, safe='')}")
+            )
+        except TrackerHttpError as exc:
+            if exc.status != 404:  # the label was not on the issue: nothing to remove
+                raise
+
+    async def project_statuses(self, url: str, node_ids: list[str]) -> dict[int, str]:
+        """Issue number → Projects v2 "Status" name, one GraphQL request for all ids."""
+        if not node_ids:
+            return {}
+        response = await self.http.request(
+            "POST", url, json={"query": PROJECT_STATUS_QUERY, "variables": {"ids": node_ids}}
+        )
+        body = response.json()
+        if body.get("errors"):
+            raise TrackerHttpError(
+                200, f"GraphQL: {body['errors'][0].get('message')}", method="POST", path=url
+            )
+        statuses: dict[int, str] = {}
+        for node in (body.get("data") or {}).get("nodes") or ():
+            if not node or "number" not in node:
+                continue
+            for item in (node.get("projectItems") or {}).get("nodes") or ():
+                value = (item or {}).get("fieldValueByName") or {}
+                if value.get("name"):
+                    statuses[int(node["number"])] = str(value["name"])
+                    break
+        return statuses
+
+    async def comment(self, number: int, body: str) -> None:
+        await self.http.request(
+            "POST", self._path(f"/issues/{number}/comments"), json={"body": body}
+        )

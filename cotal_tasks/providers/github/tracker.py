@@ -1,0 +1,177 @@
+"""GitHub as a ``Tracker``: list, fetch with evidence, create, and apply planned writes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+
+from cotal_tasks.providers.github import mapping
+from cotal_tasks.providers.github.client import GitHubClient
+from cotal_tasks.providers.hosted.config import GitHubConfig
+from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.tracker import (
+    ListPage,
+    NewIssue,
+    TrackedIssue,
+    TrackerChange,
+    TrackerRefused,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _iso(stamp: datetime) -> str:
+    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class GitHubTracker:
+    name = "GitHub"
+
+    def __init__(self, client: GitHubClient, config: GitHubConfig) -> None:
+        self.client = client
+        self.config = config
+        self.repo = config.repository
+
+    def number_of(self, task_id: str) -> int | None:
+        return mapping.number_of(self.repo, task_id)
+
+    async def list_changed(
+        self, cursor: str | None, etag: tuple[str, str] | None
+    ) -> AsyncIterator[ListPage]:
+        since = None
+        if cursor is not None:
+            at = datetime.fromisoformat(cursor.replace("Z", "+00:00"))
+            since = _iso(at - timedelta(seconds=self.config.overlap_s))
+        highest = cursor
+        first = True
+        async for response in self.client.issue_pages(since, etag):
+            if response.status_code == 304:
+                yield ListPage((), not_modified=True)
+                return
+            items: list[dict[str, Any]] = []
+            linked: set[int] = set()
+            for item in response.json():
+                stamp = item.get("updated_at")
+                if stamp and (
+                    highest is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(highest)
+                ):
+                    highest = stamp
+                if mapping.is_pull_request(item):
+                    # Only a pull request changed since the last poll (not one re-read in the
+                    # overlap) is worth the evidence requests for the issues it mentions.
+                    if cursor is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(cursor):
+                        linked |= mapping.mentioned_issues(self.repo, item)
+                else:
+                    items.append(item)
+            statuses = await self._project_statuses(items)
+            issues = [
+                mapping.tracked(self.repo, item, project_status=statuses.get(item["number"]))
+                for item in items
+            ]
+            page_etag = None
+            if first and response.headers.get("etag"):
+                page_etag = (str(response.request.url), response.headers["etag"])
+            total = _last_page(response) if first else None
+            first = False
+            yield ListPage(issues, frozenset(linked), highest, etag=page_etag, total_pages=total)
+
+    async def fetch(self, number: int) -> TrackedIssue | None:
+        item = await self.client.get_issue(number)
+        if item is None or mapping.is_pull_request(item):
+            return None
+        found, pulls = mapping.timeline_evidence(await self.client.timeline(number))
+        for pull_number in dict.fromkeys(pulls):
+            try:
+                branch = mapping.branch_evidence(await self.client.get_pull(pull_number))
+            except TrackerHttpError as exc:
+                log.info("pull request %s not readable (%s); no branch evidence", pull_number, exc)
+                continue
+            if branch is not None:
+                found.append(branch)
+        statuses = await self._project_statuses([item])
+        return mapping.tracked(self.repo, item, found, statuses.get(number))
+
+    async def _project_statuses(self, items: list[dict[str, Any]]) -> dict[int, str]:
+        if not self.config.project_status:
+            return {}
+        ids = [str(item["node_id"]) for item in items if item.get("node_id")]
+        return await self.client.project_statuses(self.config.graphql_endpoint(), ids)
+
+    async def create(self, issue: NewIssue) -> TrackedIssue:
+        payload: dict[str, Any] = {"title": issue.title}
+        if issue.body is not None:
+            payload["body"] = issue.body
+        if issue.labels:
+            payload["labels"] = list(issue.labels)
+        return mapping.tracked(self.repo, await self.client.create_issue(payload))
+
+    async def apply(self, number: int, change: TrackerChange) -> None:
+        applied: list[str] = []
+        steps = self._steps(number, change)
+        for index, (name, step) in enumerate(steps):
+            if index and self.config.mutation_spacing_s:
+                await asyncio.sleep(self.config.mutation_spacing_s)
+            try:
+                await step()
+            except (TrackerHttpError, TrackerRefused) as exc:
+                error = exc.error if isinstance(exc, TrackerRefused) else exc
+                raise TrackerRefused(error, tuple(applied)) from exc
+            applied.append(name)
+
+    def _steps(self, number: int, change: TrackerChange) -> list[tuple[str, Any]]:
+        client = self.client
+        steps: list[tuple[str, Any]] = []
+        patch: dict[str, Any] = {}
+        if change.body is not None:
+            patch["body"] = change.body
+        if change.state is not None:
+            patch["state"] = change.state
+            if change.state_reason is not None:
+                patch["state_reason"] = change.state_reason
+        if change.assign:
+            logins = list(change.assign)
+
+            async def assign() -> None:
+                issue = await client.add_assignees(number, logins)
+                held = {user.get("login") for user in issue.get("assignees") or ()}
+                missing = [login for login in logins if login not in held]
+                if missing:
+                    raise TrackerHttpError(
+                        422,
+                        f"GitHub did not assign {', '.join(missing)} (not a collaborator "
+                        "with access to the repository?)",
+                        method="POST",
+                        path=f"/repos/{self.repo}/issues/{number}/assignees",
+                    )
+
+            steps.append(("assign", assign))
+        if change.unassign:
+            steps.append(
+                ("unassign", lambda: client.remove_assignees(number, list(change.unassign)))
+            )
+        if change.add_labels:
+            steps.append(("labels", lambda: client.add_labels(number, list(change.add_labels))))
+        for label in change.remove_labels:
+            steps.append((f"unlabel {label}", _bind(client.remove_label, number, label)))
+        if patch:
+            steps.append(("update", lambda: client.update_issue(number, patch)))
+        if change.comment:
+            steps.append(("comment", lambda: client.comment(number, change.comment or "")))
+        return steps
+
+
+def _last_page(response: httpx.Response) -> int | None:
+    last = response.links.get("last", {}).get("url")
+    if last is None:
+        return 1 if "next" not in response.links else None
+    page = httpx.URL(last).params.get("page")
+    return int(page) if page and page.isdigit() else None
+
+
+def _bind(fn: Any, *args: Any) -> Any:
+    return lambda: fn(*args)

@@ -1,0 +1,91 @@
+"""GitLab's JSON in neutral terms. Pure: no I/O.
+
+``taskId`` is ``group/project#iid`` (the issue's full reference). Status comes from
+``opened``/``closed`` plus labels, scoped ``workflow::`` labels included; on GitLab Free
+several ``workflow::`` labels can coexist, and the first status rule that matches wins,
+so the rule order decides (documented in docs/gitlab.md). Evidence: a related merge
+request is a ``review`` (its URL) and a ``branch`` (its source branch), its head pipeline
+a ``run`` (the pipeline URL), and a closing merge request's merge commit a ``commit``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from cotal_tasks.providers.hosted.mentions import mentioned_numbers
+from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
+
+
+def epoch_ms(stamp: str | None) -> int:
+    """GitLab's ISO 8601 (``2026-11-30T06:43:14.123Z``) as epoch milliseconds."""
+    if not stamp:
+        return 0
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def task_id(path: str, iid: int) -> str:
+    return f"{path}#{iid}"
+
+
+def iid_of(path: str, task: str) -> int | None:
+    prefix = f"{path}#"
+    if not task.startswith(prefix) or not task[len(prefix) :].isdigit():
+        return None
+    return int(task[len(prefix) :])
+
+
+def path_of(issue: Mapping[str, Any]) -> str | None:
+    """The project path from an issue's full reference (``group/project#12``)."""
+    full = (issue.get("references") or {}).get("full")
+    if isinstance(full, str) and "#" in full:
+        return full.rsplit("#", 1)[0]
+    return None
+
+
+def tracked(path: str, issue: Mapping[str, Any], evidence: Iterable[Evidence] = ()) -> TrackedIssue:
+    iid = int(issue["iid"])
+    return TrackedIssue(
+        number=iid,
+        task_id=task_id(path, iid),
+        title=str(issue.get("title") or ""),
+        body=issue.get("description"),
+        native=NativeState(
+            state=str(issue.get("state") or "opened"),
+            labels=tuple(
+                str(label["name"] if isinstance(label, dict) else label)
+                for label in issue.get("labels") or ()
+            ),
+        ),
+        assignees=tuple(
+            str(user["username"]) for user in issue.get("assignees") or () if user.get("username")
+        ),
+        created_at=epoch_ms(issue.get("created_at")),
+        updated_at=epoch_ms(issue.get("updated_at")),
+        evidence=tuple(evidence),
+    )
+
+
+def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:
+    text = f"{merge_request.get('title') or ''}\n{merge_request.get('description') or ''}"
+    return mentioned_numbers(text, path)
+
+
+def merge_request_evidence(merge_request: Mapping[str, Any], *, closed_it: bool) -> list[Evidence]:
+    at = epoch_ms(merge_request.get("updated_at") or merge_request.get("created_at"))
+    found: list[Evidence] = []
+    if merge_request.get("web_url"):
+        found.append(Evidence("review", str(merge_request["web_url"]), at))
+    if merge_request.get("source_branch"):
+        found.append(Evidence("branch", str(merge_request["source_branch"]), at))
+    pipeline = merge_request.get("head_pipeline") or merge_request.get("pipeline") or {}
+    if pipeline.get("web_url"):
+        found.append(Evidence("run", str(pipeline["web_url"]), at))
+    if closed_it:
+        sha = merge_request.get("merge_commit_sha") or merge_request.get("squash_commit_sha")
+        if sha:
+            found.append(
+                Evidence("commit", str(sha), epoch_ms(merge_request.get("merged_at")) or at)
+            )
+    return found

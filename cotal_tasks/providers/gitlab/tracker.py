@@ -1,0 +1,156 @@
+"""GitLab as a ``Tracker``: list, fetch with evidence, create, and apply planned writes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from cotal_tasks.providers.gitlab import mapping
+from cotal_tasks.providers.gitlab.client import GitLabClient
+from cotal_tasks.providers.hosted.config import GitLabConfig
+from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.tracker import (
+    Evidence,
+    ListPage,
+    NewIssue,
+    TrackedIssue,
+    TrackerChange,
+    TrackerRefused,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _iso(stamp: datetime) -> str:
+    return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class GitLabTracker:
+    name = "GitLab"
+
+    def __init__(self, client: GitLabClient, config: GitLabConfig) -> None:
+        self.client = client
+        self.config = config
+        # The project's path names its tasks; a numeric project id learns it from issues.
+        self.path: str | None = config.project if "/" in config.project else None
+
+    def _path_from(self, issue: dict[str, Any]) -> str:
+        if self.path is None:
+            self.path = mapping.path_of(issue) or self.config.project
+        return self.path
+
+    def number_of(self, task_id: str) -> int | None:
+        return mapping.iid_of(self.path or self.config.project, task_id)
+
+    def _since(self, cursor: str | None) -> str | None:
+        if cursor is None:
+            return None
+        at = datetime.fromisoformat(cursor.replace("Z", "+00:00"))
+        return _iso(at - timedelta(seconds=self.config.overlap_s))
+
+    async def list_changed(
+        self, cursor: str | None, etag: tuple[str, str] | None
+    ) -> AsyncIterator[ListPage]:
+        since = self._since(cursor)
+        highest = cursor
+        first = True
+        async for response in self.client.issue_pages(since):
+            items = response.json()
+            issues: list[TrackedIssue] = []
+            for item in items:
+                stamp = item.get("updated_at")
+                if stamp and (
+                    highest is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(highest)
+                ):
+                    highest = stamp
+                issues.append(mapping.tracked(self._path_from(item), item))
+            total = response.headers.get("x-total-pages") if first else None
+            first = False
+            yield ListPage(
+                issues,
+                cursor=highest,
+                total_pages=int(total) if total and total.isdigit() else None,
+            )
+        # Merge requests changed since the last poll name the issues worth an evidence read.
+        linked: set[int] = set()
+        path = self.path or self.config.project
+        async for response in self.client.merge_request_pages(since):
+            for merge_request in response.json():
+                stamp = merge_request.get("updated_at")
+                if cursor is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(cursor):
+                    linked |= mapping.mentioned_issues(path, merge_request)
+        if linked:
+            yield ListPage((), frozenset(linked), cursor=highest)
+
+    async def fetch(self, number: int) -> TrackedIssue | None:
+        issue = await self.client.get_issue(number)
+        if issue is None:
+            return None
+        found: list[Evidence] = []
+        closers = {mr.get("iid") for mr in await self.client.closed_by(number)}
+        for merge_request in await self.client.related_merge_requests(number):
+            if "head_pipeline" not in merge_request and merge_request.get("iid"):
+                try:
+                    merge_request = await self.client.merge_request(int(merge_request["iid"]))
+                except TrackerHttpError as exc:
+                    log.info("merge request not readable (%s); evidence without its pipeline", exc)
+            found += mapping.merge_request_evidence(
+                merge_request, closed_it=merge_request.get("iid") in closers
+            )
+        return mapping.tracked(self._path_from(issue), issue, found)
+
+    async def create(self, issue: NewIssue) -> TrackedIssue:
+        payload: dict[str, Any] = {"title": issue.title}
+        if issue.body is not None:
+            payload["description"] = issue.body
+        if issue.labels:
+            payload["labels"] = ",".join(issue.labels)
+        created = await self.client.create_issue(payload)
+        return mapping.tracked(self._path_from(created), created)
+
+    async def apply(self, number: int, change: TrackerChange) -> None:
+        applied: list[str] = []
+        try:
+            update: dict[str, Any] = {}
+            if change.assign or change.unassign:
+                current = await self.client.get_issue(number)
+                if current is None:
+                    raise TrackerHttpError(404, "the issue is gone", method="GET", path=str(number))
+                held = {u["username"]: int(u["id"]) for u in current.get("assignees") or ()}
+                for username in change.unassign:
+                    held.pop(username, None)
+                for username in change.assign:
+                    held[username] = await self.client.user_id(username)
+                update["assignee_ids"] = sorted(held.values())
+            if change.add_labels:
+                update["add_labels"] = ",".join(change.add_labels)
+            if change.remove_labels:
+                update["remove_labels"] = ",".join(change.remove_labels)
+            if change.state == "closed":
+                update["state_event"] = "close"
+            elif change.state == "open":
+                update["state_event"] = "reopen"
+            if change.body is not None:
+                update["description"] = change.body
+            if update:
+                result = await self.client.update_issue(number, update)
+                usernames = {u.get("username") for u in result.get("assignees") or ()}
+                missing = [name for name in change.assign if name not in usernames]
+                if missing:
+                    raise TrackerHttpError(
+                        422,
+                        f"GitLab did not assign {', '.join(missing)} (no access to the project?)",
+                        method="PUT",
+                        path=f"issues/{number}",
+                    )
+                applied.append("update")
+            if change.comment:
+                if applied and self.config.mutation_spacing_s:
+                    await asyncio.sleep(self.config.mutation_spacing_s)
+                await self.client.note(number, change.comment)
+                applied.append("note")
+        except TrackerHttpError as exc:
+            raise TrackerRefused(exc, tuple(applied)) from exc

@@ -1,0 +1,172 @@
+"""HTTP to a hosted tracker: retries driven by its rate-limit headers, never retrying a
+refusal (401, 404, 422, a plain 403), and failures translated to one error type.
+
+Each tracker supplies a ``RetryPolicy``: given a response and the attempt number, the
+seconds to wait before retrying it, or ``None`` when it must not be retried. Waits longer
+than ``max_wait_s`` are not slept through: the request fails ``RateLimited`` and the sync
+resumes from its checkpoint on a later poll.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from email.utils import parsedate_to_datetime
+from typing import Any, Protocol
+
+import httpx
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    retry_if_result,
+    stop_after_attempt,
+)
+
+RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
+_BACKOFF_CAP_S = 30.0
+
+
+class TrackerHttpError(Exception):
+    """A final, non-success answer (or no answer) from the tracker."""
+
+    def __init__(self, status: int | None, message: str, *, method: str, path: str) -> None:
+        super().__init__(f"{method} {path}: {status or 'no response'}: {message}")
+        self.status = status
+        self.message = message
+        self.method = method
+        self.path = path
+
+
+class RateLimited(TrackerHttpError):
+    """The tracker asks for a wait longer than the bridge is willing to sleep."""
+
+    def __init__(self, until_s: float, *, method: str, path: str) -> None:
+        super().__init__(429, "rate limited", method=method, path=path)
+        self.until_s = until_s
+
+
+class RetryPolicy(Protocol):
+    def __call__(self, response: httpx.Response, attempt: int, now_s: float) -> float | None: ...
+
+
+def backoff(attempt: int) -> float:
+    """Exponential backoff with full jitter: attempt 1 waits up to 1 s, then 2, 4, … 30."""
+    return random.uniform(0, min(_BACKOFF_CAP_S, 2.0 ** (attempt - 1)))
+
+
+def retry_after(headers: Mapping[str, str], now_s: float) -> float | None:
+    """``Retry-After`` as seconds (delta-seconds or an HTTP date)."""
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - now_s)
+    except (TypeError, ValueError):
+        return None
+
+
+def message_of(response: httpx.Response) -> str:
+    """The tracker's own error message, short, never the request's headers."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.reason_phrase or "error"
+    if isinstance(body, dict):
+        for key in ("message", "error", "error_description"):
+            if isinstance(body.get(key), str):
+                text = body[key]
+                errors = body.get("errors")
+                if isinstance(errors, list) and errors:
+                    text += f" ({errors[0]})"
+                return str(text)[:300]
+    return response.reason_phrase or "error"
+
+
+@dataclass
+class TrackerHttp:
+    """One tracker's HTTP client, its retry policy and its observers."""
+
+    client: httpx.AsyncClient
+    policy: RetryPolicy
+    max_retries: int = 5
+    max_wait_s: float = 900.0
+    on_response: Callable[[str], None] = field(default=lambda status: None)
+    on_wait: Callable[[float], None] = field(default=lambda seconds: None)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    clock_s: Callable[[], float] = time.time
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> httpx.Response:
+        """The response (2xx or 304), after retries; else ``TrackerHttpError``."""
+        path = httpx.URL(url).path
+
+        def wait(state: RetryCallState) -> float:
+            outcome = state.outcome
+            if outcome is None or outcome.failed:
+                return backoff(state.attempt_number)
+            seconds = self.policy(outcome.result(), state.attempt_number, self.clock_s())
+            return 0.0 if seconds is None else seconds
+
+        def stop(state: RetryCallState) -> bool:
+            return stop_after_attempt(self.max_retries + 1)(state) or (
+                state.upcoming_sleep > self.max_wait_s
+            )
+
+        def retryable(response: httpx.Response) -> bool:
+            return self.policy(response, 1, self.clock_s()) is not None
+
+        async def before_sleep(state: RetryCallState) -> None:
+            self.on_wait(state.upcoming_sleep)
+
+        retrying = AsyncRetrying(
+            wait=wait,
+            stop=stop,
+            retry=retry_if_result(retryable) | retry_if_exception_type(httpx.TransportError),
+            before_sleep=before_sleep,
+            sleep=self.sleep,
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+            reraise=True,
+        )
+        try:
+            response: httpx.Response | None = await retrying(
+                self._send, method, url, params, json, headers
+            )
+        except httpx.TransportError as exc:
+            self.on_response("error")
+            raise TrackerHttpError(
+                None, f"{type(exc).__name__}: the tracker did not answer", method=method, path=path
+            ) from exc
+        assert response is not None
+        if response.status_code < 300 or response.status_code == 304:
+            return response
+        wait_s = self.policy(response, 1, self.clock_s())
+        if wait_s is not None and response.status_code not in RETRYABLE_STATUS:
+            raise RateLimited(self.clock_s() + wait_s, method=method, path=path)
+        raise TrackerHttpError(response.status_code, message_of(response), method=method, path=path)
+
+    async def _send(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        headers: Mapping[str, str] | None,
+    ) -> httpx.Response:
+        response = await self.client.request(method, url, params=params, json=json, headers=headers)
+        self.on_response(str(response.status_code))
+        return response

@@ -1,0 +1,285 @@
+"""A hosted tracker as a ``TaskStore``: reads from the local mirror, writes through the
+tracker first and into the mirror only once the tracker took them.
+
+The mirror is a board store; sync and write-back take turns on one lock, so a poll never
+interleaves with a write. Reads never call the tracker; they carry a ``stale`` marker
+when the last successful sync is older than the bound or the tracker is failing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task
+from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.hosted.config import HostedConfig
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from cotal_tasks.providers.hosted.mapping import project, same_record
+from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker, TrackerRefused
+from cotal_tasks.providers.hosted.writeback import WritePlan, plan_change, plan_new
+from cotal_tasks.providers.store import (
+    Committed,
+    HistoryEntry,
+    IdempotencyKeyTaken,
+    IdempotencyRecord,
+    Page,
+    PageQuery,
+    RevisionConflict,
+    StoredTask,
+    Write,
+)
+
+log = logging.getLogger(__name__)
+
+SeatUids = Callable[[str, str], Awaitable[str | None]]  # (owner, actor) -> current uid
+ChangeHook = Callable[[int], Awaitable[None]]
+
+
+async def no_uids(owner: str, actor: str) -> str | None:
+    return None
+
+
+@dataclass
+class SyncHealth:
+    """What the last sync attempts said, for ``freshness`` and ``/healthz``."""
+
+    last_success_ms: int | None = None
+    failing: str | None = None
+    failing_since_ms: int | None = None
+
+    def succeeded(self, now: int) -> None:
+        self.last_success_ms = now
+        self.failing = None
+        self.failing_since_ms = None
+
+    def failed(self, reason: str, now: int) -> None:
+        self.failing = reason[:400]
+        self.failing_since_ms = self.failing_since_ms or now
+
+
+def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractError:
+    """A tracker failure in the contract's terms, naming what to do about it."""
+    status = exc.status if isinstance(exc, TrackerHttpError) else None
+    what = f"{tracker} answered {status}" if status else f"{tracker} did not answer"
+    detail = exc.message if isinstance(exc, TrackerHttpError) else str(exc)
+    if isinstance(exc, RateLimited):
+        return ContractError(
+            ErrorCode.RESOURCE_EXHAUSTED,
+            f"{tracker} rate-limits the bridge for a while; retry after a few minutes",
+            outcome=outcome,
+        )
+    code, remedy = {
+        401: (ErrorCode.UNAVAILABLE, "check the token in the endpoint's token_env"),
+        403: (ErrorCode.PERMISSION_DENIED, "give the token write access to the repository"),
+        404: (ErrorCode.NOT_FOUND, "check the repository or project and the issue exist"),
+        410: (ErrorCode.NOT_FOUND, "the issue was deleted on the tracker"),
+        422: (ErrorCode.FAILED_PRECONDITION, "fix what the tracker names, then retry"),
+    }.get(status or 0, (ErrorCode.UNAVAILABLE, "retry once the tracker answers again"))
+    return ContractError(code, f"{what} ({detail}); {remedy}", outcome=outcome)
+
+
+class HostedStore:
+    """The ``TaskStore`` of one hosted tracker endpoint."""
+
+    def __init__(
+        self,
+        mirror: BoardStore,
+        tracker: Tracker,
+        *,
+        config: HostedConfig,
+        plan: WritePlan,
+        space: str,
+        clock: Callable[[], int],
+        seat_uids: SeatUids = no_uids,
+    ) -> None:
+        self.mirror = mirror
+        self.tracker = tracker
+        self.config = config
+        self.plan = plan
+        self.space = space
+        self.clock = clock
+        self.seat_uids = seat_uids
+        self.health = SyncHealth()
+        self.lock = asyncio.Lock()
+        self._on_change: list[ChangeHook] = []
+
+    def on_change(self, hook: ChangeHook) -> None:
+        """Hear every change the sync commits (the service hears its own writes)."""
+        self._on_change.append(hook)
+
+    # -- reads: the mirror, never the tracker --------------------------------------------
+    async def get(self, task_id: str) -> StoredTask:
+        return await self.mirror.get(task_id)
+
+    async def page(self, query: PageQuery) -> Page:
+        return await self.mirror.page(query)
+
+    async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
+        return await self.mirror.recall(key, not_before)
+
+    async def prune(self, before: int) -> int:
+        return await self.mirror.prune(before)
+
+    async def change_seq(self) -> int:
+        return await self.mirror.change_seq()
+
+    async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
+        return await self.mirror.history(task_id, limit)
+
+    async def close(self) -> None:
+        await self.mirror.close()
+
+    async def freshness(self) -> StaleMarker | None:
+        now = self.clock()
+        health = self.health
+        name = self.tracker.name
+        if health.failing is not None:
+            return StaleMarker(
+                staleAsOf=health.last_success_ms or 0,
+                reason=f"{name} sync is failing: {health.failing}"[:512],
+            )
+        if health.last_success_ms is None:
+            return StaleMarker(staleAsOf=0, reason=f"the first {name} sync has not finished")
+        age_s = (now - health.last_success_ms) / 1000
+        if age_s > self.config.stale_after_s:
+            return StaleMarker(
+                staleAsOf=health.last_success_ms,
+                reason=f"the last successful {name} sync was {age_s:.0f} s ago",
+            )
+        return None
+
+    # -- writes: the tracker first, then the mirror --------------------------------------
+    async def commit(self, write: Write) -> Committed:
+        async with self.lock:
+            if write.idempotency is not None and await self.mirror.recall(
+                write.idempotency.key, write.idempotency.expired_before
+            ):
+                raise IdempotencyKeyTaken(write.idempotency.key)
+            if write.expected_revision is None:
+                final = await self._create(write.task)
+            else:
+                final = await self._update(write)
+            return await self.mirror.commit(
+                Write(
+                    final,
+                    write.expected_revision,
+                    write.command,
+                    write.actor,
+                    write.note,
+                    write.idempotency,
+                )
+            )
+
+    async def _create(self, task: Task) -> Task:
+        issue, follow = plan_new(task, self.plan)
+        try:
+            created = await self.tracker.create(issue)
+        except (TrackerHttpError, TrackerRefused) as exc:
+            raise tracker_error(self.tracker.name, _cause(exc), "not-executed") from exc
+        if follow:
+            try:
+                await self.tracker.apply(created.number, follow)
+            except TrackerRefused as exc:
+                raise tracker_error(self.tracker.name, exc.error, "executed") from exc
+        tracked = await self._refetch(created)
+        projected = await self._project(tracked, None)
+        evidence = {(e.kind, e.ref): e for e in (*projected.evidence, *task.evidence)}
+        return Task.model_validate(
+            {
+                **projected.model_dump(),
+                "evidence": [e.model_dump() for e in evidence.values()][-32:],
+            }
+        )
+
+    async def _update(self, write: Write) -> Task:
+        stored = await self.mirror.get(write.task.taskId)
+        if stored.revision != write.expected_revision:
+            raise RevisionConflict(write.task.taskId)
+        number = self.tracker.number_of(write.task.taskId)
+        if number is None:
+            raise ContractError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"{write.task.taskId!r} is not a {self.tracker.name} issue of this endpoint",
+                outcome="not-executed",
+            )
+        change = plan_change(
+            stored.task, write.task, plan=self.plan, seats=self.config.seats, note=write.note
+        )
+        if not change:
+            return write.task
+        try:
+            await self.tracker.apply(number, change)
+        except TrackerRefused as exc:
+            outcome: Outcome = "executed" if exc.applied else "not-executed"
+            raise tracker_error(self.tracker.name, exc.error, outcome) from exc
+        try:
+            tracked = await self.tracker.fetch(number)
+        except TrackerHttpError:
+            log.warning("re-reading %s after the write failed; the next sync will", number)
+            return write.task
+        if tracked is None:
+            return write.task
+        projected = await self._project(tracked, write.task)
+        return Task.model_validate(
+            {**write.task.model_dump(), "statusSource": projected.statusSource}
+        )
+
+    async def _refetch(self, created: TrackedIssue) -> TrackedIssue:
+        try:
+            tracked = await self.tracker.fetch(created.number)
+        except TrackerHttpError:
+            log.warning("re-reading new issue %s failed; using the create answer", created.number)
+            return created
+        return tracked or created
+
+    async def _project(self, issue: TrackedIssue, existing: Task | None) -> Task:
+        uids: dict[tuple[str, str], str | None] = {}
+        for login in issue.assignees:
+            principal = self.config.seats.get(login)
+            if principal is not None:
+                owner, actor = principal.split(".", 1)
+                uids[(owner, actor)] = await self.seat_uids(owner, actor)
+        return project(
+            issue,
+            space=self.space,
+            rules=self.config.status_rules,
+            seats=self.config.seats,
+            existing=existing,
+            uid_of=lambda owner, actor: uids.get((owner, actor)),
+            now=self.clock(),
+        )
+
+    # -- sync: the tracker's view into the mirror ---------------------------------------
+    async def upsert(self, issue: TrackedIssue) -> bool:
+        """Mirror one tracked issue; ``True`` when the record changed."""
+        async with self.lock:
+            try:
+                stored: StoredTask | None = await self.mirror.get(issue.task_id)
+            except ContractError as exc:
+                if exc.code is not ErrorCode.NOT_FOUND:
+                    raise
+                stored = None
+            record = await self._project(issue, stored.task if stored else None)
+            if stored is not None and same_record(record, stored.task):
+                return False  # nothing new, or the echo of the bridge's own write
+            committed = await self.mirror.commit(
+                Write(
+                    record,
+                    stored.revision if stored else None,
+                    "sync",
+                    f"{self.tracker.name}-sync",
+                )
+            )
+        for hook in self._on_change:
+            try:
+                await hook(committed.change_seq)
+            except Exception:
+                log.exception("change hook failed after sync of %s", issue.task_id)
+        return True
+
+
+def _cause(exc: Exception) -> Exception:
+    return exc.error if isinstance(exc, TrackerRefused) else exc

@@ -1,0 +1,158 @@
+"""The sync loop: polling is the source of truth, webhooks only wake it.
+
+Each poll lists the issues updated since the cursor (the highest ``updated_at`` seen,
+re-read with a small overlap), oldest first, checkpointing the cursor after every page,
+so a crash or a rate limit resumes where it stopped rather than starting over. An
+unchanged repository costs one conditional request. Issues that a pull or merge request
+on those pages references, and issues a webhook names, are fetched one by one with
+their evidence. A task is never closed because its issue is missing from a page.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from cotal_tasks.core import ContractError
+from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from cotal_tasks.providers.hosted.store import HostedStore
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int | None], None]  # (pages done, total pages if known)
+
+
+@dataclass
+class SyncReport:
+    pages: int = 0
+    issues: int = 0
+    changed: int = 0
+    fetched: int = 0
+    not_modified: bool = False
+
+
+@dataclass
+class SyncEngine:
+    store: HostedStore
+    state: MirrorState
+    key: str  # the checkpoint's name, e.g. "github:acme/widgets"
+    clock: Callable[[], int]
+    _woken: set[int] = field(default_factory=set)
+    _wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def tracker_name(self) -> str:
+        return self.store.tracker.name
+
+    async def checkpoint(self) -> dict[str, Any]:
+        return await self.state.load(self.key) or {}
+
+    async def poll_once(self, progress: Progress | None = None) -> SyncReport:
+        """One poll; records success or failure in the store's health, and re-raises."""
+        try:
+            report = await self._poll(progress)
+        except (TrackerHttpError, ContractError) as exc:
+            self.store.health.failed(_describe(exc), self.clock())
+            raise
+        self.store.health.succeeded(self.clock())
+        return report
+
+    async def _poll(self, progress: Progress | None) -> SyncReport:
+        tracker = self.store.tracker
+        saved = await self.checkpoint()
+        cursor: str | None = saved.get("cursor")
+        etag = tuple(saved["etag"]) if saved.get("etag") else None
+        report = SyncReport()
+        linked: set[int] = set()
+        total: int | None = None
+        async for page in tracker.list_changed(cursor, etag):
+            if page.not_modified:
+                report.not_modified = True
+                break
+            report.pages += 1
+            for issue in page.issues:
+                report.issues += 1
+                if await self.store.upsert(issue):
+                    report.changed += 1
+            linked |= page.linked
+            if page.cursor is not None:
+                cursor = page.cursor
+            saved = {**saved, "cursor": cursor}
+            if page.etag is not None:
+                saved["etag"] = list(page.etag)
+            await self.state.save(self.key, saved, self.clock())  # checkpoint every page
+            total = page.total_pages or total
+            if progress is not None:
+                progress(report.pages, total)
+        numbers = linked | self._take_woken()
+        report.fetched, changed = await self.refresh(numbers)
+        report.changed += changed
+        return report
+
+    async def refresh(self, numbers: Iterable[int]) -> tuple[int, int]:
+        """Fetch each issue with its evidence and mirror it; (fetched, changed)."""
+        fetched = changed = 0
+        for number in sorted(numbers):
+            issue = await self.store.tracker.fetch(number)
+            fetched += 1
+            if issue is not None and await self.store.upsert(issue):
+                changed += 1
+        return fetched, changed
+
+    def wake(self, numbers: Iterable[int]) -> None:
+        """A webhook named these issues: fetch them on the next turn of the loop, soon."""
+        self._woken.update(numbers)
+        self._wake.set()
+
+    def _take_woken(self) -> set[int]:
+        taken, self._woken = self._woken, set()
+        return taken
+
+    async def run(self, interval_s: float, stop: asyncio.Event) -> None:
+        """Poll every ``interval_s`` (sooner when woken) until ``stop`` is set."""
+        while not stop.is_set():
+            try:
+                if self._woken and self.store.health.last_success_ms is not None:
+                    numbers = self._take_woken()
+                    self._wake.clear()
+                    await self.refresh(numbers)
+                else:
+                    await self.poll_once()
+            except RateLimited as exc:
+                wait = max(1.0, exc.until_s - self.clock() / 1000)
+                log.warning("%s rate limit: resuming from the checkpoint in %.0f s", self.key, wait)
+                await _sleep_or(stop, wait)
+                continue
+            except (TrackerHttpError, ContractError) as exc:
+                log.warning("%s sync failed: %s; retrying next poll", self.key, _describe(exc))
+            except Exception:
+                log.exception("%s sync failed unexpectedly; retrying next poll", self.key)
+                self.store.health.failed("unexpected error (see the bridge log)", self.clock())
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(_first(stop.wait(), self._wake.wait()), timeout=interval_s)
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ContractError):
+        return exc.message
+    return str(exc)
+
+
+async def _sleep_or(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), timeout=seconds)
+
+
+async def _first(*aws: Any) -> None:
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()

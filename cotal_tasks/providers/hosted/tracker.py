@@ -1,0 +1,143 @@
+"""What a hosted tracker must provide, in tracker-neutral terms.
+
+A tracker folder (``github/``, ``gitlab/``) implements ``Tracker``: list changed issues
+page by page, fetch one issue and its evidence, create an issue, and apply a planned
+change. Everything else (the mirror, the sync loop, write-back planning, mapping onto
+the contract, retries, webhook dedup) is shared and lives in ``providers/hosted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from cotal_tasks.core import TaskEvidence
+
+EvidenceKind = Literal["commit", "branch", "run", "review"]
+
+
+@dataclass(frozen=True, slots=True)
+class NativeState:
+    """The native facts the status rules read."""
+
+    state: str  # GitHub open|closed, GitLab opened|closed
+    state_reason: str | None = None
+    labels: tuple[str, ...] = ()
+    project_status: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One link the tracker knows, newest last by ``at`` (epoch ms)."""
+
+    kind: EvidenceKind
+    ref: str
+    at: int
+
+
+@dataclass(frozen=True, slots=True)
+class TrackedIssue:
+    """An issue as the tracker holds it, in neutral terms."""
+
+    number: int
+    task_id: str
+    title: str
+    body: str | None
+    native: NativeState
+    assignees: tuple[str, ...]
+    created_at: int  # epoch ms
+    updated_at: int  # epoch ms
+    evidence: tuple[Evidence, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListPage:
+    """One page of changed issues, with what it tells the sync."""
+
+    issues: Sequence[TrackedIssue]
+    linked: frozenset[int] = frozenset()  # issues a merge/pull request on this page references
+    cursor: str | None = None  # the highest updated_at seen so far (tracker's own format)
+    not_modified: bool = False  # a conditional request said nothing changed
+    etag: tuple[str, str] | None = None  # (request URL, ETag) of the first page
+    total_pages: int | None = None  # when the tracker says how many pages there are
+
+
+@dataclass(frozen=True, slots=True)
+class TrackerChange:
+    """A planned write: what to do to one issue so it says what the new record says."""
+
+    assign: tuple[str, ...] = ()
+    unassign: tuple[str, ...] = ()
+    add_labels: tuple[str, ...] = ()
+    remove_labels: tuple[str, ...] = ()
+    state: Literal["open", "closed"] | None = None
+    state_reason: Literal["completed", "not_planned", "reopened"] | None = None
+    body: str | None = None
+    comment: str | None = None
+
+    def __bool__(self) -> bool:
+        return any(
+            (
+                self.assign,
+                self.unassign,
+                self.add_labels,
+                self.remove_labels,
+                self.state,
+                self.body is not None,
+                self.comment,
+            )
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class NewIssue:
+    title: str
+    body: str | None
+    labels: tuple[str, ...] = field(default=())
+
+
+class Tracker(Protocol):
+    """The tracker-specific half of a hosted provider."""
+
+    name: str  # "github", "gitlab": names the tracker in messages and metrics
+
+    def number_of(self, task_id: str) -> int | None:
+        """The issue number a task id of this tracker names, or ``None``."""
+        ...
+
+    def list_changed(
+        self, cursor: str | None, etag: tuple[str, str] | None
+    ) -> AsyncIterator[ListPage]:
+        """Pages of issues updated at or after ``cursor`` minus the overlap, oldest first."""
+        ...
+
+    async def fetch(self, number: int) -> TrackedIssue | None:
+        """One issue with its evidence, or ``None`` when it does not exist (or is not one)."""
+        ...
+
+    async def create(self, issue: NewIssue) -> TrackedIssue: ...
+
+    async def apply(self, number: int, change: TrackerChange) -> None:
+        """Apply ``change``; raise ``TrackerRefused`` with what was and was not done."""
+        ...
+
+
+def evidence_entries(found: Sequence[Evidence]) -> tuple[TaskEvidence, ...]:
+    """Tracker evidence as record entries: deduplicated by kind and ref, the newest 32."""
+    latest: dict[tuple[str, str], Evidence] = {}
+    for item in found:
+        key = (item.kind, item.ref)
+        if key not in latest or latest[key].at < item.at:
+            latest[key] = item
+    ordered = sorted(latest.values(), key=lambda e: e.at)[-32:]
+    return tuple(TaskEvidence(kind=e.kind, ref=e.ref, addedAt=e.at) for e in ordered)
+
+
+class TrackerRefused(Exception):
+    """A tracker write failed; ``applied`` names the steps that had already taken effect."""
+
+    def __init__(self, error: Exception, applied: tuple[str, ...] = ()) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.applied = applied

@@ -1,0 +1,121 @@
+"""Plan the tracker write that makes an issue say what a new task record says.
+
+Pure. The command service already decided the next record under the contract's rules;
+this turns the difference between the old and the new record into tracker terms:
+assignees (only for seats the directory maps to an account), the claimed/blocked
+labels, closing with the right reason, the body, and one comment carrying the note and
+any new evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from cotal_tasks.core import Task, TaskBinding
+from cotal_tasks.providers.hosted.tracker import NewIssue, TrackerChange
+
+
+@dataclass(frozen=True, slots=True)
+class WritePlan:
+    """The labels a tracker uses for the statuses it has no native state for."""
+
+    claimed_label: str | None
+    blocked_label: str | None
+    dropped_label: str | None = None  # GitLab has no close reason: a label says "dropped"
+    close_reasons: bool = True  # GitHub's state_reason
+
+
+def _account(binding: TaskBinding | None, accounts: Mapping[str, str]) -> str | None:
+    if binding is None:
+        return None
+    return accounts.get(f"{binding.owner}.{binding.actor}")
+
+
+def accounts_of(seats: Mapping[str, str]) -> dict[str, str]:
+    """The reverse directory: seat principal → tracker account."""
+    return {principal: login for login, principal in seats.items()}
+
+
+def plan_change(
+    old: Task,
+    new: Task,
+    *,
+    plan: WritePlan,
+    seats: Mapping[str, str],
+    note: str | None,
+) -> TrackerChange:
+    accounts = accounts_of(seats)
+    before, after = _account(old.binding, accounts), _account(new.binding, accounts)
+    assign = (after,) if after is not None and after != before else ()
+    unassign = (before,) if before is not None and before != after else ()
+    add: list[str] = []
+    remove: list[str] = []
+    wanted = {
+        plan.claimed_label: new.status == "claimed",
+        plan.blocked_label: new.status == "blocked",
+        plan.dropped_label: new.status == "dropped",
+    }
+    was = {
+        plan.claimed_label: old.status == "claimed",
+        plan.blocked_label: old.status == "blocked",
+        plan.dropped_label: old.status == "dropped",
+    }
+    for label, on in wanted.items():
+        if label is None or on == was[label]:
+            continue
+        (add if on else remove).append(label)
+    state: Literal["open", "closed"] | None = None
+    reason: Literal["completed", "not_planned", "reopened"] | None = None
+    if new.status in ("done", "dropped") and old.status not in ("done", "dropped"):
+        state = "closed"
+    elif new.status not in ("done", "dropped") and old.status in ("done", "dropped"):
+        state = "open"
+        reason = "reopened" if plan.close_reasons else None
+    if plan.close_reasons and new.status != old.status and new.status in ("done", "dropped"):
+        state = "closed"
+        reason = "completed" if new.status == "done" else "not_planned"
+    added = [e for e in new.evidence if e not in old.evidence]
+    lines = [note] if note else []
+    lines += [f"- {e.kind}: {e.ref}" for e in added]
+    if added and note:
+        lines.insert(1, "")
+    comment = None
+    if lines:
+        comment = "\n".join(lines)
+        if added and not note:
+            comment = "Evidence:\n" + comment
+    return TrackerChange(
+        assign=assign,
+        unassign=unassign,
+        add_labels=tuple(add),
+        remove_labels=tuple(remove),
+        state=state,
+        state_reason=reason,
+        body=new.brief if new.brief != old.brief and new.brief is not None else None,
+        comment=comment,
+    )
+
+
+def plan_new(task: Task, plan: WritePlan) -> tuple[NewIssue, TrackerChange]:
+    """A ``create-task`` record as a new issue, plus the change that closes it if needed."""
+    labels = (plan.dropped_label,) if task.status == "dropped" and plan.dropped_label else ()
+    follow = TrackerChange()
+    if task.status in ("done", "dropped"):
+        follow = TrackerChange(
+            state="closed",
+            state_reason=(
+                ("completed" if task.status == "done" else "not_planned")
+                if plan.close_reasons
+                else None
+            ),
+        )
+    lines = [f"- {e.kind}: {e.ref}" for e in task.evidence]
+    if lines:
+        follow = TrackerChange(
+            state=follow.state,
+            state_reason=follow.state_reason,
+            comment="Evidence:\n" + "\n".join(lines),
+        )
+    return NewIssue(task.title, task.brief, labels), follow

@@ -1,0 +1,71 @@
+"""A fake GitHub REST API for tests of the GitHub provider: in-memory state, an ASGI app
+with GitHub's documented list/pagination/ETag/rate-limit behaviour, a loopback server and
+webhook helpers.
+
+    fake = FakeGitHub()
+    fake.bulk_issues("octo-org/hello-world", 250)
+    async with serve_fake_github(fake) as base_url:
+        ...  # httpx.AsyncClient(base_url=base_url, headers=fake.auth_headers())
+
+or, without a socket: ``httpx.AsyncClient(transport=httpx.ASGITransport(app=fake.app),
+base_url="http://fake-github")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from cotal_tasks.bridge.http.server import serve_http
+from tests.support.fake_github_app import create_app
+from tests.support.fake_github_model import (
+    FakeClock,
+    RecordedRequest,
+    iso,
+    parse_iso,
+)
+from tests.support.fake_github_state import FakeGitHub
+from tests.support.fake_github_webhooks import (
+    TEST_VECTOR_PAYLOAD,
+    TEST_VECTOR_SECRET,
+    TEST_VECTOR_SIGNATURE,
+    issue_comment_payload,
+    issues_payload,
+    ping_payload,
+    pull_request_payload,
+    sign,
+    signed_webhook,
+)
+
+__all__ = [
+    "TEST_VECTOR_PAYLOAD",
+    "TEST_VECTOR_SECRET",
+    "TEST_VECTOR_SIGNATURE",
+    "FakeClock",
+    "FakeGitHub",
+    "RecordedRequest",
+    "create_app",
+    "iso",
+    "issue_comment_payload",
+    "issues_payload",
+    "parse_iso",
+    "ping_payload",
+    "pull_request_payload",
+    "serve_fake_github",
+    "sign",
+    "signed_webhook",
+]
+
+
+@asynccontextmanager
+async def serve_fake_github(fake: FakeGitHub, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """Serve ``fake`` under uvicorn on a free loopback port; yield its base URL. While it
+    serves, ``fake.api_url`` is that URL, so JSON built by the helpers matches what the
+    server returns."""
+    previous = fake.api_url
+    async with serve_http(fake.app, host, 0) as base_url:
+        fake.api_url = base_url
+        try:
+            yield base_url
+        finally:
+            fake.api_url = previous

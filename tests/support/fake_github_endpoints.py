@@ -1,0 +1,382 @@
+"""The fake GitHub's REST endpoints, with the documented parameters, defaults and
+validation. Each takes a ``Ctx`` and returns a ``Reply`` or raises ``ApiError``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tests.support.fake_github_app import (
+    ApiError,
+    Ctx,
+    Endpoint,
+    Reply,
+    not_found,
+    validation_failed,
+)
+from tests.support.fake_github_model import JSON, STATE_REASONS, Issue, parse_iso
+
+_REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
+_ISSUE = _REPO + r"/issues/(?P<number>\d+)"
+_MAX_ASSIGNEES = 10
+
+
+# -- reads ----------------------------------------------------------------------------
+
+
+def rate_limit(ctx: Ctx) -> Reply:
+    fake = ctx.fake
+    core = {
+        "limit": fake.rate_limit,
+        "used": max(0, fake.rate_limit - fake.rate_remaining),
+        "remaining": fake.rate_remaining,
+        "reset": fake.rate_reset,
+    }
+    other = {"limit": 5000, "used": 0, "remaining": 5000, "reset": fake.rate_reset}
+    resources = {"core": core, "graphql": other, "search": other | {"limit": 30}}
+    return Reply(200, {"resources": resources, "rate": core})
+
+
+def get_user(ctx: Ctx) -> Reply:
+    return Reply(200, ctx.shapes.user(ctx.fake.login) | {"name": None, "email": None})
+
+
+def get_repo(ctx: Ctx) -> Reply:
+    return Reply(200, ctx.shapes.repository(ctx.repo()))
+
+
+def list_issues(ctx: Ctx) -> Reply:
+    """``state`` (default open), ``sort`` created|updated|comments, ``direction`` (default
+    desc), ``since`` (updated at or after), ``labels`` (all of), ``assignee``, ``creator``.
+    Pull requests are included."""
+    repo = ctx.repo()
+    state = _choice(ctx, "state", "open", ("open", "closed", "all"))
+    sort = _choice(ctx, "sort", "created", ("created", "updated", "comments"))
+    direction = _choice(ctx, "direction", "desc", ("asc", "desc"))
+    items = [i for i in repo.issues.values() if i.visible]
+    if state != "all":
+        items = [i for i in items if i.state == state]
+    since = _since(ctx)
+    if since is not None:
+        items = [i for i in items if since <= i.updated_at]
+        if ctx.fake.since_lag > 0:
+            horizon = ctx.fake.clock.now - ctx.fake.since_lag
+            items = [i for i in items if i.updated_at <= horizon]
+    labels = ctx.query("labels")
+    if labels:
+        wanted = {name.strip() for name in labels.split(",") if name.strip()}
+        items = [i for i in items if wanted <= set(i.labels)]
+    assignee = ctx.query("assignee")
+    if assignee == "none":
+        items = [i for i in items if not i.assignees]
+    elif assignee == "*":
+        items = [i for i in items if i.assignees]
+    elif assignee:
+        items = [i for i in items if assignee in i.assignees]
+    creator = ctx.query("creator")
+    if creator:
+        items = [i for i in items if i.user == creator]
+    key: Callable[[Issue], tuple[int, int]] = {
+        "created": lambda i: (i.created_at, i.number),
+        "updated": lambda i: (i.updated_at, i.number),
+        "comments": lambda i: (len(i.comments), i.number),
+    }[sort]
+    items.sort(key=key, reverse=direction == "desc")
+    shapes = ctx.shapes
+    return Reply(200, [shapes.issue(i) for i in ctx.page(items)])
+
+
+def get_issue(ctx: Ctx) -> Reply:
+    return Reply(200, ctx.shapes.issue(ctx.issue(), single=True))
+
+
+def timeline(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    events = sorted(issue.timeline, key=lambda e: e.created_at)
+    shapes = ctx.shapes
+    return Reply(200, [shapes.event(issue, e) for e in ctx.page(events)])
+
+
+def list_comments(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    since = _since(ctx)
+    comments = [c for c in issue.comments if since is None or c.updated_at >= since]
+    shapes = ctx.shapes
+    return Reply(200, [shapes.comment(issue, c) for c in ctx.page(comments)])
+
+
+def list_labels(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    repo, shapes = ctx.repo(), ctx.shapes
+    return Reply(200, [shapes.label(repo, name) for name in ctx.page(list(issue.labels))])
+
+
+def check_assignee(ctx: Ctx) -> Reply:
+    if ctx.params["login"] in ctx.repo().assignable:
+        return Reply(204)
+    raise not_found()
+
+
+def list_pulls(ctx: Ctx) -> Reply:
+    repo = ctx.repo()
+    state = _choice(ctx, "state", "open", ("open", "closed", "all"))
+    sort = _choice(ctx, "sort", "created", ("created", "updated", "popularity", "long-running"))
+    default_direction = "desc" if sort == "created" else "asc"
+    direction = _choice(ctx, "direction", default_direction, ("asc", "desc"))
+    pulls = [i for i in repo.issues.values() if i.pull is not None and i.visible]
+    if state != "all":
+        pulls = [i for i in pulls if i.state == state]
+    head, base = ctx.query("head"), ctx.query("base")
+    if head:
+        pulls = [i for i in pulls if i.pull and f"{repo.owner}:{i.pull.head_ref}" == head]
+    if base:
+        pulls = [i for i in pulls if i.pull and i.pull.base_ref == base]
+    by_updated = sort == "updated"
+    pulls.sort(
+        key=lambda i: (i.updated_at if by_updated else i.created_at, i.number),
+        reverse=direction == "desc",
+    )
+    shapes = ctx.shapes
+    return Reply(200, [shapes.pull(i, full=False) for i in ctx.page(pulls)])
+
+
+def get_pull(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    if issue.pull is None:
+        raise not_found()
+    return Reply(200, ctx.shapes.pull(issue))
+
+
+# -- writes (each bumps updated_at) ----------------------------------------------------
+
+
+def create_issue(ctx: Ctx) -> Reply:
+    repo = ctx.repo()
+    body = _object(ctx)
+    if "title" not in body or body["title"] is None:
+        raise validation_failed({"field": "title", "code": "missing_field"})
+    title = _title(body["title"])
+    text = _text(body.get("body"), "body")
+    labels = _names(body.get("labels"), "labels") or []
+    assignees = _assignees(ctx, body) or []
+    issue = ctx.fake.create_issue(repo.full_name, title, text, labels, assignees, ctx.fake.login)
+    out = ctx.shapes.issue(issue, single=True)
+    return Reply(201, out, {"location": out["url"]})
+
+
+def update_issue(ctx: Ctx) -> Reply:
+    """PATCH: ``state_reason`` only counts when ``state`` changes (closing defaults it to
+    ``completed``, reopening sets ``reopened``); ``labels``/``assignees`` replace."""
+    fake, issue, body = ctx.fake, ctx.issue(), _object(ctx)
+    title = _title(body["title"]) if "title" in body else None
+    text = _text(body.get("body"), "body")
+    state = body.get("state")
+    if state is not None and state not in ("open", "closed"):
+        raise validation_failed({"field": "state", "code": "invalid", "value": state})
+    reason = body.get("state_reason")
+    if reason is not None and reason not in STATE_REASONS:
+        raise validation_failed({"field": "state_reason", "code": "invalid", "value": reason})
+    if state == "closed" and issue.state == "open" and reason == "reopened":
+        raise validation_failed({"field": "state_reason", "code": "invalid", "value": reason})
+    labels = _names(body.get("labels"), "labels")
+    assignees = _assignees(ctx, body)
+    actor = fake.login
+    if title is not None:
+        fake.set_title(issue, title, actor)
+    if "body" in body:
+        issue.body = text
+    if labels is not None:
+        for name in [n for n in issue.labels if n not in labels]:
+            fake.remove_label(issue, name, actor)
+        fake.add_labels(issue, labels, actor)
+    if assignees is not None:
+        fake.remove_assignees(issue, [a for a in issue.assignees if a not in assignees], actor)
+        fake.add_assignees(issue, assignees, actor)
+    if state is not None:
+        fake.set_state(issue, state, reason, actor)
+    issue.updated_at = fake.clock.now
+    return Reply(200, ctx.shapes.issue(issue, single=True))
+
+
+def create_comment(ctx: Ctx) -> Reply:
+    issue, body = ctx.issue(), _object(ctx)
+    text = body.get("body")
+    if not isinstance(text, str) or not text.strip():
+        code = "missing_field" if text is None else "invalid"
+        raise validation_failed({"field": "body", "code": code}, resource="IssueComment")
+    comment = ctx.fake.comment(issue, ctx.fake.login, text)
+    out = ctx.shapes.comment(issue, comment)
+    return Reply(201, out, {"location": out["url"]})
+
+
+def add_assignees(ctx: Ctx) -> Reply:
+    """Adds up to 10; logins that cannot be assigned are silently dropped (as GitHub
+    does; ``GET /assignees/{login}`` is how to check). 201 with the issue."""
+    issue, logins = ctx.issue(), _login_list(ctx)
+    assignable = ctx.repo().assignable
+    ctx.fake.add_assignees(issue, [a for a in logins if a in assignable], ctx.fake.login)
+    return Reply(201, ctx.shapes.issue(issue, single=True))
+
+
+def remove_assignees(ctx: Ctx) -> Reply:
+    issue, logins = ctx.issue(), _login_list(ctx)
+    ctx.fake.remove_assignees(issue, logins, ctx.fake.login)
+    return Reply(200, ctx.shapes.issue(issue, single=True))
+
+
+def add_labels(ctx: Ctx) -> Reply:
+    issue, names = ctx.issue(), _label_body(ctx)
+    ctx.fake.add_labels(issue, names, ctx.fake.login)
+    repo, shapes = ctx.repo(), ctx.shapes
+    return Reply(200, [shapes.label(repo, n) for n in issue.labels])
+
+
+def set_labels(ctx: Ctx) -> Reply:
+    issue, names = ctx.issue(), _label_body(ctx)
+    for name in [n for n in issue.labels if n not in names]:
+        ctx.fake.remove_label(issue, name, ctx.fake.login)
+    ctx.fake.add_labels(issue, names, ctx.fake.login)
+    repo, shapes = ctx.repo(), ctx.shapes
+    return Reply(200, [shapes.label(repo, n) for n in issue.labels])
+
+
+def remove_label(ctx: Ctx) -> Reply:
+    issue, name = ctx.issue(), ctx.params["name"]
+    if name not in issue.labels:
+        raise ApiError(404, "Label does not exist")
+    ctx.fake.remove_label(issue, name, ctx.fake.login)
+    repo, shapes = ctx.repo(), ctx.shapes
+    return Reply(200, [shapes.label(repo, n) for n in issue.labels])
+
+
+def remove_all_labels(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    for name in list(issue.labels):
+        ctx.fake.remove_label(issue, name, ctx.fake.login)
+    issue.updated_at = ctx.fake.clock.now
+    return Reply(204)
+
+
+# -- validation helpers -----------------------------------------------------------------
+
+
+def _choice(ctx: Ctx, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = ctx.query(name, default) or default
+    if value not in allowed:
+        raise validation_failed({"field": name, "code": "invalid", "value": value})
+    return value
+
+
+def _since(ctx: Ctx) -> float | None:
+    value = ctx.query("since")
+    if not value:
+        return None
+    try:
+        return parse_iso(value)
+    except ValueError:
+        raise validation_failed({"field": "since", "code": "invalid", "value": value}) from None
+
+
+def _object(ctx: Ctx) -> JSON:
+    if ctx.body is None:
+        return {}
+    if not isinstance(ctx.body, dict):
+        raise ApiError(400, "Problems parsing JSON")
+    return ctx.body
+
+
+def _title(value: Any) -> str:
+    if not isinstance(value, str | int) or not str(value).strip():
+        raise validation_failed({"field": "title", "code": "invalid", "value": value})
+    return str(value)
+
+
+def _text(value: Any, field: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise validation_failed({"field": field, "code": "invalid", "value": value})
+    return value
+
+
+def _names(value: Any, field: str) -> list[str] | None:
+    """Label names from strings or ``{"name": …}`` objects; ``None`` when absent."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise validation_failed({"field": field, "code": "invalid", "value": value})
+    names: list[str] = []
+    for item in value:
+        name = item.get("name") if isinstance(item, dict) else item
+        if not isinstance(name, str) or not name.strip():
+            raise validation_failed({"field": field, "code": "invalid", "value": item})
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _assignees(ctx: Ctx, body: JSON) -> list[str] | None:
+    """``assignees`` (or the legacy ``assignee``) on create/PATCH: each must be assignable,
+    else 422 as GitHub answers."""
+    if "assignees" in body:
+        logins = _names(body["assignees"], "assignees")
+    elif "assignee" in body:
+        logins = [] if body["assignee"] is None else _names([body["assignee"]], "assignee")
+    else:
+        return None
+    logins = logins or []
+    if len(logins) > _MAX_ASSIGNEES:
+        raise validation_failed({"field": "assignees", "code": "invalid", "value": logins})
+    assignable = ctx.repo().assignable
+    for login in logins:
+        if login not in assignable:
+            raise validation_failed({"field": "assignees", "code": "invalid", "value": login})
+    return logins
+
+
+def _login_list(ctx: Ctx) -> list[str]:
+    body = _object(ctx)
+    if "assignees" not in body:
+        raise validation_failed({"field": "assignees", "code": "missing_field"})
+    logins = _names(body["assignees"], "assignees") or []
+    if len(logins) > _MAX_ASSIGNEES:
+        raise validation_failed({"field": "assignees", "code": "invalid", "value": logins})
+    return logins
+
+
+def _label_body(ctx: Ctx) -> list[str]:
+    """``{"labels": [...]}`` or a bare list, as GitHub accepts both."""
+    body = ctx.body
+    if isinstance(body, dict):
+        body = body.get("labels")
+    names = _names(body, "labels")
+    if names is None:
+        raise validation_failed({"field": "labels", "code": "missing_field"}, resource="Label")
+    return names
+
+
+def _ep(method: str, pattern: str, handler: Callable[[Ctx], Reply], free: bool = False) -> Endpoint:
+    return Endpoint(method, re.compile(pattern), handler, free)
+
+
+ENDPOINTS = [
+    _ep("GET", r"/rate_limit", rate_limit, free=True),
+    _ep("GET", r"/user", get_user),
+    _ep("GET", _REPO, get_repo),
+    _ep("GET", _REPO + r"/issues", list_issues),
+    _ep("POST", _REPO + r"/issues", create_issue),
+    _ep("GET", _ISSUE, get_issue),
+    _ep("PATCH", _ISSUE, update_issue),
+    _ep("GET", _ISSUE + r"/timeline", timeline),
+    _ep("GET", _ISSUE + r"/comments", list_comments),
+    _ep("POST", _ISSUE + r"/comments", create_comment),
+    _ep("POST", _ISSUE + r"/assignees", add_assignees),
+    _ep("DELETE", _ISSUE + r"/assignees", remove_assignees),
+    _ep("GET", _ISSUE + r"/labels", list_labels),
+    _ep("POST", _ISSUE + r"/labels", add_labels),
+    _ep("PUT", _ISSUE + r"/labels", set_labels),
+    _ep("DELETE", _ISSUE + r"/labels", remove_all_labels),
+    _ep("DELETE", _ISSUE + r"/labels/(?P<name>.+)", remove_label),
+    _ep("GET", _REPO + r"/assignees/(?P<login>[^/]+)", check_assignee),
+    _ep("GET", _REPO + r"/pulls", list_pulls),
+    _ep("GET", _REPO + r"/pulls/(?P<number>\d+)", get_pull),
+]

@@ -1,0 +1,272 @@
+"""Records behind the fake GitHub, its clock and the request log.
+
+Times are epoch seconds: GitHub's REST timestamps have second resolution, so two writes in
+the same second share an ``updated_at`` (tests advance the clock to separate them).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import time
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from fnmatch import fnmatchcase
+from typing import Any
+
+JSON = dict[str, Any]
+TimeLike = int | float | str | datetime
+
+STATE_REASONS = ("completed", "reopened", "not_planned", "duplicate")
+DOCS = "https://docs.github.com/rest"
+
+# Material for ``FakeGitHub.bulk_issues``.
+BULK_TITLES = (
+    "crash on startup when config is empty",
+    "sync drops labels with spaces",
+    "add dark mode to the settings page",
+    "timeout talking to the payments API",
+    "document the retry policy",
+    "flaky test in the scheduler suite",
+    "support multiple assignees in export",
+    "memory grows while idle",
+    "wrong timezone in the weekly report",
+    "rename the legacy CLI flags",
+)
+BULK_LABELS = ("bug", "enhancement", "documentation", "question", "help wanted")
+
+
+def iso(ts: int) -> str:
+    """Epoch seconds as GitHub writes them: ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_iso(value: str) -> float:
+    """An ISO 8601 timestamp (``Z`` or an offset; a bare one is UTC) as epoch seconds."""
+    parsed = datetime.fromisoformat(value.strip().replace("z", "Z"))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def to_epoch(value: TimeLike) -> int:
+    """Epoch seconds (floored) from an epoch number, an ISO string or a datetime."""
+    if isinstance(value, datetime):
+        return int(value.timestamp())
+    if isinstance(value, str):
+        return int(parse_iso(value))
+    return int(value)
+
+
+class FakeClock:
+    """The fake's notion of now, in whole epoch seconds; tests move it by hand.
+
+    It starts at the real time (so ``x-ratelimit-reset`` compares sensibly with a wall
+    clock) unless given a start.
+    """
+
+    def __init__(self, start: TimeLike | None = None) -> None:
+        self.now = int(time.time()) if start is None else to_epoch(start)
+
+    def advance(self, seconds: int = 1) -> int:
+        self.now += seconds
+        return self.now
+
+    def set(self, when: TimeLike) -> None:
+        self.now = to_epoch(when)
+
+    def time(self) -> float:
+        """For code that takes a ``clock_s`` callable."""
+        return float(self.now)
+
+    def iso(self) -> str:
+        return iso(self.now)
+
+
+def node_id(prefix: str, *numbers: int) -> str:
+    """A node id in GitHub's current style (``I_kwDO…``), stable for the same numbers."""
+    raw = b"".join(n.to_bytes(8, "big") for n in numbers)
+    return f"{prefix}_kwDO" + base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def user_id(login: str) -> int:
+    """A stable numeric user id for a login."""
+    return 1_000_000 + zlib.crc32(login.lower().encode()) % 180_000_000
+
+
+def fake_sha(*parts: object) -> str:
+    """A 40-hex commit sha derived from ``parts``."""
+    return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
+
+
+_DEFAULT_LABELS = {
+    "bug": ("d73a4a", "Something isn't working"),
+    "documentation": ("0075ca", "Improvements or additions to documentation"),
+    "duplicate": ("cfd3d7", "This issue or pull request already exists"),
+    "enhancement": ("a2eeef", "New feature or request"),
+    "good first issue": ("7057ff", "Good for newcomers"),
+    "help wanted": ("008672", "Extra attention is needed"),
+    "invalid": ("e4e669", "This doesn't seem right"),
+    "question": ("d876e3", "Further information is requested"),
+    "wontfix": ("ffffff", "This will not be worked on"),
+}
+
+
+@dataclass
+class Label:
+    name: str
+    id: int
+    color: str
+    description: str | None
+    default: bool
+
+    @classmethod
+    def make(cls, name: str, label_id: int) -> Label:
+        known = _DEFAULT_LABELS.get(name)
+        if known is not None:
+            return cls(name, label_id, known[0], known[1], True)
+        color = f"{zlib.crc32(name.encode()) & 0xFFFFFF:06x}"
+        return cls(name, label_id, color, None, False)
+
+
+@dataclass
+class Comment:
+    id: int
+    user: str
+    body: str
+    created_at: int
+    updated_at: int
+
+
+@dataclass
+class Event:
+    """One timeline item. ``kind`` is GitHub's ``event`` string."""
+
+    kind: str
+    actor: str
+    created_at: int
+    id: int | None = None
+    commit_id: str | None = None
+    commit_repo: str | None = None
+    source: tuple[str, int] | None = None  # (repo, number) of the referencing issue or PR
+    comment: Comment | None = None
+    extra: JSON = field(default_factory=dict)
+
+
+@dataclass
+class Pull:
+    """The pull-request half of an issue record."""
+
+    id: int
+    head_ref: str
+    head_sha: str
+    base_ref: str = "main"
+    draft: bool = False
+    merged_at: int | None = None
+    merged_by: str | None = None
+    merge_commit_sha: str | None = None
+
+
+@dataclass
+class Issue:
+    repo: str
+    number: int
+    id: int
+    title: str
+    body: str | None
+    user: str
+    created_at: int
+    updated_at: int
+    state: str = "open"
+    state_reason: str | None = None
+    closed_at: int | None = None
+    closed_by: str | None = None
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+    timeline: list[Event] = field(default_factory=list)
+    pull: Pull | None = None
+    locked: bool = False
+    blocked_by: int = 0
+    deleted: bool = False
+    moved_to: tuple[str, int] | None = None  # set when transferred away
+
+    @property
+    def visible(self) -> bool:
+        return not self.deleted and self.moved_to is None
+
+
+@dataclass
+class Repo:
+    full_name: str
+    id: int
+    created_at: int
+    assignable: set[str] = field(default_factory=set)
+    labels: dict[str, Label] = field(default_factory=dict)
+    issues: dict[int, Issue] = field(default_factory=dict)
+    next_number: int = 1
+    default_branch: str = "main"
+
+    @property
+    def owner(self) -> str:
+        return self.full_name.split("/", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.full_name.split("/", 1)[1]
+
+
+LOGGED_HEADERS = (
+    "authorization",
+    "if-none-match",
+    "if-modified-since",
+    "accept",
+    "user-agent",
+    "x-github-api-version",
+    "content-type",
+)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the fake answered (every one, including 401s, 304s and failures)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]  # lower-cased names, only LOGGED_HEADERS
+    status: int
+    body: Any = None  # the parsed JSON body of a write, else None
+
+    @property
+    def if_none_match(self) -> str | None:
+        return self.headers.get("if-none-match")
+
+    @property
+    def is_write(self) -> bool:
+        return self.method in ("POST", "PATCH", "PUT", "DELETE")
+
+    def matches(
+        self, method: str | None = None, path: str | None = None, status: int | None = None
+    ) -> bool:
+        """``path`` is a glob over the whole path (``*`` also crosses ``/``)."""
+        return (
+            (method is None or self.method == method.upper())
+            and (path is None or fnmatchcase(self.path, path))
+            and (status is None or self.status == status)
+        )
+
+
+@dataclass
+class ScriptedFailure:
+    status: int
+    retry_after: int | None
+    message: str | None
+    method: str | None
+    path: str | None
+
+    def applies(self, method: str, path: str) -> bool:
+        return (self.method is None or self.method == method) and (
+            self.path is None or fnmatchcase(path, self.path)
+        )

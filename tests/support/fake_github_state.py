@@ -1,0 +1,512 @@
+"""In-memory GitHub state: repositories, issues, pull requests, comments, timelines, the
+rate-limit budget and scripted faults. The HTTP side lives in ``fake_github_app``."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import httpx
+
+from tests.support.fake_github_model import (
+    BULK_LABELS,
+    BULK_TITLES,
+    JSON,
+    STATE_REASONS,
+    Comment,
+    Event,
+    FakeClock,
+    Issue,
+    Label,
+    Pull,
+    RecordedRequest,
+    Repo,
+    ScriptedFailure,
+    TimeLike,
+    fake_sha,
+    to_epoch,
+)
+from tests.support.fake_github_render import Shapes
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+
+class FakeGitHub:
+    """A GitHub that lives in memory. Build state with the helpers, serve it with
+    ``serve_fake_github(fake)`` or ``httpx.ASGITransport(app=fake.app)``.
+
+    ``token`` is the only accepted credential and ``login`` the user it belongs to (the
+    author of everything written through the API). Knobs: ``set_rate_limit``,
+    ``fail_next``, ``refuse_writes``, ``since_lag``; the log is ``requests``.
+    """
+
+    def __init__(
+        self,
+        token: str = "ghp_fakeToken0000000000000000000000000000",
+        *,
+        login: str = "cotal-bot",
+        repos: Iterable[str] = ("octo-org/hello-world",),
+        assignable: Iterable[str] = (),
+        clock: FakeClock | None = None,
+        rate_limit: int = 5000,
+        api_url: str = "https://api.github.com",
+        html_url: str = "https://github.com",
+    ) -> None:
+        self.token = token
+        self.login = login
+        self.clock = clock or FakeClock()
+        self.api_url = api_url
+        self.html_url = html_url
+        self.repos: dict[str, Repo] = {}
+        self.requests: list[RecordedRequest] = []
+        self._assignable = {login, *assignable}
+        self._ids = itertools.count(1_000_000_001)
+        # primary rate limit (``core``)
+        self.rate_window = 3600
+        self.rate_limit = rate_limit
+        self.rate_remaining = rate_limit
+        self.rate_reset = self.clock.now + self.rate_window
+        self.primary_status = 403
+        # scripted faults
+        self.failures: deque[ScriptedFailure] = deque()
+        self.refusal: tuple[int, str | None] | None = None
+        # seconds during which a fresh update is not yet visible to ``since`` queries
+        self.since_lag = 0
+        self._app: Starlette | None = None
+        for name in repos:
+            self.add_repo(name)
+
+    # -- knobs -------------------------------------------------------------------------
+
+    def set_rate_limit(
+        self, remaining: int, *, limit: int | None = None, reset_in: int = 3600
+    ) -> None:
+        """The primary (``core``) budget: ``remaining`` requests until ``now + reset_in``,
+        after which it refills to ``limit``. At 0 requests get 403 (``primary_status``)."""
+        if limit is not None:
+            self.rate_limit = limit
+        self.rate_remaining = remaining
+        self.rate_window = reset_in
+        self.rate_reset = self.clock.now + reset_in
+
+    def fail_next(
+        self,
+        n: int = 1,
+        *,
+        status: int = 429,
+        retry_after: int | None = None,
+        message: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        """Answer the next ``n`` (authenticated) requests matching ``method``/``path``
+        (a glob) with ``status``: 429/403 as a secondary rate limit (``retry-after`` if
+        given), 5xx as a server error. They do not use up the primary budget."""
+        for _ in range(n):
+            self.failures.append(
+                ScriptedFailure(status, retry_after, message, method and method.upper(), path)
+            )
+
+    def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
+        """Refuse every POST/PATCH/PUT/DELETE with ``status`` (403 or 422) until called
+        with ``None`` (or ``allow_writes``)."""
+        self.refusal = None if status is None else (status, message)
+
+    def allow_writes(self) -> None:
+        self.refusal = None
+
+    def advance(self, seconds: int = 1) -> int:
+        """Move the clock (whole seconds)."""
+        return self.clock.advance(seconds)
+
+    # -- the request log ---------------------------------------------------------------
+
+    def calls(
+        self, method: str | None = None, path: str | None = None, status: int | None = None
+    ) -> list[RecordedRequest]:
+        """Logged requests matching all given filters (``path`` is a glob)."""
+        return [r for r in self.requests if r.matches(method, path, status)]
+
+    @property
+    def writes(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.is_write]
+
+    # -- building state ----------------------------------------------------------------
+
+    @property
+    def app(self) -> Starlette:
+        """The ASGI app serving this state (for ``httpx.ASGITransport``)."""
+        if self._app is None:
+            from tests.support.fake_github_app import create_app
+
+            self._app = create_app(self)
+        return self._app
+
+    def auth_headers(self) -> dict[str, str]:
+        """The headers a well-behaved client sends."""
+        return {
+            "Authorization": f"Bearer {self.token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": "2022-11-28",
+        }
+
+    def client(self, base_url: str = "http://fake-github") -> httpx.AsyncClient:
+        """An authenticated client talking to the app in-process (no socket)."""
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app),
+            base_url=base_url,
+            headers=self.auth_headers(),
+        )
+
+    def shapes(self, api: str | None = None) -> Shapes:
+        return Shapes(self.repos, api or self.api_url, self.html_url)
+
+    def add_repo(self, full_name: str, *, assignable: Iterable[str] = ()) -> Repo:
+        """A repository (idempotent). ``assignable`` adds logins that
+        ``GET /repos/{o}/{r}/assignees/{login}`` accepts (``login`` always is)."""
+        if "/" not in full_name:
+            raise ValueError(f"repository must be owner/name, not {full_name!r}")
+        repo = self.repos.get(full_name)
+        if repo is None:
+            repo = Repo(full_name, self._next_id(), self.clock.now - 86_400 * 365)
+            repo.assignable |= self._assignable
+            self.repos[full_name] = repo
+        repo.assignable |= set(assignable)
+        return repo
+
+    def issue(self, repo: str, number: int) -> Issue:
+        """The record behind ``repo#number`` (an issue or a PR)."""
+        return self.repos[repo].issues[number]
+
+    def issue_json(self, repo: str, number: int) -> JSON:
+        return self.shapes().issue(self.issue(repo, number), single=True)
+
+    def pull_json(self, repo: str, number: int) -> JSON:
+        return self.shapes().pull(self.issue(repo, number))
+
+    def repository_json(self, repo: str) -> JSON:
+        return self.shapes().repository(self.repos[repo])
+
+    def user_json(self, login: str) -> JSON:
+        return self.shapes().user(login)
+
+    def comment_json(self, repo: str, number: int, comment_id: int) -> JSON:
+        issue = self.issue(repo, number)
+        comment = next(c for c in issue.comments if c.id == comment_id)
+        return self.shapes().comment(issue, comment)
+
+    def add_issue(
+        self,
+        repo: str,
+        title: str = "An issue",
+        body: str | None = "",
+        *,
+        state: str = "open",
+        state_reason: str | None = None,
+        labels: Sequence[str] = (),
+        assignees: Sequence[str] = (),
+        user: str = "octocat",
+        created_at: TimeLike | None = None,
+        updated_at: TimeLike | None = None,
+        blocked_by: int = 0,
+    ) -> JSON:
+        """A new issue (no validation, no ``updated_at`` bump on others); its JSON."""
+        return self.shapes().issue(
+            self._new_issue(
+                repo, title, body, state, state_reason, labels, assignees, user,
+                created_at, updated_at, blocked_by,
+            ),
+            single=True,
+        )  # fmt: skip
+
+    def add_pull(
+        self,
+        repo: str,
+        title: str = "A change",
+        body: str | None = None,
+        head_ref: str = "feature",
+        head_sha: str | None = None,
+        *,
+        closes: Sequence[int] = (),
+        user: str = "octocat",
+        draft: bool = False,
+        base_ref: str = "main",
+        updated_at: TimeLike | None = None,
+    ) -> JSON:
+        """A pull request (an issue record with a pull part); each number in ``closes`` is
+        written as "Fixes #N" into the body (unless a body is given) and gets a
+        ``cross-referenced`` timeline event. As reported of GitHub, linking does not move
+        the referenced issue's ``updated_at``. Returns the PR as the issues API shows it."""
+        if body is None:
+            body = "\n".join(f"Fixes #{n}" for n in closes) or "No description provided."
+        issue = self._new_issue(repo, title, body, "open", None, (), (), user, None, updated_at, 0)
+        issue.pull = Pull(
+            self._next_id(), head_ref, head_sha or fake_sha(repo, head_ref), base_ref, draft
+        )
+        for number in closes:
+            target = self.issue(repo, number)
+            target.timeline.append(
+                Event("cross-referenced", user, self.clock.now, source=(repo, issue.number))
+            )
+        return self.shapes().issue(issue, single=True)
+
+    def merge_pull(self, repo: str, number: int, *, by: str | None = None) -> str:
+        """Merge a PR: it closes with a ``merged`` event, and every issue it "Fixes"
+        closes as completed with a ``closed`` event carrying the merge commit. Returns the
+        merge commit sha."""
+        pr = self.issue(repo, number)
+        assert pr.pull is not None, f"{repo}#{number} is not a pull request"
+        actor = by or pr.user
+        sha = fake_sha(repo, number, "merge")
+        now = self.clock.now
+        pr.pull.merged_at, pr.pull.merged_by, pr.pull.merge_commit_sha = now, actor, sha
+        pr.timeline.append(self._event("merged", actor, commit_id=pr.pull.head_sha))
+        self.set_state(pr, "closed", None, actor)
+        for other in self.repos[repo].issues.values():
+            if any(e.source == (repo, number) for e in other.timeline) and other.state == "open":
+                self.set_state(other, "closed", "completed", actor, commit_id=sha)
+        return sha
+
+    def add_commit_reference(
+        self, repo: str, number: int, sha: str, *, actor: str = "octocat"
+    ) -> None:
+        """A ``referenced`` event: a commit mentioned the issue. No ``updated_at`` bump."""
+        self.issue(repo, number).timeline.append(self._event("referenced", actor, commit_id=sha))
+
+    def connect(self, repo: str, number: int, pull: int, *, actor: str = "octocat") -> None:
+        """A manual Development link: ``connected`` on both sides (no PR reference in the
+        REST event, as documented)."""
+        for n in (number, pull):
+            self.issue(repo, n).timeline.append(self._event("connected", actor))
+
+    def touch(self, repo: str, number: int) -> str:
+        """Bump ``updated_at`` to now; returns it (ISO)."""
+        issue = self.issue(repo, number)
+        issue.updated_at = self.clock.now
+        return self.clock.iso()
+
+    def close_issue(
+        self,
+        repo: str,
+        number: int,
+        reason: str = "completed",
+        *,
+        by: str = "octocat",
+        commit_id: str | None = None,
+    ) -> None:
+        self.set_state(self.issue(repo, number), "closed", reason, by, commit_id=commit_id)
+
+    def reopen_issue(self, repo: str, number: int, *, by: str = "octocat") -> None:
+        self.set_state(self.issue(repo, number), "open", None, by)
+
+    def add_comment(self, repo: str, number: int, body: str, *, user: str = "octocat") -> JSON:
+        issue = self.issue(repo, number)
+        return self.shapes().comment(issue, self.comment(issue, user, body))
+
+    def delete_issue(self, repo: str, number: int) -> None:
+        """Deleted: gone from lists; ``GET`` answers 410."""
+        self.issue(repo, number).deleted = True
+
+    def transfer_issue(self, repo: str, number: int, to_repo: str) -> int:
+        """Moved to ``to_repo`` under a new number (same ``id``/``node_id``); the old URL
+        answers 301 with ``Location``. Returns the new number."""
+        old = self.issue(repo, number)
+        target = self.add_repo(to_repo)
+        new_number = target.next_number
+        target.next_number += 1
+        moved = Issue(**{**vars(old), "repo": to_repo, "number": new_number})
+        moved.labels, moved.assignees = list(old.labels), list(old.assignees)
+        moved.updated_at = self.clock.now
+        for name in moved.labels:
+            target.labels.setdefault(name, self.repos[repo].labels[name])
+        target.issues[new_number] = moved
+        old.moved_to = (to_repo, new_number)
+        return new_number
+
+    def bulk_issues(
+        self,
+        repo: str,
+        n: int,
+        *,
+        closed_every: int = 0,
+        step: int = 60,
+        seed: int = 7,
+    ) -> list[int]:
+        """``n`` varied issues, created ``step`` s apart and ending at now; every
+        ``closed_every``-th one closed (a third of those ``not_planned``). Numbers."""
+        rng = random.Random(seed)
+        start = self.clock.now - n * step
+        numbers = []
+        for k in range(n):
+            closed = closed_every > 0 and (k + 1) % closed_every == 0
+            reason = None
+            if closed:
+                reason = "not_planned" if (k // closed_every) % 3 == 2 else "completed"
+            created = start + k * step
+            issue = self._new_issue(
+                repo,
+                f"{BULK_TITLES[k % len(BULK_TITLES)].capitalize()} ({k + 1})",
+                f"Seen in build {rng.randrange(1000, 9999)}.\n\nSteps:\n1. run it\n2. watch",
+                "closed" if closed else "open",
+                reason,
+                rng.sample(BULK_LABELS, rng.randrange(0, 3)),
+                ["octocat"] if rng.random() < 0.3 else [],
+                rng.choice(("octocat", "hubot", "monalisa")),
+                created,
+                created + step // 2,
+                0,
+            )
+            numbers.append(issue.number)
+        return numbers
+
+    # -- mutations shared by helpers and the API ---------------------------------------
+
+    def set_state(
+        self,
+        issue: Issue,
+        state: str,
+        reason: str | None,
+        actor: str,
+        *,
+        commit_id: str | None = None,
+    ) -> None:
+        """Close or reopen (no-op if already there). Closing defaults the reason to
+        ``completed``; reopening sets ``reopened``."""
+        if state == issue.state:
+            return
+        now = self.clock.now
+        if state == "closed":
+            # pull requests carry no state_reason
+            issue.state = "closed"
+            issue.state_reason = None if issue.pull else reason or "completed"
+            issue.closed_at, issue.closed_by = now, actor
+            extra: JSON = {"state_reason": issue.state_reason}
+            issue.timeline.append(self._event("closed", actor, commit_id=commit_id, **extra))
+        else:
+            issue.state, issue.state_reason = "open", None if issue.pull else "reopened"
+            issue.closed_at = None
+            issue.timeline.append(self._event("reopened", actor, state_reason="reopened"))
+        issue.updated_at = now
+
+    def set_title(self, issue: Issue, title: str, actor: str) -> None:
+        if title != issue.title:
+            rename = {"from": issue.title, "to": title}
+            issue.timeline.append(self._event("renamed", actor, rename=rename))
+            issue.title = title
+        issue.updated_at = self.clock.now
+
+    def add_labels(self, issue: Issue, names: Iterable[str], actor: str) -> None:
+        repo = self.repos[issue.repo]
+        for name in names:
+            if name not in repo.labels:
+                repo.labels[name] = Label.make(name, self._next_id())
+            if name not in issue.labels:
+                issue.labels.append(name)
+                label = {"name": name, "color": repo.labels[name].color}
+                issue.timeline.append(self._event("labeled", actor, label=label))
+        issue.updated_at = self.clock.now
+
+    def remove_label(self, issue: Issue, name: str, actor: str) -> None:
+        issue.labels.remove(name)
+        label = {"name": name, "color": self.repos[issue.repo].labels[name].color}
+        issue.timeline.append(self._event("unlabeled", actor, label=label))
+        issue.updated_at = self.clock.now
+
+    def add_assignees(self, issue: Issue, logins: Iterable[str], actor: str) -> None:
+        for login in logins:
+            if login not in issue.assignees:
+                issue.assignees.append(login)
+                issue.timeline.append(self._event("assigned", actor, assignee=login))
+        issue.updated_at = self.clock.now
+
+    def remove_assignees(self, issue: Issue, logins: Iterable[str], actor: str) -> None:
+        for login in logins:
+            if login in issue.assignees:
+                issue.assignees.remove(login)
+                issue.timeline.append(self._event("unassigned", actor, assignee=login))
+        issue.updated_at = self.clock.now
+
+    def comment(self, issue: Issue, user: str, body: str) -> Comment:
+        now = self.clock.now
+        comment = Comment(self._next_id(), user, body, now, now)
+        issue.comments.append(comment)
+        issue.timeline.append(Event("commented", user, now, comment=comment))
+        issue.updated_at = now
+        return comment
+
+    def create_issue(
+        self,
+        repo: str,
+        title: str,
+        body: str | None,
+        labels: Sequence[str],
+        assignees: Sequence[str],
+        user: str,
+    ) -> Issue:
+        issue = self._new_issue(repo, title, body, "open", None, (), (), user, None, None, 0)
+        self.add_labels(issue, labels, user)
+        self.add_assignees(issue, assignees, user)
+        return issue
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    def _event(
+        self, kind: str, actor: str, *, commit_id: str | None = None, **extra: object
+    ) -> Event:
+        return Event(kind, actor, self.clock.now, self._next_id(), commit_id, extra=dict(extra))
+
+    def _new_issue(
+        self,
+        repo_name: str,
+        title: str,
+        body: str | None,
+        state: str,
+        state_reason: str | None,
+        labels: Iterable[str],
+        assignees: Iterable[str],
+        user: str,
+        created_at: TimeLike | None,
+        updated_at: TimeLike | None,
+        blocked_by: int,
+    ) -> Issue:
+        if state not in ("open", "closed"):
+            raise ValueError(f"state must be open or closed, not {state!r}")
+        if state_reason is not None and state_reason not in STATE_REASONS:
+            raise ValueError(f"unknown state_reason {state_reason!r}")
+        repo = self.add_repo(repo_name)
+        updated = self.clock.now if updated_at is None else to_epoch(updated_at)
+        created = min(updated, self.clock.now) if created_at is None else to_epoch(created_at)
+        issue = Issue(
+            repo_name,
+            repo.next_number,
+            self._next_id(),
+            title,
+            body,
+            user,
+            created,
+            max(created, updated),
+            blocked_by=blocked_by,
+        )
+        repo.next_number += 1
+        repo.issues[issue.number] = issue
+        for name in labels:
+            if name not in repo.labels:
+                repo.labels[name] = Label.make(name, self._next_id())
+            issue.labels.append(name)
+        issue.assignees.extend(assignees)
+        if state == "closed":
+            issue.state, issue.state_reason = "closed", state_reason or "completed"
+            issue.closed_at, issue.closed_by = issue.updated_at, user
+            closed = Event("closed", user, issue.updated_at, self._next_id())
+            closed.extra["state_reason"] = issue.state_reason
+            issue.timeline.append(closed)
+        else:
+            issue.state_reason = state_reason if state_reason == "reopened" else None
+        return issue

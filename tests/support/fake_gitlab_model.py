@@ -1,0 +1,320 @@
+"""Records behind the fake GitLab, its clock and the request log.
+
+Times are epoch **milliseconds**: GitLab's REST timestamps carry milliseconds
+(``2026-11-30T06:43:14.123Z``), so two writes in the same millisecond share an
+``updated_at`` (tests advance the clock to separate them).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import zlib
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import formatdate
+from fnmatch import fnmatchcase
+from typing import Any
+
+JSON = dict[str, Any]
+TimeLike = int | float | str | datetime  # numbers are epoch seconds
+
+ISSUE_STATES = ("opened", "closed")
+MR_STATES = ("opened", "closed", "merged", "locked")
+PIPELINE_STATUSES = (
+    "created",
+    "waiting_for_resource",
+    "preparing",
+    "pending",
+    "running",
+    "success",
+    "failed",
+    "canceled",
+    "skipped",
+    "manual",
+    "scheduled",
+)
+
+# Material for ``FakeGitLab.bulk_issues``.
+BULK_TITLES = (
+    "crash on startup when config is empty",
+    "sync drops labels with spaces",
+    "add dark mode to the settings page",
+    "timeout talking to the payments API",
+    "document the retry policy",
+    "flaky test in the scheduler suite",
+    "support multiple assignees in export",
+    "memory grows while idle",
+    "wrong timezone in the weekly report",
+    "rename the legacy CLI flags",
+)
+BULK_LABELS = ("bug", "feature", "documentation", "priority::high", "workflow::in progress")
+
+_LABEL_COLORS = {
+    "bug": ("#dc143c", "Something is broken"),
+    "feature": ("#428bca", "New functionality"),
+    "documentation": ("#f0ad4e", None),
+}
+
+
+def iso(ms: int) -> str:
+    """Epoch milliseconds as the REST API writes them: ``2026-11-30T06:43:14.123Z``."""
+    dt = datetime.fromtimestamp(ms // 1000, UTC)
+    return dt.strftime("%Y-%m-%dT%H:%M:%S") + f".{ms % 1000:03d}Z"
+
+
+def hook_time(ms: int) -> str:
+    """Epoch milliseconds as webhook ``changes`` (and live hook attributes) carry them:
+    ``2026-11-30 06:43:14 UTC``."""
+    return datetime.fromtimestamp(ms // 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def http_date(seconds: int) -> str:
+    """RFC 2616 date, as in ``RateLimit-ResetTime``."""
+    return formatdate(seconds, usegmt=True)
+
+
+def parse_iso(value: str) -> int:
+    """An ISO 8601 timestamp (``Z``, an offset, or none: UTC; a bare date is midnight) as
+    epoch milliseconds. Raises ``ValueError`` when it is not one."""
+    text = value.strip()
+    if not text or not text[0].isdigit():
+        raise ValueError(f"not an ISO 8601 time: {value!r}")
+    parsed = datetime.fromisoformat(text.replace("z", "Z").replace(" ", "T", 1))
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return round(parsed.timestamp() * 1000)
+
+
+def to_ms(value: TimeLike) -> int:
+    """Epoch milliseconds from epoch seconds, an ISO string or a datetime."""
+    if isinstance(value, datetime):
+        return round(value.timestamp() * 1000)
+    if isinstance(value, str):
+        return parse_iso(value)
+    return round(value * 1000)
+
+
+class FakeClock:
+    """The fake's notion of now, in epoch milliseconds; tests move it by hand.
+
+    It starts at the real time (so ``RateLimit-Reset`` compares sensibly with a wall
+    clock) unless given a start.
+    """
+
+    def __init__(self, start: TimeLike | None = None) -> None:
+        self.ms = round(time.time() * 1000) if start is None else to_ms(start)
+
+    def advance(self, seconds: float = 1) -> int:
+        """Move on by ``seconds`` (fractions allowed); returns the new epoch ms."""
+        self.ms += round(seconds * 1000)
+        return self.ms
+
+    def advance_ms(self, ms: int = 1) -> int:
+        self.ms += ms
+        return self.ms
+
+    def set(self, when: TimeLike) -> None:
+        self.ms = to_ms(when)
+
+    @property
+    def seconds(self) -> int:
+        """Whole epoch seconds (floored), as rate-limit headers use."""
+        return self.ms // 1000
+
+    def time(self) -> float:
+        """For code that takes a ``clock_s`` callable."""
+        return self.ms / 1000
+
+    def iso(self) -> str:
+        return iso(self.ms)
+
+
+def fake_sha(*parts: object) -> str:
+    """A 40-hex commit sha derived from ``parts``."""
+    return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
+
+
+@dataclass
+class User:
+    id: int
+    username: str
+    name: str
+    state: str = "active"
+    bot: bool = False
+
+
+@dataclass
+class Label:
+    id: int
+    name: str
+    color: str
+    description: str | None
+    created_ms: int
+
+    @classmethod
+    def make(cls, label_id: int, name: str, created_ms: int) -> Label:
+        known = _LABEL_COLORS.get(name)
+        if known is not None:
+            return cls(label_id, name, known[0], known[1], created_ms)
+        color = f"#{zlib.crc32(name.encode()) & 0xFFFFFF:06x}"
+        return cls(label_id, name, color, None, created_ms)
+
+    @property
+    def scope(self) -> str | None:
+        """``workflow`` for ``workflow::in progress`` (the part before the last ``::``)."""
+        return scope_of(self.name)
+
+
+def scope_of(name: str) -> str | None:
+    head, sep, _ = name.rpartition("::")
+    return head if sep and head else None
+
+
+@dataclass
+class Note:
+    id: int
+    author: str
+    body: str
+    created_ms: int
+    updated_ms: int
+    system: bool = False
+
+
+@dataclass
+class Issue:
+    project_id: int
+    iid: int
+    id: int
+    title: str
+    description: str | None
+    author: str
+    created_ms: int
+    updated_ms: int
+    state: str = "opened"
+    closed_ms: int | None = None
+    closed_by: str | None = None
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+    confidential: bool = False
+
+    @property
+    def user_notes_count(self) -> int:
+        return sum(1 for n in self.notes if not n.system)
+
+
+@dataclass
+class Pipeline:
+    id: int
+    iid: int
+    sha: str
+    ref: str
+    status: str
+    created_ms: int
+    updated_ms: int
+
+
+@dataclass
+class MergeRequest:
+    project_id: int
+    iid: int
+    id: int
+    title: str
+    description: str
+    author: str
+    source_branch: str
+    sha: str
+    created_ms: int
+    updated_ms: int
+    target_branch: str = "main"
+    state: str = "opened"
+    draft: bool = False
+    closes: list[int] = field(default_factory=list)  # issue iids closed on merge
+    mentions: list[int] = field(default_factory=list)  # issue iids only mentioned
+    labels: list[str] = field(default_factory=list)
+    assignees: list[str] = field(default_factory=list)
+    head_pipeline: Pipeline | None = None
+    merged_ms: int | None = None
+    merged_by: str | None = None
+    merge_commit_sha: str | None = None
+    closed_ms: int | None = None
+    closed_by: str | None = None
+
+    @property
+    def related(self) -> list[int]:
+        return [*self.closes, *(i for i in self.mentions if i not in self.closes)]
+
+
+@dataclass
+class Project:
+    id: int
+    path_with_namespace: str
+    name: str
+    created_ms: int
+    default_branch: str = "main"
+    labels: dict[str, Label] = field(default_factory=dict)
+    issues: dict[int, Issue] = field(default_factory=dict)
+    merge_requests: dict[int, MergeRequest] = field(default_factory=dict)
+    next_iid: int = 1
+    next_mr_iid: int = 1
+
+    @property
+    def namespace(self) -> str:
+        return self.path_with_namespace.rsplit("/", 1)[0]
+
+    @property
+    def path(self) -> str:
+        return self.path_with_namespace.rsplit("/", 1)[1]
+
+
+LOGGED_HEADERS = (
+    "private-token",
+    "authorization",
+    "accept",
+    "user-agent",
+    "content-type",
+    "idempotency-key",
+)
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request the fake answered (every one, including 401s and scripted faults).
+
+    ``path`` is the raw path as sent (``/api/v4/projects/acme%2Fwidgets/issues``)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]  # lower-cased names, only LOGGED_HEADERS
+    status: int
+    body: Any = None  # the parsed JSON (or form) body of a write, else None
+
+    @property
+    def is_write(self) -> bool:
+        return self.method in ("POST", "PUT", "PATCH", "DELETE")
+
+    def matches(
+        self, method: str | None = None, path: str | None = None, status: int | None = None
+    ) -> bool:
+        """``path`` is a glob over the whole raw path (``*`` also crosses ``/``)."""
+        return (
+            (method is None or self.method == method.upper())
+            and (path is None or fnmatchcase(self.path, path))
+            and (status is None or self.status == status)
+        )
+
+
+@dataclass
+class ScriptedFailure:
+    status: int
+    retry_after: int | None
+    message: str | None
+    method: str | None
+    path: str | None
+
+    def applies(self, method: str, path: str) -> bool:
+        return (self.method is None or self.method == method) and (
+            self.path is None or fnmatchcase(path, self.path)
+        )

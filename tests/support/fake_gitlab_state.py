@@ -1,0 +1,553 @@
+"""In-memory GitLab state: users, projects, issues, merge requests with head pipelines,
+notes, the rate-limit budget and scripted faults. The HTTP side lives in
+``fake_gitlab_app``."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from collections import deque
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+import httpx
+
+from tests.support.fake_gitlab_model import (
+    BULK_LABELS,
+    BULK_TITLES,
+    ISSUE_STATES,
+    JSON,
+    MR_STATES,
+    PIPELINE_STATUSES,
+    FakeClock,
+    Issue,
+    Label,
+    MergeRequest,
+    Note,
+    Pipeline,
+    Project,
+    RecordedRequest,
+    ScriptedFailure,
+    TimeLike,
+    User,
+    fake_sha,
+    iso,
+    scope_of,
+    to_ms,
+)
+from tests.support.fake_gitlab_render import Shapes
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+
+class FakeGitLab:
+    """A GitLab that lives in memory. Build state with the helpers, serve it with
+    ``serve_fake_gitlab(fake)`` or ``httpx.ASGITransport(app=fake.app)``.
+
+    ``token`` is the only accepted credential (``PRIVATE-TOKEN`` or ``Authorization:
+    Bearer``) and ``username`` the user it belongs to (the author of everything written
+    through the API). Knobs: ``set_rate_limit``, ``fail_next``, ``refuse_writes``,
+    ``rate_limit_headers``, ``max_offset``, ``keyset_supported``, ``count_limit``,
+    ``exclusive_scoped_labels``; the log is ``requests``.
+    """
+
+    def __init__(
+        self,
+        token: str = "glpat-fakeToken0000000000",
+        *,
+        username: str = "cotal-bot",
+        projects: Iterable[str] = ("acme/widgets",),
+        clock: FakeClock | None = None,
+        rate_limit: int = 2000,
+        api_url: str = "https://gitlab.example.com/api/v4",
+        web_url: str = "https://gitlab.example.com",
+        max_offset: int | None = None,
+        keyset_supported: bool = True,
+        exclusive_scoped_labels: bool = True,
+    ) -> None:
+        self.token = token
+        self.username = username
+        self.clock = clock or FakeClock()
+        self.api_url = api_url
+        self.web_url = web_url
+        self.users: dict[str, User] = {}
+        self.projects: dict[int, Project] = {}
+        self.requests: list[RecordedRequest] = []
+        self._user_ids = itertools.count(101)
+        self._project_ids = itertools.count(4101)
+        self._ids = itertools.count(150_000_001)
+        # Rack::Attack-style authenticated API throttle: ``rate_limit`` per ``rate_window``
+        self.rate_window = 60
+        self.rate_limit = rate_limit
+        self.rate_observed = 0
+        self.rate_reset = self.clock.seconds + self.rate_window
+        self.rate_limit_headers = True  # False: omit RateLimit-* (as GitLab.com sometimes does)
+        self.retry_after_header = True  # False: a throttled 429 without Retry-After
+        # pagination
+        self.max_offset = max_offset  # e.g. 50_000: page*per_page beyond it answers 405
+        self.keyset_supported = keyset_supported  # False: GitLab < 18.3 ignores pagination=keyset
+        self.count_limit = 10_000  # above it: no x-total, x-total-pages, rel="last"
+        # Premium: one label per ``scope::`` (Free lets several coexist)
+        self.exclusive_scoped_labels = exclusive_scoped_labels
+        # scripted faults
+        self.failures: deque[ScriptedFailure] = deque()
+        self.refusal: tuple[int, str | None] | None = None
+        self._app: Starlette | None = None
+        self.add_user(username, "Cotal Bot", bot=True)
+        for path in projects:
+            self.add_project(path)
+
+    # -- knobs -------------------------------------------------------------------------
+
+    @property
+    def rate_remaining(self) -> int:
+        return max(0, self.rate_limit - self.rate_observed)
+
+    def set_rate_limit(
+        self, remaining: int, *, limit: int | None = None, reset_in: int = 60
+    ) -> None:
+        """The throttle budget: ``remaining`` requests until ``now + reset_in`` s, after
+        which a new window of ``limit`` starts. At 0 requests get 429 ``Retry later``."""
+        if limit is not None:
+            self.rate_limit = limit
+        self.rate_observed = max(0, self.rate_limit - remaining)
+        self.rate_window = reset_in
+        self.rate_reset = self.clock.seconds + reset_in
+
+    def omit_rate_limit_headers(self, omit: bool = True) -> None:
+        """Answer without ``RateLimit-*`` headers (gitlab#365728, #217312)."""
+        self.rate_limit_headers = not omit
+
+    def fail_next(
+        self,
+        n: int = 1,
+        *,
+        status: int = 429,
+        retry_after: int | None = 1,
+        message: str | None = None,
+        method: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        """Answer the next ``n`` (authenticated) requests matching ``method``/``path`` (a
+        glob over the raw path, e.g. ``*/issues/3``) with ``status``: 429 as a throttle
+        (``Retry later``, ``Retry-After`` unless ``None``), 5xx as a server error, other
+        codes as ``{"message": "<code> <reason>"}``. They do not use up the budget."""
+        for _ in range(n):
+            self.failures.append(
+                ScriptedFailure(status, retry_after, message, method and method.upper(), path)
+            )
+
+    def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
+        """Refuse every POST/PUT/DELETE with ``status`` (403, or 422, 404…) until called
+        with ``None`` (or ``allow_writes``)."""
+        self.refusal = None if status is None else (status, message)
+
+    def allow_writes(self) -> None:
+        self.refusal = None
+
+    def advance(self, seconds: float = 1) -> int:
+        """Move the clock; returns the new epoch ms."""
+        return self.clock.advance(seconds)
+
+    # -- the request log ---------------------------------------------------------------
+
+    def calls(
+        self, method: str | None = None, path: str | None = None, status: int | None = None
+    ) -> list[RecordedRequest]:
+        """Logged requests matching all given filters (``path`` is a glob)."""
+        return [r for r in self.requests if r.matches(method, path, status)]
+
+    @property
+    def writes(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.is_write]
+
+    # -- clients and shapes ------------------------------------------------------------
+
+    @property
+    def app(self) -> Starlette:
+        """The ASGI app serving this state (for ``httpx.ASGITransport``)."""
+        if self._app is None:
+            from tests.support.fake_gitlab_app import create_app
+
+            self._app = create_app(self)
+        return self._app
+
+    def auth_headers(self, *, bearer: bool = False) -> dict[str, str]:
+        """The headers a well-behaved client sends."""
+        if bearer:
+            return {"Authorization": f"Bearer {self.token}"}
+        return {"PRIVATE-TOKEN": self.token}
+
+    def client(self, base_url: str = "http://fake-gitlab/api/v4") -> httpx.AsyncClient:
+        """An authenticated client talking to the app in-process (no socket)."""
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app),
+            base_url=base_url,
+            headers=self.auth_headers(),
+        )
+
+    def shapes(self, api: str | None = None) -> Shapes:
+        return Shapes(self.users, self.projects, api or self.api_url, self.web_url)
+
+    # -- users and projects ------------------------------------------------------------
+
+    def add_user(self, username: str, name: str | None = None, *, bot: bool = False) -> User:
+        """A user (idempotent); ``name`` defaults to the capitalized username."""
+        user = self.users.get(username)
+        if user is None:
+            display = name or username.replace(".", " ").replace("-", " ").title()
+            user = User(next(self._user_ids), username, display, bot=bot)
+            self.users[username] = user
+        return user
+
+    def user_by_id(self, user_id: int) -> User | None:
+        return next((u for u in self.users.values() if u.id == user_id), None)
+
+    def add_project(self, path_with_namespace: str, *, project_id: int | None = None) -> Project:
+        """A project (idempotent by path), e.g. ``acme/widgets``."""
+        if "/" not in path_with_namespace:
+            raise ValueError(f"project must be namespace/path, not {path_with_namespace!r}")
+        existing = self._find_project(path_with_namespace)
+        if existing is not None:
+            return existing
+        pid = project_id if project_id is not None else next(self._project_ids)
+        name = path_with_namespace.rsplit("/", 1)[1].replace("-", " ").title()
+        project = Project(pid, path_with_namespace, name, self.clock.ms - 86_400_000 * 365)
+        self.projects[pid] = project
+        return project
+
+    def project(self, ref: int | str) -> Project:
+        """A project by numeric id or ``namespace/path`` (case-insensitive)."""
+        project = self._find_project(ref)
+        if project is None:
+            raise KeyError(f"no project {ref!r}")
+        return project
+
+    def _find_project(self, ref: int | str) -> Project | None:
+        if isinstance(ref, int) or ref.isdigit():
+            return self.projects.get(int(ref))
+        wanted = ref.lower()
+        return next(
+            (p for p in self.projects.values() if p.path_with_namespace.lower() == wanted), None
+        )
+
+    def issue(self, project: int | str, iid: int) -> Issue:
+        return self.project(project).issues[iid]
+
+    def merge_request(self, project: int | str, iid: int) -> MergeRequest:
+        return self.project(project).merge_requests[iid]
+
+    def issue_json(self, project: int | str, iid: int) -> JSON:
+        issue = self.issue(project, iid)
+        return self.shapes().issue(issue, single=True, mr_count=len(self.related_mrs(issue)))
+
+    def merge_request_json(self, project: int | str, iid: int) -> JSON:
+        return self.shapes().merge_request(self.merge_request(project, iid), full=True)
+
+    def related_mrs(self, issue: Issue) -> list[MergeRequest]:
+        """MRs that mention or close ``issue``, by iid (``related_merge_requests``)."""
+        mrs = self.projects[issue.project_id].merge_requests.values()
+        return sorted((m for m in mrs if issue.iid in m.related), key=lambda m: m.iid)
+
+    def closing_mrs(self, issue: Issue) -> list[MergeRequest]:
+        """MRs recorded as closing ``issue`` on merge, in any state (``closed_by``)."""
+        mrs = self.projects[issue.project_id].merge_requests.values()
+        return sorted((m for m in mrs if issue.iid in m.closes), key=lambda m: m.iid)
+
+    # -- building issues ---------------------------------------------------------------
+
+    def add_issue(
+        self,
+        project: int | str,
+        title: str = "An issue",
+        description: str | None = "",
+        *,
+        state: str = "opened",
+        labels: Sequence[str] = (),
+        assignees: Sequence[str] = (),
+        author: str = "alice",
+        created_at: TimeLike | None = None,
+        updated_at: TimeLike | None = None,
+        closed_by: str | None = None,
+        confidential: bool = False,
+    ) -> JSON:
+        """A new issue (no validation of labels, no scoped-label exclusivity); its JSON.
+        Users named in ``author``/``assignees`` are created on the fly."""
+        if state not in ISSUE_STATES:
+            raise ValueError(f"state must be opened or closed, not {state!r}")
+        proj = self.project(project)
+        updated = self.clock.ms if updated_at is None else to_ms(updated_at)
+        created = min(updated, self.clock.ms) if created_at is None else to_ms(created_at)
+        issue = self._new_issue(proj, title, description, author, created, max(created, updated))
+        issue.confidential = confidential
+        for name in labels:
+            self._label(proj, name)
+            if name not in issue.labels:
+                issue.labels.append(name)
+        for username in assignees:
+            self.add_user(username)
+            issue.assignees.append(username)
+        if state == "closed":
+            issue.state, issue.closed_ms = "closed", issue.updated_ms
+            issue.closed_by = self.add_user(closed_by or author).username
+        return self.issue_json(proj.id, issue.iid)
+
+    def bulk_issues(
+        self,
+        project: int | str,
+        n: int,
+        *,
+        closed_every: int = 0,
+        step: float = 60,
+        seed: int = 7,
+    ) -> list[int]:
+        """``n`` varied issues created ``step`` s apart, the last at now, each updated
+        half a step (plus some milliseconds) after creation; every ``closed_every``-th
+        closed. Returns their iids (ascending)."""
+        proj = self.project(project)
+        rng = random.Random(seed)
+        step_ms = round(step * 1000)
+        start = self.clock.ms - (n - 1) * step_ms
+        for username in ("alice", "bob", "carol"):
+            self.add_user(username)
+        iids = []
+        for k in range(n):
+            created = start + k * step_ms - rng.randrange(0, 1000)
+            updated = min(created + step_ms // 2 + rng.randrange(0, 1000), self.clock.ms)
+            issue = self._new_issue(
+                proj,
+                f"{BULK_TITLES[k % len(BULK_TITLES)].capitalize()} ({k + 1})",
+                f"Seen in build {rng.randrange(1000, 9999)}.\n\nSteps:\n1. run it\n2. watch",
+                rng.choice(("alice", "bob", "carol")),
+                created,
+                max(created, updated),
+            )
+            for name in rng.sample(BULK_LABELS, rng.randrange(0, 3)):
+                self._label(proj, name)
+                issue.labels.append(name)
+            if rng.random() < 0.3:
+                issue.assignees.append("alice")
+            if closed_every > 0 and (k + 1) % closed_every == 0:
+                issue.state, issue.closed_ms, issue.closed_by = "closed", issue.updated_ms, "bob"
+            iids.append(issue.iid)
+        return iids
+
+    def touch(self, project: int | str, iid: int) -> str:
+        """Bump ``updated_at`` to now; returns it (ISO, with milliseconds)."""
+        self.issue(project, iid).updated_ms = self.clock.ms
+        return self.clock.iso()
+
+    def close_issue(self, project: int | str, iid: int, *, by: str = "alice") -> None:
+        self.set_state(self.issue(project, iid), "closed", self.add_user(by).username)
+
+    def reopen_issue(self, project: int | str, iid: int, *, by: str = "alice") -> None:
+        self.set_state(self.issue(project, iid), "opened", self.add_user(by).username)
+
+    def add_note(
+        self, project: int | str, iid: int, body: str, *, author: str = "alice"
+    ) -> JSON:
+        """A comment on the issue (bumps its ``updated_at``); the note's JSON."""
+        issue = self.issue(project, iid)
+        note = self.note(issue, self.add_user(author).username, body)
+        return self.shapes().note(issue, note)
+
+    # -- building merge requests -------------------------------------------------------
+
+    def add_merge_request(
+        self,
+        project: int | str,
+        title: str = "A change",
+        description: str | None = None,
+        source_branch: str = "feature",
+        sha: str | None = None,
+        *,
+        closes: Sequence[int] = (),
+        mentions: Sequence[int] = (),
+        pipeline_status: str | None = "success",
+        author: str = "alice",
+        state: str = "opened",
+        draft: bool = False,
+        touch_issues: bool = True,
+    ) -> JSON:
+        """A merge request. Each iid in ``closes`` is written as "Closes #N" into the
+        description (unless one is given) and recorded as closed on merge; ``mentions``
+        are only related. Each linked issue gets a system note "mentioned in merge request
+        !M", which (as any note) bumps its ``updated_at`` unless ``touch_issues=False``.
+        ``pipeline_status=None`` leaves ``head_pipeline`` null. Returns the MR JSON."""
+        if state not in MR_STATES:
+            raise ValueError(f"unknown merge request state {state!r}")
+        proj = self.project(project)
+        if description is None:
+            description = "\n".join(f"Closes #{n}" for n in closes) or "No description."
+        now = self.clock.ms
+        mr = MergeRequest(
+            proj.id,
+            proj.next_mr_iid,
+            self._next_id(),
+            title,
+            description,
+            self.add_user(author).username,
+            source_branch,
+            sha or fake_sha(proj.path_with_namespace, source_branch),
+            now,
+            now,
+            state=state,
+            draft=draft,
+            closes=list(closes),
+            mentions=list(mentions),
+        )
+        proj.next_mr_iid += 1
+        proj.merge_requests[mr.iid] = mr
+        if pipeline_status is not None:
+            self.set_pipeline_status(proj.id, mr.iid, pipeline_status)
+        for iid in mr.related:
+            issue = proj.issues[iid]
+            text = f"mentioned in merge request !{mr.iid}"
+            note = Note(self._next_id(), mr.author, text, now, now, system=True)
+            issue.notes.append(note)
+            if touch_issues:
+                issue.updated_ms = now
+        return self.merge_request_json(proj.id, mr.iid)
+
+    def set_pipeline_status(self, project: int | str, mr_iid: int, status: str) -> JSON:
+        """Set (or start) the MR's head pipeline status; returns the pipeline JSON."""
+        if status not in PIPELINE_STATUSES:
+            raise ValueError(f"unknown pipeline status {status!r}")
+        proj = self.project(project)
+        mr = proj.merge_requests[mr_iid]
+        now = self.clock.ms
+        pipe = mr.head_pipeline
+        if pipe is None or pipe.sha != mr.sha:
+            pid = self._next_id()
+            pipe = Pipeline(pid, pid % 100_000, mr.sha, mr.source_branch, status, now, now)
+            mr.head_pipeline = pipe
+        pipe.status, pipe.updated_ms = status, now
+        return self.shapes().pipeline(proj, pipe, full=True)
+
+    def merge_merge_request(self, project: int | str, iid: int, *, by: str | None = None) -> str:
+        """Merge: the MR becomes ``merged`` and each issue it closes is closed by the
+        merger (``closed_by`` user; the issue's ``updated_at`` moves). Returns the merge
+        commit sha."""
+        proj = self.project(project)
+        mr = proj.merge_requests[iid]
+        actor = self.add_user(by or mr.author).username
+        now = self.clock.ms
+        mr.state, mr.merged_ms, mr.merged_by = "merged", now, actor
+        mr.merge_commit_sha = fake_sha(proj.path_with_namespace, iid, "merge")
+        mr.updated_ms = now
+        for issue_iid in mr.closes:
+            self.set_state(proj.issues[issue_iid], "closed", actor)
+        return mr.merge_commit_sha
+
+    # -- mutations shared by the helpers and the API -------------------------------------
+
+    def set_state(self, issue: Issue, state: str, actor: str) -> bool:
+        """Close or reopen; a no-op (``False``) if already there."""
+        if state == issue.state:
+            return False
+        now = self.clock.ms
+        if state == "closed":
+            issue.state, issue.closed_ms, issue.closed_by = "closed", now, actor
+        else:
+            issue.state, issue.closed_ms, issue.closed_by = "opened", None, None
+        issue.updated_ms = now
+        return True
+
+    def normalize_labels(self, names: Iterable[str]) -> list[str]:
+        """Deduplicated, and (``exclusive_scoped_labels``) the last label of each scope
+        wins, as GitLab Premium applies scoped labels."""
+        out: list[str] = []
+        for name in names:
+            if name in out:
+                continue
+            scope = scope_of(name)
+            if self.exclusive_scoped_labels and scope is not None:
+                out = [n for n in out if scope_of(n) != scope]
+            out.append(name)
+        return out
+
+    def set_labels(self, issue: Issue, names: Iterable[str]) -> bool:
+        """Replace the labels (creating unknown ones in the project); ``True`` if changed."""
+        proj = self.projects[issue.project_id]
+        new = self.normalize_labels(names)
+        for name in new:
+            self._label(proj, name)
+        if new == issue.labels:
+            return False
+        issue.labels = new
+        issue.updated_ms = self.clock.ms
+        return True
+
+    def set_assignees(self, issue: Issue, usernames: Iterable[str]) -> bool:
+        new = list(dict.fromkeys(usernames))
+        if new == issue.assignees:
+            return False
+        issue.assignees = new
+        issue.updated_ms = self.clock.ms
+        return True
+
+    def note(self, issue: Issue, author: str, body: str, *, system: bool = False) -> Note:
+        now = self.clock.ms
+        note = Note(self._next_id(), author, body, now, now, system=system)
+        issue.notes.append(note)
+        issue.updated_ms = now
+        return note
+
+    def create_issue(
+        self,
+        project: Project,
+        title: str,
+        description: str | None,
+        labels: Sequence[str],
+        assignees: Sequence[str],
+        author: str,
+    ) -> Issue:
+        now = self.clock.ms
+        issue = self._new_issue(project, title, description, author, now, now)
+        issue.labels = self.normalize_labels(labels)
+        for name in issue.labels:
+            self._label(project, name)
+        issue.assignees = list(dict.fromkeys(assignees))
+        return issue
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    def _label(self, project: Project, name: str) -> Label:
+        label = project.labels.get(name)
+        if label is None:
+            label = Label.make(self._next_id() % 10_000_000, name, self.clock.ms)
+            project.labels[name] = label
+        return label
+
+    def _new_issue(
+        self,
+        project: Project,
+        title: str,
+        description: str | None,
+        author: str,
+        created_ms: int,
+        updated_ms: int,
+    ) -> Issue:
+        issue = Issue(
+            project.id,
+            project.next_iid,
+            self._next_id(),
+            title,
+            description,
+            self.add_user(author).username,
+            created_ms,
+            updated_ms,
+        )
+        project.next_iid += 1
+        project.issues[issue.iid] = issue
+        return issue
+
+    def describe(self, project: int | str, iid: int) -> str:
+        """``acme/widgets#3 [closed] updated 2026-…`` (for assertion messages)."""
+        issue = self.issue(project, iid)
+        ref = f"{self.project(project).path_with_namespace}#{iid}"
+        return f"{ref} [{issue.state}] updated {iso(issue.updated_ms)}"
