@@ -281,7 +281,9 @@ class Shapes:
                 "started_at": iso(pipeline.created_ms),
                 "finished_at": iso(pipeline.updated_ms) if finished else None,
                 "committed_at": None,
-                "duration": (pipeline.updated_ms - pipeline.created_ms) // 1000 if finished else None,
+                "duration": (pipeline.updated_ms - pipeline.created_ms) // 1000
+                if finished
+                else None,
                 "queued_duration": 1,
                 "coverage": None,
                 "detailed_status": {

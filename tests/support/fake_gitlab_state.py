@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
 
+from tests.support.fake_gitlab_knobs import FakeGitLabKnobs
 from tests.support.fake_gitlab_model import (
     BULK_LABELS,
     BULK_TITLES,
@@ -26,8 +26,6 @@ from tests.support.fake_gitlab_model import (
     Note,
     Pipeline,
     Project,
-    RecordedRequest,
-    ScriptedFailure,
     TimeLike,
     User,
     fake_sha,
@@ -41,15 +39,15 @@ if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 
-class FakeGitLab:
+class FakeGitLab(FakeGitLabKnobs):
     """A GitLab that lives in memory. Build state with the helpers, serve it with
     ``serve_fake_gitlab(fake)`` or ``httpx.ASGITransport(app=fake.app)``.
 
     ``token`` is the only accepted credential (``PRIVATE-TOKEN`` or ``Authorization:
     Bearer``) and ``username`` the user it belongs to (the author of everything written
-    through the API). Knobs: ``set_rate_limit``, ``fail_next``, ``refuse_writes``,
-    ``rate_limit_headers``, ``max_offset``, ``keyset_supported``, ``count_limit``,
-    ``exclusive_scoped_labels``; the log is ``requests``.
+    through the API). Knobs (``FakeGitLabKnobs``): ``set_rate_limit``, ``fail_next``,
+    ``refuse_writes``, ``omit_rate_limit_headers``, ``max_offset``, ``keyset_supported``,
+    ``count_limit``, ``exclusive_scoped_labels``; the log is ``requests`` (``calls``).
     """
 
     def __init__(
@@ -66,101 +64,26 @@ class FakeGitLab:
         keyset_supported: bool = True,
         exclusive_scoped_labels: bool = True,
     ) -> None:
+        super().__init__(
+            clock or FakeClock(),
+            rate_limit=rate_limit,
+            max_offset=max_offset,
+            keyset_supported=keyset_supported,
+            exclusive_scoped_labels=exclusive_scoped_labels,
+        )
         self.token = token
         self.username = username
-        self.clock = clock or FakeClock()
         self.api_url = api_url
         self.web_url = web_url
         self.users: dict[str, User] = {}
         self.projects: dict[int, Project] = {}
-        self.requests: list[RecordedRequest] = []
         self._user_ids = itertools.count(101)
         self._project_ids = itertools.count(4101)
         self._ids = itertools.count(150_000_001)
-        # Rack::Attack-style authenticated API throttle: ``rate_limit`` per ``rate_window``
-        self.rate_window = 60
-        self.rate_limit = rate_limit
-        self.rate_observed = 0
-        self.rate_reset = self.clock.seconds + self.rate_window
-        self.rate_limit_headers = True  # False: omit RateLimit-* (as GitLab.com sometimes does)
-        self.retry_after_header = True  # False: a throttled 429 without Retry-After
-        # pagination
-        self.max_offset = max_offset  # e.g. 50_000: page*per_page beyond it answers 405
-        self.keyset_supported = keyset_supported  # False: GitLab < 18.3 ignores pagination=keyset
-        self.count_limit = 10_000  # above it: no x-total, x-total-pages, rel="last"
-        # Premium: one label per ``scope::`` (Free lets several coexist)
-        self.exclusive_scoped_labels = exclusive_scoped_labels
-        # scripted faults
-        self.failures: deque[ScriptedFailure] = deque()
-        self.refusal: tuple[int, str | None] | None = None
         self._app: Starlette | None = None
-        self.add_user(username, "Cotal Bot", bot=True)
+        self.add_user(username, bot=True)
         for path in projects:
             self.add_project(path)
-
-    # -- knobs -------------------------------------------------------------------------
-
-    @property
-    def rate_remaining(self) -> int:
-        return max(0, self.rate_limit - self.rate_observed)
-
-    def set_rate_limit(
-        self, remaining: int, *, limit: int | None = None, reset_in: int = 60
-    ) -> None:
-        """The throttle budget: ``remaining`` requests until ``now + reset_in`` s, after
-        which a new window of ``limit`` starts. At 0 requests get 429 ``Retry later``."""
-        if limit is not None:
-            self.rate_limit = limit
-        self.rate_observed = max(0, self.rate_limit - remaining)
-        self.rate_window = reset_in
-        self.rate_reset = self.clock.seconds + reset_in
-
-    def omit_rate_limit_headers(self, omit: bool = True) -> None:
-        """Answer without ``RateLimit-*`` headers (gitlab#365728, #217312)."""
-        self.rate_limit_headers = not omit
-
-    def fail_next(
-        self,
-        n: int = 1,
-        *,
-        status: int = 429,
-        retry_after: int | None = 1,
-        message: str | None = None,
-        method: str | None = None,
-        path: str | None = None,
-    ) -> None:
-        """Answer the next ``n`` (authenticated) requests matching ``method``/``path`` (a
-        glob over the raw path, e.g. ``*/issues/3``) with ``status``: 429 as a throttle
-        (``Retry later``, ``Retry-After`` unless ``None``), 5xx as a server error, other
-        codes as ``{"message": "<code> <reason>"}``. They do not use up the budget."""
-        for _ in range(n):
-            self.failures.append(
-                ScriptedFailure(status, retry_after, message, method and method.upper(), path)
-            )
-
-    def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
-        """Refuse every POST/PUT/DELETE with ``status`` (403, or 422, 404…) until called
-        with ``None`` (or ``allow_writes``)."""
-        self.refusal = None if status is None else (status, message)
-
-    def allow_writes(self) -> None:
-        self.refusal = None
-
-    def advance(self, seconds: float = 1) -> int:
-        """Move the clock; returns the new epoch ms."""
-        return self.clock.advance(seconds)
-
-    # -- the request log ---------------------------------------------------------------
-
-    def calls(
-        self, method: str | None = None, path: str | None = None, status: int | None = None
-    ) -> list[RecordedRequest]:
-        """Logged requests matching all given filters (``path`` is a glob)."""
-        return [r for r in self.requests if r.matches(method, path, status)]
-
-    @property
-    def writes(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.is_write]
 
     # -- clients and shapes ------------------------------------------------------------
 
@@ -208,7 +131,7 @@ class FakeGitLab:
         """A project (idempotent by path), e.g. ``acme/widgets``."""
         if "/" not in path_with_namespace:
             raise ValueError(f"project must be namespace/path, not {path_with_namespace!r}")
-        existing = self._find_project(path_with_namespace)
+        existing = self.find_project(path_with_namespace)
         if existing is not None:
             return existing
         pid = project_id if project_id is not None else next(self._project_ids)
@@ -219,12 +142,12 @@ class FakeGitLab:
 
     def project(self, ref: int | str) -> Project:
         """A project by numeric id or ``namespace/path`` (case-insensitive)."""
-        project = self._find_project(ref)
+        project = self.find_project(ref)
         if project is None:
             raise KeyError(f"no project {ref!r}")
         return project
 
-    def _find_project(self, ref: int | str) -> Project | None:
+    def find_project(self, ref: int | str) -> Project | None:
         if isinstance(ref, int) or ref.isdigit():
             return self.projects.get(int(ref))
         wanted = ref.lower()
@@ -282,7 +205,7 @@ class FakeGitLab:
         issue = self._new_issue(proj, title, description, author, created, max(created, updated))
         issue.confidential = confidential
         for name in labels:
-            self._label(proj, name)
+            self.ensure_label(proj, name)
             if name not in issue.labels:
                 issue.labels.append(name)
         for username in assignees:
@@ -324,7 +247,7 @@ class FakeGitLab:
                 max(created, updated),
             )
             for name in rng.sample(BULK_LABELS, rng.randrange(0, 3)):
-                self._label(proj, name)
+                self.ensure_label(proj, name)
                 issue.labels.append(name)
             if rng.random() < 0.3:
                 issue.assignees.append("alice")
@@ -344,9 +267,7 @@ class FakeGitLab:
     def reopen_issue(self, project: int | str, iid: int, *, by: str = "alice") -> None:
         self.set_state(self.issue(project, iid), "opened", self.add_user(by).username)
 
-    def add_note(
-        self, project: int | str, iid: int, body: str, *, author: str = "alice"
-    ) -> JSON:
+    def add_note(self, project: int | str, iid: int, body: str, *, author: str = "alice") -> JSON:
         """A comment on the issue (bumps its ``updated_at``); the note's JSON."""
         issue = self.issue(project, iid)
         note = self.note(issue, self.add_user(author).username, body)
@@ -472,7 +393,7 @@ class FakeGitLab:
         proj = self.projects[issue.project_id]
         new = self.normalize_labels(names)
         for name in new:
-            self._label(proj, name)
+            self.ensure_label(proj, name)
         if new == issue.labels:
             return False
         issue.labels = new
@@ -507,7 +428,7 @@ class FakeGitLab:
         issue = self._new_issue(project, title, description, author, now, now)
         issue.labels = self.normalize_labels(labels)
         for name in issue.labels:
-            self._label(project, name)
+            self.ensure_label(project, name)
         issue.assignees = list(dict.fromkeys(assignees))
         return issue
 
@@ -516,7 +437,7 @@ class FakeGitLab:
     def _next_id(self) -> int:
         return next(self._ids)
 
-    def _label(self, project: Project, name: str) -> Label:
+    def ensure_label(self, project: Project, name: str) -> Label:
         label = project.labels.get(name)
         if label is None:
             label = Label.make(self._next_id() % 10_000_000, name, self.clock.ms)

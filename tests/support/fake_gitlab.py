@@ -1,0 +1,66 @@
+"""A fake GitLab REST API (v4) for tests of the GitLab provider: in-memory state, an ASGI
+app under ``/api/v4`` with GitLab's documented list/pagination (offset and keyset),
+rate-limit and error behaviour, a loopback server and webhook helpers.
+
+    fake = FakeGitLab()
+    fake.bulk_issues("acme/widgets", 250)
+    async with serve_fake_gitlab(fake) as api_url:  # http://127.0.0.1:PORT/api/v4
+        ...  # httpx.AsyncClient(base_url=api_url, headers=fake.auth_headers())
+
+or, without a socket: ``fake.client()`` (an ``httpx.AsyncClient`` on
+``httpx.ASGITransport(app=fake.app)`` with base URL ``http://fake-gitlab/api/v4``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from cotal_tasks.bridge.http.server import serve_http
+from tests.support.fake_gitlab_app import API_PREFIX, create_app
+from tests.support.fake_gitlab_model import (
+    FakeClock,
+    RecordedRequest,
+    hook_time,
+    iso,
+    parse_iso,
+)
+from tests.support.fake_gitlab_state import FakeGitLab
+from tests.support.fake_gitlab_webhooks import (
+    DEFAULT_WEBHOOK_UUID,
+    gitlab_webhook,
+    issue_hook_payload,
+    merge_request_hook_payload,
+    note_hook_payload,
+)
+
+__all__ = [
+    "API_PREFIX",
+    "DEFAULT_WEBHOOK_UUID",
+    "FakeClock",
+    "FakeGitLab",
+    "RecordedRequest",
+    "create_app",
+    "gitlab_webhook",
+    "hook_time",
+    "iso",
+    "issue_hook_payload",
+    "merge_request_hook_payload",
+    "note_hook_payload",
+    "parse_iso",
+    "serve_fake_gitlab",
+]
+
+
+@asynccontextmanager
+async def serve_fake_gitlab(fake: FakeGitLab, host: str = "127.0.0.1") -> AsyncIterator[str]:
+    """Serve ``fake`` under uvicorn on a free loopback port; yield its API base URL
+    (``http://127.0.0.1:PORT/api/v4``). While it serves, ``fake.api_url`` is that URL, so
+    JSON built by the helpers matches what the server returns."""
+    previous = fake.api_url
+    async with serve_http(fake.app, host, 0) as base_url:
+        fake.api_url = base_url + API_PREFIX
+        try:
+            yield fake.api_url
+        finally:
+            fake.api_url = previous

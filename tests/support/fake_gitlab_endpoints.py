@@ -1,0 +1,415 @@
+"""The fake GitLab's REST endpoints (paths relative to ``/api/v4``), with the documented
+parameters, defaults and validation. Each takes a ``Ctx`` and returns a ``Reply`` or
+raises ``ApiError``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from tests.support.fake_gitlab_app import (
+    Ctx,
+    Endpoint,
+    Keyset,
+    Reply,
+    invalid_record,
+    param_error,
+)
+from tests.support.fake_gitlab_model import Issue, MergeRequest, parse_iso
+
+_PROJECT = r"/projects/(?P<id>[^/]+)"
+_ISSUE = _PROJECT + r"/issues/(?P<iid>\d+)"
+_MR = _PROJECT + r"/merge_requests/(?P<iid>\d+)"
+_TITLE_MAX = 255
+
+ISSUE_ORDERS = (
+    "created_at",
+    "updated_at",
+    "title",
+    "id",
+    "priority",
+    "due_date",
+    "relative_position",
+    "label_priority",
+    "milestone_due",
+    "popularity",
+    "weight",
+)
+_ISSUE_KEYS: dict[str, Callable[[Any], Any]] = {
+    "created_at": lambda i: i.created_ms,
+    "updated_at": lambda i: i.updated_ms,
+    "title": lambda i: i.title,
+    "id": lambda i: i.id,
+}
+# Project issues answer keyset pagination since GitLab 18.3 (gitlab!199887); orders this
+# fake does not model (weight, due_date, relative_position…) fall back to offset.
+ISSUE_KEYSET = Keyset("Issue", _ISSUE_KEYS)
+_UPDATE_FIELDS = (
+    "assignee_id",
+    "assignee_ids",
+    "confidential",
+    "created_at",
+    "description",
+    "discussion_locked",
+    "due_date",
+    "labels",
+    "add_labels",
+    "remove_labels",
+    "milestone_id",
+    "state_event",
+    "title",
+    "issue_type",
+    "weight",
+    "epic_id",
+    "epic_iid",
+)
+
+
+# -- users and projects ------------------------------------------------------------------
+
+
+def get_current_user(ctx: Ctx) -> Reply:
+    name = ctx.fake.username
+    return Reply(200, ctx.shapes.user_full(name) | {"email": f"{name}@example.com"})
+
+
+def list_users(ctx: Ctx) -> Reply:
+    """``username`` is an exact, case-insensitive match; ``search`` a substring."""
+    users = sorted(ctx.fake.users.values(), key=lambda u: u.id)
+    username = ctx.query("username")
+    if username is not None:
+        users = [u for u in users if u.username.lower() == username.lower()]
+    search = (ctx.query("search") or "").lower()
+    if search:
+        users = [u for u in users if search in u.username.lower() or search in u.name.lower()]
+    shapes = ctx.shapes
+    return Reply(200, [shapes.user_full(u.username) for u in ctx.paginate(users)])
+
+
+def get_project(ctx: Ctx) -> Reply:
+    return Reply(200, ctx.shapes.project(ctx.project()))
+
+
+# -- issues ------------------------------------------------------------------------------
+
+
+def list_issues(ctx: Ctx) -> Reply:
+    """``state`` (default all), ``order_by`` (default created_at), ``sort`` (default desc),
+    ``updated_after``/``updated_before``/``created_after``/``created_before`` (inclusive),
+    ``labels`` (all of; ``None``/``Any``), ``assignee_id``, ``assignee_username``,
+    ``author_username``, ``iids[]``, ``search``; offset or keyset pagination."""
+    project = ctx.project()
+    state = _choice(ctx, "state", "all", ("opened", "closed", "all"))
+    order = _choice(ctx, "order_by", "created_at", ISSUE_ORDERS)
+    descending = _choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
+    items = list(project.issues.values())
+    if state != "all":
+        items = [i for i in items if i.state == state]
+    for name, attr, inclusive_after in (
+        ("updated_after", "updated_ms", True),
+        ("updated_before", "updated_ms", False),
+        ("created_after", "created_ms", True),
+        ("created_before", "created_ms", False),
+    ):
+        bound = _time(ctx, name)
+        if bound is not None:
+            if inclusive_after:
+                items = [i for i in items if getattr(i, attr) >= bound]
+            else:
+                items = [i for i in items if getattr(i, attr) <= bound]
+    items = _filter_labels(ctx, items)
+    items = _filter_people(ctx, items)
+    iids = ctx.request.query_params.getlist("iids[]")
+    if iids:
+        wanted = {int(v) for v in iids if v.isdigit()}
+        items = [i for i in items if i.iid in wanted]
+    search = (ctx.query("search") or "").lower()
+    if search:
+        items = [
+            i for i in items if search in i.title.lower() or search in (i.description or "").lower()
+        ]
+    confidential = ctx.query("confidential")
+    if confidential in ("true", "false"):
+        items = [i for i in items if i.confidential == (confidential == "true")]
+    key = _ISSUE_KEYS.get(order, _ISSUE_KEYS["created_at"])
+    items.sort(key=lambda i: (key(i), i.id), reverse=descending)
+    details = ctx.query("with_labels_details") == "true"
+    page = ctx.paginate(items, ISSUE_KEYSET)
+    return Reply(200, [_issue_json(ctx, i, labels_details=details) for i in page])
+
+
+def get_issue(ctx: Ctx) -> Reply:
+    details = ctx.query("with_labels_details") == "true"
+    return Reply(200, _issue_json(ctx, ctx.issue(), single=True, labels_details=details))
+
+
+def create_issue(ctx: Ctx) -> Reply:
+    project, fake = ctx.project(), ctx.fake
+    title = ctx.arg("title")
+    if title is None:
+        raise param_error("title is missing")
+    title = _title(title)
+    description = _string(ctx.arg("description"), "description")
+    labels = _labels(ctx.arg("labels"), "labels") or []
+    assignees = _assignees(ctx) or []
+    issue = fake.create_issue(project, title, description, labels, assignees, fake.username)
+    if ctx.arg("confidential") in (True, "true"):
+        issue.confidential = True
+    return Reply(201, _issue_json(ctx, issue, single=True))
+
+
+def update_issue(ctx: Ctx) -> Reply:
+    """PUT: ``labels`` replace, then ``add_labels``/``remove_labels`` apply; a
+    ``state_event`` that changes nothing (closing a closed issue) is a no-op, and a PUT
+    that changes nothing leaves ``updated_at`` alone."""
+    fake, issue = ctx.fake, ctx.issue()
+    if not any(ctx.arg(name) is not None for name in _UPDATE_FIELDS):
+        raise param_error(
+            ", ".join(_UPDATE_FIELDS) + " are missing, at least one parameter must be provided"
+        )
+    state_event = ctx.arg("state_event")
+    if state_event is not None and state_event not in ("close", "reopen"):
+        raise param_error("state_event does not have a valid value")
+    title = ctx.arg("title")
+    title = _title(title) if title is not None else None
+    description = _string(ctx.arg("description"), "description")
+    labels = _labels(ctx.arg("labels"), "labels")
+    add = _labels(ctx.arg("add_labels"), "add_labels") or []
+    remove = set(_labels(ctx.arg("remove_labels"), "remove_labels") or [])
+    assignees = _assignees(ctx)
+    now = fake.clock.ms
+    if title is not None and title != issue.title:
+        issue.title, issue.updated_ms = title, now
+    if description is not None and description != issue.description:
+        issue.description, issue.updated_ms = description, now
+    if labels is not None or add or remove:
+        base = issue.labels if labels is None else labels
+        fake.set_labels(issue, [n for n in [*base, *add] if n not in remove])
+    if assignees is not None:
+        fake.set_assignees(issue, assignees)
+    confidential = ctx.arg("confidential")
+    if confidential is not None:
+        flag = confidential in (True, "true")
+        if flag != issue.confidential:
+            issue.confidential, issue.updated_ms = flag, now
+    if state_event is not None:
+        fake.set_state(issue, "closed" if state_event == "close" else "opened", fake.username)
+    return Reply(200, _issue_json(ctx, issue, single=True))
+
+
+def list_notes(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    order = _choice(ctx, "order_by", "created_at", ("created_at", "updated_at"))
+    descending = _choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
+    notes = sorted(
+        issue.notes,
+        key=lambda n: (n.created_ms if order == "created_at" else n.updated_ms, n.id),
+        reverse=descending,
+    )
+    shapes = ctx.shapes
+    return Reply(200, [shapes.note(issue, n) for n in ctx.paginate(notes)])
+
+
+def create_note(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    body = ctx.arg("body")
+    if body is None:
+        raise param_error("body is missing")
+    if not isinstance(body, str) or not body.strip():
+        raise invalid_record("note", "can't be blank")
+    note = ctx.fake.note(issue, ctx.fake.username, body)
+    return Reply(201, ctx.shapes.note(issue, note))
+
+
+def related_merge_requests(ctx: Ctx) -> Reply:
+    issue = ctx.issue()
+    mrs = ctx.fake.related_mrs(issue)
+    shapes = ctx.shapes
+    return Reply(200, [shapes.merge_request(m) for m in ctx.paginate(mrs)])
+
+
+def closed_by(ctx: Ctx) -> Reply:
+    """MRs that close the issue when merged (recorded links, any MR state)."""
+    issue = ctx.issue()
+    mrs = ctx.fake.closing_mrs(issue)
+    shapes = ctx.shapes
+    return Reply(200, [shapes.merge_request(m) for m in ctx.paginate(mrs)])
+
+
+# -- merge requests ----------------------------------------------------------------------
+
+
+def list_merge_requests(ctx: Ctx) -> Reply:
+    """``state`` (opened|closed|locked|merged|all, default all), ``order_by``
+    (created_at|updated_at|title), ``sort``, ``updated_after``/``updated_before``,
+    ``source_branch``; offset pagination only (``pagination=keyset`` is ignored)."""
+    project = ctx.project()
+    state = _choice(ctx, "state", "all", ("opened", "closed", "locked", "merged", "all"))
+    order = _choice(ctx, "order_by", "created_at", ("created_at", "updated_at", "title"))
+    descending = _choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
+    mrs = list(project.merge_requests.values())
+    if state != "all":
+        mrs = [m for m in mrs if m.state == state]
+    after, before = _time(ctx, "updated_after"), _time(ctx, "updated_before")
+    if after is not None:
+        mrs = [m for m in mrs if m.updated_ms >= after]
+    if before is not None:
+        mrs = [m for m in mrs if m.updated_ms <= before]
+    branch = ctx.query("source_branch")
+    if branch:
+        mrs = [m for m in mrs if m.source_branch == branch]
+
+    def key(m: MergeRequest) -> tuple[Any, int]:
+        value: Any = {"created_at": m.created_ms, "updated_at": m.updated_ms}.get(order, m.title)
+        return (value, m.id)
+
+    mrs.sort(key=key, reverse=descending)
+    shapes = ctx.shapes
+    return Reply(200, [shapes.merge_request(m) for m in ctx.paginate(mrs)])
+
+
+def get_merge_request(ctx: Ctx) -> Reply:
+    return Reply(200, ctx.shapes.merge_request(ctx.merge_request(), full=True))
+
+
+def closes_issues(ctx: Ctx) -> Reply:
+    mr, project = ctx.merge_request(), ctx.project()
+    issues = [project.issues[i] for i in mr.closes if i in project.issues]
+    return Reply(200, [_issue_json(ctx, i) for i in ctx.paginate(issues)])
+
+
+# -- helpers -----------------------------------------------------------------------------
+
+
+def _issue_json(
+    ctx: Ctx, issue: Issue, *, single: bool = False, labels_details: bool = False
+) -> dict[str, Any]:
+    count = len(ctx.fake.related_mrs(issue))
+    return ctx.shapes.issue(issue, single=single, labels_details=labels_details, mr_count=count)
+
+
+def _choice(ctx: Ctx, name: str, default: str, allowed: tuple[str, ...]) -> str:
+    value = ctx.query(name) or default
+    if value not in allowed:
+        raise param_error(f"{name} does not have a valid value")
+    return value
+
+
+def _time(ctx: Ctx, name: str) -> int | None:
+    value = ctx.query(name)
+    if not value:
+        return None
+    try:
+        return parse_iso(value)
+    except ValueError:
+        raise param_error(f"{name} is invalid") from None
+
+
+def _filter_labels(ctx: Ctx, items: list[Issue]) -> list[Issue]:
+    labels = ctx.query("labels")
+    if not labels:
+        return items
+    if labels.lower() == "none":
+        return [i for i in items if not i.labels]
+    if labels.lower() == "any":
+        return [i for i in items if i.labels]
+    wanted = {n.strip() for n in labels.split(",") if n.strip()}
+    return [i for i in items if wanted <= set(i.labels)]
+
+
+def _filter_people(ctx: Ctx, items: list[Issue]) -> list[Issue]:
+    assignee_id = ctx.query("assignee_id")
+    if assignee_id:
+        if assignee_id.lower() == "none":
+            items = [i for i in items if not i.assignees]
+        elif assignee_id.lower() == "any":
+            items = [i for i in items if i.assignees]
+        else:
+            user = ctx.fake.user_by_id(int(assignee_id)) if assignee_id.isdigit() else None
+            items = [i for i in items if user is not None and user.username in i.assignees]
+    names = ctx.request.query_params.getlist(
+        "assignee_username"
+    ) or ctx.request.query_params.getlist("assignee_username[]")
+    for name in names:
+        items = [i for i in items if name in i.assignees]
+    author = ctx.query("author_username")
+    if author:
+        items = [i for i in items if i.author == author]
+    author_id = ctx.query("author_id")
+    if author_id and author_id.isdigit():
+        user = ctx.fake.user_by_id(int(author_id))
+        items = [i for i in items if user is not None and i.author == user.username]
+    return items
+
+
+def _title(value: Any) -> str:
+    if not isinstance(value, str | int) or not str(value).strip():
+        raise invalid_record("title", "can't be blank")
+    if len(str(value)) > _TITLE_MAX:
+        raise invalid_record("title", f"is too long (maximum is {_TITLE_MAX} characters)")
+    return str(value)
+
+
+def _string(value: Any, name: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise param_error(f"{name} is invalid")
+    return value
+
+
+def _labels(value: Any, name: str) -> list[str] | None:
+    """A comma-separated string (as documented) or an array; ``None`` when absent."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        parts = value.split(",")
+    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
+        parts = [p for v in value for p in v.split(",")]
+    else:
+        raise param_error(f"{name} is invalid")
+    return list(dict.fromkeys(p.strip() for p in parts if p.strip()))
+
+
+def _assignees(ctx: Ctx) -> list[str] | None:
+    """``assignee_ids`` (array, or comma-separated) or the deprecated ``assignee_id``.
+    ``0`` or an empty list unassigns; ids of unknown users are dropped silently."""
+    raw = ctx.arg("assignee_ids")
+    if raw is None:
+        single = ctx.arg("assignee_id")
+        if single is None:
+            return None
+        raw = [single]
+    if isinstance(raw, str):
+        raw = [p for p in raw.split(",") if p.strip()]
+    if isinstance(raw, int) or not isinstance(raw, list):
+        raw = [raw]
+    ids: list[int] = []
+    for value in raw:
+        try:
+            ids.append(int(value))
+        except (TypeError, ValueError):
+            raise param_error("assignee_ids is invalid") from None
+    users = [ctx.fake.user_by_id(i) for i in ids if i != 0]
+    return [u.username for u in users if u is not None]
+
+
+def _ep(method: str, pattern: str, handler: Callable[[Ctx], Reply]) -> Endpoint:
+    return Endpoint(method, re.compile(pattern), handler)
+
+
+ENDPOINTS = [
+    _ep("GET", r"/user", get_current_user),
+    _ep("GET", r"/users", list_users),
+    _ep("GET", _PROJECT, get_project),
+    _ep("GET", _PROJECT + r"/issues", list_issues),
+    _ep("POST", _PROJECT + r"/issues", create_issue),
+    _ep("GET", _ISSUE, get_issue),
+    _ep("PUT", _ISSUE, update_issue),
+    _ep("GET", _ISSUE + r"/notes", list_notes),
+    _ep("POST", _ISSUE + r"/notes", create_note),
+    _ep("GET", _ISSUE + r"/related_merge_requests", related_merge_requests),
+    _ep("GET", _ISSUE + r"/closed_by", closed_by),
+    _ep("GET", _PROJECT + r"/merge_requests", list_merge_requests),
+    _ep("GET", _MR, get_merge_request),
+    _ep("GET", _MR + r"/closes_issues", closes_issues),
+]
