@@ -83,7 +83,7 @@ class GitLabTracker:
                 if cursor is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(cursor):
                     linked |= mapping.mentioned_issues(path, merge_request)
         if linked:
-            yield ListPage((), frozenset(linked), cursor=highest)
+            yield ListPage((), frozenset(linked), cursor=highest, listing=False)
 
     async def fetch(self, number: int) -> TrackedIssue | None:
         issue = await self.client.get_issue(number)

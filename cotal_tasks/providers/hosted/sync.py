@@ -74,7 +74,7 @@ class SyncEngine:
             if page.not_modified:
                 report.not_modified = True
                 break
-            report.pages += 1
+            report.pages += 1 if page.listing else 0
             for issue in page.issues:
                 report.issues += 1
                 if await self.store.upsert(issue):

@@ -61,6 +61,7 @@ class ListPage:
     not_modified: bool = False  # a conditional request said nothing changed
     etag: tuple[str, str] | None = None  # (request URL, ETag) of the first page
     total_pages: int | None = None  # when the tracker says how many pages there are
+    listing: bool = True  # False: not a page of the issue listing (links found elsewhere)
 
 
 @dataclass(frozen=True, slots=True)
