@@ -236,10 +236,12 @@ def broker_url(config: BridgeConfig) -> str:
 
 
 async def _close(nc: NATS) -> None:
+    """Drain, then close; a broker already gone must not turn a clean stop into an error."""
     with contextlib.suppress(Exception):
         await nc.drain()
     if not nc.is_closed:
-        await nc.close()
+        with contextlib.suppress(Exception):
+            await nc.close()
 
 
 async def serve_until_signalled(config: BridgeConfig, announce: Callable[[Bridge], None]) -> None:

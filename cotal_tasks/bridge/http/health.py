@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol, runtime_checkable
 
-from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -102,6 +102,6 @@ async def metrics(request: Request) -> Response:
         ctx.metrics.changed(name, seq)
     return Response(
         ctx.metrics.render(),
-        media_type=CONTENT_TYPE_LATEST,
+        media_type=CONTENT_TYPE_PLAIN_0_0_4,
         headers={"Cache-Control": "no-store"},
     )

@@ -7,6 +7,7 @@ from what the wire answers.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
@@ -62,34 +63,30 @@ def _schemas() -> Json:
             "lastSeen": {"type": "integer", "description": "Epoch ms of the seat's card."},
         },
     }
-    out["Board"] = {
-        "description": "A list-tasks page whose tasks are full records, with presence.",
-        "allOf": [
-            {"$ref": _REF + "TaskPage"},
-            {
+    board = copy.deepcopy(out["TaskPage"])
+    board["description"] = "A list-tasks page whose tasks are full records, with presence."
+    board["properties"].update(
+        {
+            "tasks": {"type": "array", "items": {"$ref": _REF + "Task"}},
+            "endpoint": {"type": "string"},
+            "presence": {
                 "type": "object",
-                "required": ["endpoint", "presence", "liveness"],
+                "required": ["view"],
                 "properties": {
-                    "tasks": {"type": "array", "items": {"$ref": _REF + "Task"}},
-                    "endpoint": {"type": "string"},
-                    "presence": {
-                        "type": "object",
-                        "required": ["view"],
-                        "properties": {
-                            "view": {"enum": ["current", "stale", "unpopulated"]},
-                            "observedAt": {"type": "integer"},
-                            "reason": {"type": "string"},
-                        },
-                    },
-                    "liveness": {
-                        "type": "object",
-                        "description": "Keyed by the bound seat, owner.actor/lifecycleUid.",
-                        "additionalProperties": {"$ref": _REF + "Liveness"},
-                    },
+                    "view": {"enum": ["current", "stale", "unpopulated"]},
+                    "observedAt": {"type": "integer"},
+                    "reason": {"type": "string"},
                 },
             },
-        ],
-    }
+            "liveness": {
+                "type": "object",
+                "description": "Keyed by the bound seat, owner.actor/lifecycleUid.",
+                "additionalProperties": {"$ref": _REF + "Liveness"},
+            },
+        }
+    )
+    board["required"] = [*board["required"], "endpoint", "presence", "liveness"]
+    out["Board"] = board
     out["BoardChanged"] = {
         "type": "object",
         "description": "The data of one 'board-changed' server-sent event.",

@@ -147,14 +147,14 @@ class KvPresenceView:
     async def snapshot(self, principals: Collection[str]) -> PresenceSnapshot:
         now = self._clock()
         wanted = set(principals)
+        if not self._broker.is_connected:
+            return self._failed("the bridge's broker connection is down")
         if (
             self._last_ok is not None
             and now - self._last_ok < REUSE_MS
             and (self._empty or wanted <= self._cards.keys())
         ):
             return self._current()
-        if not self._broker.is_connected:
-            return self._failed("the bridge's broker connection is down")
         try:
             return await asyncio.wait_for(self._read(wanted, now), READ_TIMEOUT_S)
         except BucketNotFoundError:

@@ -1,0 +1,116 @@
+"""A board of 10,000 tasks, paged through over HTTP to the end: every task once, in order,
+at the ceiling, with and without a status filter, and a seat's own tasks by token."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.core import (
+    CreateTaskInput,
+    Task,
+    UpdateTaskInput,
+    claim_task,
+    create_task,
+    update_task,
+)
+from tests.bridge._support import seed_board
+from tests.bridge.http._support import (
+    ACME,
+    BUILDER,
+    READER_ENV,
+    SEAT_ENV,
+    SECRETS,
+    TOKENS,
+    HttpMesh,
+    bearer,
+    empty_board,
+    open_http_mesh,
+)
+from tests.conftest import seat
+
+COUNT = 10_000
+OTHER = seat("other", 2)
+Json = dict[str, Any]
+
+
+def board_of(count: int) -> list[Task]:
+    """60% open, 10% done, 10% dropped, 10% claimed by BUILDER, 10% blocked by OTHER."""
+    tasks: list[Task] = []
+    for n in range(count):
+        now = 1_700_000_000_000 + n
+        kind = n % 10
+        status = {6: "done", 7: "dropped"}.get(kind, "open")
+        task = create_task(
+            CreateTaskInput.model_validate({"title": f"task {n}", "status": status}),
+            task_id=f"t-{n:05d}",
+            space="conf",
+            now=now,
+        )
+        if kind in (8, 9):
+            task = claim_task(task, BUILDER if kind == 8 else OTHER, environment=None, now=now)
+        if kind == 9:
+            blocked = UpdateTaskInput(taskId=task.taskId, status="blocked")
+            task = update_task(task, OTHER, blocked, now=now)
+        tasks.append(task)
+    return tasks
+
+
+async def page_all(mesh: HttpMesh, path: str, headers: dict[str, str], **params: str) -> list[Json]:
+    pages: list[Json] = []
+    cursor: str | None = None
+    while True:
+        query = dict(params) if cursor is None else {**params, "cursor": cursor}
+        page = await mesh.ok(path, params=query, headers=headers)
+        pages.append(page)
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return pages
+
+
+def ids(pages: list[Json]) -> list[str]:
+    return [task["taskId"] for page in pages for task in page["tasks"]]
+
+
+@pytest.mark.timeout(240)
+async def test_a_board_of_10000_tasks_pages_over_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in SECRETS.items():
+        monkeypatch.setenv(name, value)
+    tasks = board_of(COUNT)
+
+    async def seed(config: BridgeConfig) -> None:
+        await seed_board(await empty_board(config), tasks)
+
+    async with open_http_mesh(tmp_path, tokens=TOKENS, before_start=seed) as mesh:
+        reader = bearer(READER_ENV)
+        path = f"/v1/endpoints/{ACME}/tasks"
+
+        pages = await page_all(mesh, path, reader, limit="1000")
+        assert len(pages) == COUNT // 100
+        assert ids(pages) == [task.taskId for task in tasks]
+        assert all(page["appliedLimit"] == 100 for page in pages)
+        assert all(len(page["tasks"]) == 100 for page in pages)
+        assert all("stale" not in page for page in pages)
+
+        done = await page_all(mesh, path, reader, status="done,blocked", limit="100")
+        expected = [t.taskId for t in tasks if t.status in ("done", "blocked")]
+        assert ids(done) == expected
+        assert len(expected) == 2000
+        assert {task["status"] for page in done for task in page["tasks"]} == {"done", "blocked"}
+
+        mine = await page_all(mesh, f"/v1/endpoints/{ACME}/my-tasks", bearer(SEAT_ENV))
+        assert ids(mine) == [t.taskId for t in tasks if t.binding and t.binding.actor == "builder"]
+        assert len(ids(mine)) == 1000
+
+        # The board feed pages the same way, with the full records the cards show.
+        board = await mesh.ok(
+            f"/v1/endpoints/{ACME}/board", params={"status": "blocked"}, headers=reader
+        )
+        assert len(board["tasks"]) == 100
+        assert board["tasks"][0]["evidence"] == []
+        assert board["liveness"][str(OTHER)]["view"] == "unpopulated"

@@ -1,0 +1,128 @@
+"""The OpenAPI description covers every route the listener serves (and nothing else), and
+its schemas validate real answers; ``make run``'s seed and announcement."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from starlette.routing import Mount, Route
+
+from cotal_tasks.bridge.announce import announcement
+from cotal_tasks.bridge.app import open_endpoint
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
+from cotal_tasks.bridge.http.app import HttpContext, create_app
+from cotal_tasks.bridge.http.webhooks import webhook_routes
+from cotal_tasks.bridge.metrics import Metrics
+from cotal_tasks.bridge.runtime import Bridge, running_bridge
+from cotal_tasks.bridge.seed import SEED_FILE, seed_examples
+from tests.bridge.http._support import ACME, open_http_mesh
+from tests.conftest import seat
+
+OPERATOR = seat("operator", 9)
+Json = dict[str, Any]
+
+
+def served_paths(bridge: Bridge) -> set[str]:
+    """The routes of the app the bridge builds, webhook receivers included."""
+    context = HttpContext(
+        bridge.config, {}, Metrics(), webhook_routes=webhook_routes(bridge.endpoints)
+    )
+    app = create_app(context)
+    paths = set()
+    for route in app.routes:
+        if isinstance(route, Mount):
+            paths.add(route.path + "/{file}")
+        elif isinstance(route, Route):
+            paths.add(re.sub(r"\{(\w+):\w+\}", r"{\1}", route.path))
+    return paths
+
+
+async def test_every_route_is_described_and_every_description_served(tmp_path: Path) -> None:
+    async with open_http_mesh(tmp_path) as mesh:
+        document = await mesh.ok("/v1/openapi.json")
+        assert document["openapi"].startswith("3.1")
+        assert set(document["paths"]) == served_paths(mesh.bridge)
+        for path, item in document["paths"].items():
+            for operation in item.values():
+                assert operation["summary"], path
+                assert "200" in operation["responses"] or "202" in operation["responses"]
+
+
+async def test_the_schemas_validate_real_answers(tmp_path: Path) -> None:
+    async with open_http_mesh(tmp_path) as mesh:
+        document = await mesh.ok("/v1/openapi.json")
+        task = await mesh.caller(OPERATOR).ok(
+            "create-task", {"title": "x", "evidence": [{"kind": "commit", "ref": "abc"}]}
+        )
+
+        def validate(name: str, value: Json) -> None:
+            schema = {"$ref": f"#/components/schemas/{name}", "components": document["components"]}
+            Draft202012Validator(schema).validate(value)
+
+        validate("TaskPage", await mesh.ok(f"/v1/endpoints/{ACME}/tasks"))
+        validate("Task", await mesh.ok(f"/v1/endpoints/{ACME}/tasks/{task['taskId']}"))
+        validate("Board", await mesh.ok(f"/v1/endpoints/{ACME}/board"))
+        validate("Error", (await mesh.get(f"/v1/endpoints/{ACME}/tasks/absent")).json())
+
+
+def embedded_default(tmp_path: Path) -> BridgeConfig:
+    return BridgeConfig(data_dir=tmp_path / "data", http=HttpConfig(port=0))
+
+
+async def test_the_seed_runs_once_through_the_command_service(tmp_path: Path) -> None:
+    config = embedded_default(tmp_path)
+    seeded = await seed_examples(config)
+    assert seeded.source == SEED_FILE
+    assert seeded.count == 6
+    assert {status: len(ids) for status, ids in seeded.task_ids.items()} == {
+        "open": 2,
+        "claimed": 1,
+        "blocked": 1,
+        "done": 1,
+        "dropped": 1,
+    }
+    again = await seed_examples(config)
+    assert again.count == 0  # the board has changed: never seeded twice
+    async with open_endpoint(config, config.endpoints[0]) as endpoint:
+        assert await endpoint.store.change_seq() == 12  # 6 creates, 3 claims, 3 updates
+        blocked = seeded.task_ids["blocked"][0]
+        history = await endpoint.store.history(blocked)
+        assert [entry.command for entry in history] == ["create-task", "claim-task", "update-task"]
+        assert history[-1].note == "waiting on database credentials from ops"
+
+
+async def test_the_seed_leaves_a_used_board_alone(tmp_path: Path) -> None:
+    config = embedded_default(tmp_path)
+    async with open_endpoint(config, config.endpoints[0]) as endpoint:
+        from cotal_tasks.bridge.service import Call
+
+        await endpoint.service.handle(Call("create-task", OPERATOR, "e-1", {"title": "mine"}))
+    assert (await seed_examples(config)).count == 0
+    assert (await seed_examples(config, tmp_path / "missing.json")).count == 0
+
+
+async def test_the_announcement_names_the_dashboard_and_the_walkthrough(tmp_path: Path) -> None:
+    config = embedded_default(tmp_path)
+    seeded = await seed_examples(config)
+    async with running_bridge(config) as bridge:
+        text = "\n".join(announcement(bridge, seeded))
+    assert f"Dashboard: {bridge.http_url}/  (loopback: no token needed)" in text
+    assert "embedded nats-server" in text
+    assert "seeded 6 example tasks from examples/seed-tasks.json" in text
+    first_open = seeded.task_ids["open"][0]
+    assert "claim-task --mode self --as local.builder/" in text
+    assert f'"taskId":"{first_open}"' in text
+    for command in ("describe", "invoke list-tasks", "invoke create-task", "history"):
+        assert command in text
+    other = BridgeConfig(
+        data_dir=tmp_path / "other",
+        http=HttpConfig(port=0),
+        endpoints=(EndpointConfig(name="com.acme.other"),),
+    )
+    async with running_bridge(other) as bridge:
+        plain = "\n".join(announcement(bridge, await seed_examples(other, tmp_path / "none")))
+    assert "seeded" not in plain
+    assert '"taskId":"t-…"' in plain
