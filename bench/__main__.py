@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import insert, select, text, update
 
-from bench import wire
+from bench import github, gitlab, wire
 from cotal_tasks.bridge.service import Call, CommandService, ServiceSettings
 from cotal_tasks.core import CreateTaskInput, Seat, create_task
 from cotal_tasks.providers.board import BoardStore, schema
@@ -186,9 +186,21 @@ async def main() -> None:
     parser.add_argument("--tasks", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--postgres", default=os.environ.get("COTAL_TASKS_BENCH_POSTGRES"))
-    parser.add_argument("--only", choices=["board", "wire"], default=None)
+    parser.add_argument("--only", choices=["board", "wire", "github", "gitlab"], default=None)
+    parser.add_argument("--github-issues", type=int, default=10_000)
+    parser.add_argument("--github-rounds", type=int, default=3)
+    parser.add_argument("--gitlab-issues", type=int, default=10_000)
+    parser.add_argument("--gitlab-rounds", type=int, default=3)
     opts = parser.parse_args()
     print(f"cotal-tasks bench: medians of {opts.rounds} rounds")
+    if opts.only in (None, "github"):
+        await github.main(issues=opts.github_issues, rounds=opts.github_rounds)
+    if opts.only == "github":
+        return
+    if opts.only in (None, "gitlab"):
+        await gitlab.main(issues=opts.gitlab_issues, rounds=opts.gitlab_rounds)
+    if opts.only == "gitlab":
+        return
     if opts.only != "board":
         await wire.main(rounds=opts.rounds)
     if opts.only == "wire":

@@ -222,7 +222,7 @@ def grants(
     "preview_count",
     type=click.IntRange(1, 100),
     default=None,
-    help="Also show how the tracker's N most recent issues would map (writes nothing).",
+    help="Also show how the tracker's N most recently updated issues map (writes nothing).",
 )
 @endpoint_option
 @config_option

@@ -22,11 +22,8 @@ async def preview(config: BridgeConfig, endpoint: EndpointConfig, count: int) ->
     """Map the ``count`` most recently updated issues (evidence included); write nothing."""
     tracker, tracker_config, http = build_tracker(endpoint)
     try:
-        numbers: list[int] = []
-        async for page in tracker.list_changed(None, None):
-            numbers += [issue.number for issue in page.issues]
         shown: list[Preview] = []
-        for number in numbers[-count:][::-1]:
+        for number in [issue.number for issue in await tracker.recent(count)]:
             issue = await tracker.fetch(number)
             if issue is None:
                 continue

@@ -177,6 +177,32 @@ class BoardStore:
             self._cache.put(stored)
         return stored
 
+    async def get_many(self, task_ids: Sequence[str]) -> dict[str, StoredTask]:
+        """The tasks of ``task_ids`` that exist, in one read (cached ones from the cache)."""
+        found: dict[str, StoredTask] = {}
+        missing: list[str] = []
+        for task_id in task_ids:
+            cached = self._cache.get(task_id) if self._cache is not None else None
+            if cached is not None:
+                found[task_id] = cached
+            else:
+                missing.append(task_id)
+        t = schema.tasks
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            async with self._read("reading tasks") as conn:
+                rows = (
+                    await conn.execute(
+                        select(t.c.task_id, t.c.body, t.c.revision).where(t.c.task_id.in_(chunk))
+                    )
+                ).all()
+            for row in rows:
+                stored = StoredTask(_decode(Task, row.body), row.revision)
+                found[row.task_id] = stored
+                if self._cache is not None:
+                    self._cache.put(stored)
+        return found
+
     async def page(self, query: PageQuery) -> Page:
         t = schema.tasks
         stmt = select(t.c.seq, t.c.summary).order_by(t.c.seq).limit(query.limit + 1)
@@ -199,12 +225,54 @@ class BoardStore:
         return Page(tasks, rows[-1].seq if rows else query.after, more)
 
     async def commit(self, write: Write) -> Committed:
-        if self._write_lock is None:
-            return await self._commit(write)
-        async with self._write_lock:
-            return await self._commit(write)
+        return (await self.commit_many([write]))[0]
 
-    async def _commit(self, write: Write) -> Committed:
+    async def commit_many(self, writes: Sequence[Write]) -> list[Committed]:
+        """Commit several writes in one transaction: all of them, or none.
+
+        Each is a full write (compare-and-swap, history, idempotency result) and each
+        advances ``changeSeq`` by one; a sync mirroring a page of issues uses it so a page
+        costs one transaction, not one per issue.
+        """
+        if not writes:
+            return []
+        if self._write_lock is None:
+            return await self._commit(writes)
+        async with self._write_lock:
+            return await self._commit(writes)
+
+    async def _commit(self, writes: Sequence[Write]) -> list[Committed]:
+        revisions: list[int] = []
+        try:
+            async with self._engine.begin() as conn:
+                for write in writes:
+                    revisions.append(await self._write_one(conn, write))
+                change_seq = int(
+                    (
+                        await conn.execute(
+                            update(schema.meta)
+                            .where(schema.meta.c.key == schema.CHANGE_SEQ)
+                            .values(value=schema.meta.c.value + len(writes))
+                            .returning(schema.meta.c.value)
+                        )
+                    ).scalar_one()
+                )
+        except (RevisionConflict, IdempotencyKeyTaken):
+            raise
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            raise _unavailable("writing a task", exc) from exc
+        first = change_seq - len(writes) + 1
+        committed = [
+            Committed(write.task, revision, first + index)
+            for index, (write, revision) in enumerate(zip(writes, revisions, strict=True))
+        ]
+        if self._cache is not None:
+            for item in committed:
+                self._cache.put(StoredTask(item.task, item.revision))
+            self._cache.change_seq = change_seq
+        return committed
+
+    async def _write_one(self, conn: AsyncConnection, write: Write) -> int:
         task = write.task
         binding = task.binding
         columns: dict[str, Any] = {
@@ -218,37 +286,20 @@ class BoardStore:
             ),
             "updated_at": task.updatedAt,
         }
-        try:
-            async with self._engine.begin() as conn:
-                if write.idempotency is not None:
-                    await self._remember(conn, write.idempotency, columns["body"], task.updatedAt)
-                revision = await self._put(conn, write, columns)
-                await conn.execute(
-                    insert(schema.history).values(
-                        task_id=task.taskId,
-                        at=task.updatedAt,
-                        command=write.command,
-                        actor=write.actor,
-                        status=task.status,
-                        note=write.note,
-                    )
-                )
-                change_seq = (
-                    await conn.execute(
-                        update(schema.meta)
-                        .where(schema.meta.c.key == schema.CHANGE_SEQ)
-                        .values(value=schema.meta.c.value + 1)
-                        .returning(schema.meta.c.value)
-                    )
-                ).scalar_one()
-        except (RevisionConflict, IdempotencyKeyTaken):
-            raise
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise _unavailable("writing a task", exc) from exc
-        if self._cache is not None:
-            self._cache.put(StoredTask(task, revision))
-            self._cache.change_seq = int(change_seq)
-        return Committed(task, revision, int(change_seq))
+        if write.idempotency is not None:
+            await self._remember(conn, write.idempotency, columns["body"], task.updatedAt)
+        revision = await self._put(conn, write, columns)
+        await conn.execute(
+            insert(schema.history).values(
+                task_id=task.taskId,
+                at=task.updatedAt,
+                command=write.command,
+                actor=write.actor,
+                status=task.status,
+                note=write.note,
+            )
+        )
+        return revision
 
     async def _remember(
         self, conn: AsyncConnection, record: IdempotencyKey, result: str, now: int

@@ -104,12 +104,22 @@ class GitHubClient:
             headers = {}
             url = response.links.get("next", {}).get("url")
 
+    async def recent_issues(self, count: int) -> list[dict[str, Any]]:
+        """The most recently updated issues and pull requests, newest first, one page."""
+        response = await self.http.request(
+            "GET",
+            self._path("/issues"),
+            params={"state": "all", "sort": "updated", "direction": "desc", "per_page": count},
+        )
+        items: list[dict[str, Any]] = response.json()
+        return items
+
     async def get_issue(self, number: int) -> dict[str, Any] | None:
         try:
             response = await self.http.request("GET", self._path(f"/issues/{number}"))
         except TrackerHttpError as exc:
-            if exc.status in (404, 410):
-                return None
+            if exc.status in (301, 404, 410):
+                return None  # deleted, or transferred to another repository
             raise
         body: dict[str, Any] = response.json()
         return body

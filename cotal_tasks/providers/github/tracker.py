@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from cotal_tasks.providers.github import mapping
-from cotal_tasks.providers.github.client import GitHubClient
+from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
 from cotal_tasks.providers.hosted.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
@@ -55,7 +55,8 @@ class GitHubTracker:
                 return
             items: list[dict[str, Any]] = []
             linked: set[int] = set()
-            for item in response.json():
+            raw = response.json()
+            for item in raw:
                 stamp = item.get("updated_at")
                 if stamp and (
                     highest is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(highest)
@@ -74,11 +75,19 @@ class GitHubTracker:
                 for item in items
             ]
             page_etag = None
-            if first and response.headers.get("etag"):
+            # A 304 on the first page proves nothing changed only when that page was the
+            # whole listing with room to spare: a change sorts to the end (ascending by
+            # updated_at), so it would have to show on this page and change its ETag.
+            whole = "next" not in response.links and len(raw) < PER_PAGE
+            if first and whole and response.headers.get("etag"):
                 page_etag = (str(response.request.url), response.headers["etag"])
             total = _last_page(response) if first else None
             first = False
             yield ListPage(issues, frozenset(linked), highest, etag=page_etag, total_pages=total)
+
+    async def recent(self, count: int) -> list[TrackedIssue]:
+        items = await self.client.recent_issues(min(count, PER_PAGE))
+        return [mapping.tracked(self.repo, i) for i in items if not mapping.is_pull_request(i)]
 
     async def fetch(self, number: int) -> TrackedIssue | None:
         item = await self.client.get_issue(number)
@@ -158,6 +167,9 @@ class GitHubTracker:
             steps.append(("labels", lambda: client.add_labels(number, list(change.add_labels))))
         for label in change.remove_labels:
             steps.append((f"unlabel {label}", _bind(client.remove_label, number, label)))
+        if change.reclose and change.state == "closed":
+            # GitHub takes a state_reason only with a change of state: reopen, then close.
+            steps.append(("reopen", lambda: client.update_issue(number, {"state": "open"})))
         if patch:
             steps.append(("update", lambda: client.update_issue(number, patch)))
         if change.comment:

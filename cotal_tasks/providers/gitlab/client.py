@@ -102,6 +102,22 @@ class GitLabClient:
     async def _get(self, tail: str) -> Any:
         return (await self.http.request("GET", self._path(tail))).json()
 
+    async def recent_issues(self, count: int) -> list[dict[str, Any]]:
+        """The most recently updated issues, newest first, one page."""
+        found: list[dict[str, Any]] = (
+            await self.http.request(
+                "GET",
+                self._path("/issues"),
+                params={
+                    "state": "all",
+                    "order_by": "updated_at",
+                    "sort": "desc",
+                    "per_page": count,
+                },
+            )
+        ).json()
+        return found
+
     async def get_issue(self, iid: int) -> dict[str, Any] | None:
         try:
             issue: dict[str, Any] = await self._get(f"/issues/{iid}")

@@ -85,6 +85,10 @@ class GitLabTracker:
         if linked:
             yield ListPage((), frozenset(linked), cursor=highest, listing=False)
 
+    async def recent(self, count: int) -> list[TrackedIssue]:
+        items = await self.client.recent_issues(min(count, 100))
+        return [mapping.tracked(self._path_from(item), item) for item in items]
+
     async def fetch(self, number: int) -> TrackedIssue | None:
         issue = await self.client.get_issue(number)
         if issue is None:

@@ -44,8 +44,8 @@ class TrackerHttpError(Exception):
 class RateLimited(TrackerHttpError):
     """The tracker asks for a wait longer than the bridge is willing to sleep."""
 
-    def __init__(self, until_s: float, *, method: str, path: str) -> None:
-        super().__init__(429, "rate limited", method=method, path=path)
+    def __init__(self, until_s: float, *, status: int = 429, method: str, path: str) -> None:
+        super().__init__(status, "rate limited", method=method, path=path)
         self.until_s = until_s
 
 
@@ -156,7 +156,9 @@ class TrackerHttp:
             return response
         wait_s = self.policy(response, 1, self.clock_s())
         if wait_s is not None and response.status_code not in RETRYABLE_STATUS:
-            raise RateLimited(self.clock_s() + wait_s, method=method, path=path)
+            raise RateLimited(
+                self.clock_s() + wait_s, status=response.status_code, method=method, path=path
+            )
         raise TrackerHttpError(response.status_code, message_of(response), method=method, path=path)
 
     async def _send(

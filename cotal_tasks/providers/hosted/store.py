@@ -104,6 +104,8 @@ class HostedStore:
         self.seat_uids = seat_uids
         self.health = SyncHealth()
         self.lock = asyncio.Lock()
+        # The changeSeq at which the bridge last wrote each task through the endpoint.
+        self._written_seq: dict[str, int] = {}
         self._on_change: list[ChangeHook] = []
 
     def on_change(self, hook: ChangeHook) -> None:
@@ -162,7 +164,7 @@ class HostedStore:
                 final = await self._create(write.task)
             else:
                 final = await self._update(write)
-            return await self.mirror.commit(
+            committed = await self.mirror.commit(
                 Write(
                     final,
                     write.expected_revision,
@@ -172,6 +174,8 @@ class HostedStore:
                     write.idempotency,
                 )
             )
+            self._written_seq[final.taskId] = committed.change_seq
+            return committed
 
     async def _create(self, task: Task) -> Task:
         issue, follow = plan_new(task, self.plan)
@@ -253,32 +257,53 @@ class HostedStore:
         )
 
     # -- sync: the tracker's view into the mirror ---------------------------------------
-    async def upsert(self, issue: TrackedIssue) -> bool:
+    async def read_mark(self) -> int:
+        """Take before reading the tracker; hand to ``upsert_page`` with what was read."""
+        return await self.mirror.change_seq()
+
+    async def upsert(self, issue: TrackedIssue, read_mark: int | None = None) -> bool:
         """Mirror one tracked issue; ``True`` when the record changed."""
+        return await self.upsert_page([issue], read_mark) > 0
+
+    async def upsert_page(
+        self, issues: Sequence[TrackedIssue], read_mark: int | None = None
+    ) -> int:
+        """Mirror a page of tracked issues in one transaction; how many records changed.
+
+        An issue the bridge wrote through the endpoint after ``read_mark`` (the changeSeq
+        when the tracker was read) is skipped: the snapshot may predate the write, and
+        applying it would undo it. The next poll reads the issue as the tracker holds it
+        after the write.
+        """
+        if not issues:
+            return 0
         async with self.lock:
-            try:
-                stored: StoredTask | None = await self.mirror.get(issue.task_id)
-            except ContractError as exc:
-                if exc.code is not ErrorCode.NOT_FOUND:
-                    raise
-                stored = None
-            record = await self._project(issue, stored.task if stored else None)
-            if stored is not None and same_record(record, stored.task):
-                return False  # nothing new, or the echo of the bridge's own write
-            committed = await self.mirror.commit(
-                Write(
-                    record,
-                    stored.revision if stored else None,
-                    "sync",
-                    f"{self.tracker.name}-sync",
+            held = await self.mirror.get_many([issue.task_id for issue in issues])
+            writes: list[Write] = []
+            for issue in issues:
+                written = self._written_seq.get(issue.task_id)
+                if read_mark is not None and written is not None and written > read_mark:
+                    continue
+                stored = held.get(issue.task_id)
+                record = await self._project(issue, stored.task if stored else None)
+                if stored is not None and same_record(record, stored.task):
+                    continue  # nothing new, or the echo of the bridge's own write
+                writes.append(
+                    Write(
+                        record,
+                        stored.revision if stored else None,
+                        "sync",
+                        f"{self.tracker.name}-sync",
+                    )
                 )
-            )
-        for hook in self._on_change:
-            try:
-                await hook(committed.change_seq)
-            except Exception:
-                log.exception("change hook failed after sync of %s", issue.task_id)
-        return True
+            committed = await self.mirror.commit_many(writes)
+        if committed:
+            for hook in self._on_change:
+                try:
+                    await hook(committed[-1].change_seq)
+                except Exception:
+                    log.exception("change hook failed after a sync of %d task(s)", len(writes))
+        return len(committed)
 
 
 def _cause(exc: Exception) -> Exception:

@@ -70,15 +70,14 @@ class SyncEngine:
         report = SyncReport()
         linked: set[int] = set()
         total: int | None = None
+        mark = await self.store.read_mark()
         async for page in tracker.list_changed(cursor, etag):
             if page.not_modified:
                 report.not_modified = True
                 break
             report.pages += 1 if page.listing else 0
-            for issue in page.issues:
-                report.issues += 1
-                if await self.store.upsert(issue):
-                    report.changed += 1
+            report.issues += len(page.issues)
+            report.changed += await self.store.upsert_page(page.issues, mark)
             linked |= page.linked
             if page.cursor is not None:
                 cursor = page.cursor
@@ -98,9 +97,18 @@ class SyncEngine:
         """Fetch each issue with its evidence and mirror it; (fetched, changed)."""
         fetched = changed = 0
         for number in sorted(numbers):
-            issue = await self.store.tracker.fetch(number)
+            try:
+                mark = await self.store.read_mark()
+                issue = await self.store.tracker.fetch(number)
+            except RateLimited:
+                raise
+            except TrackerHttpError as exc:
+                # One unreadable issue (moved, hidden) must not cost the others their
+                # evidence: the poll goes on, and says so in the log.
+                log.warning("%s: issue %d not readable (%s); skipped", self.key, number, exc)
+                continue
             fetched += 1
-            if issue is not None and await self.store.upsert(issue):
+            if issue is not None and await self.store.upsert(issue, mark):
                 changed += 1
         return fetched, changed
 
@@ -116,11 +124,10 @@ class SyncEngine:
     async def run(self, interval_s: float, stop: asyncio.Event) -> None:
         """Poll every ``interval_s`` (sooner when woken) until ``stop`` is set."""
         while not stop.is_set():
+            self._wake.clear()  # before the work: a wake-up during it is not lost
             try:
                 if self._woken and self.store.health.last_success_ms is not None:
-                    numbers = self._take_woken()
-                    self._wake.clear()
-                    await self.refresh(numbers)
+                    await self.refresh(self._take_woken())
                 else:
                     await self.poll_once()
             except RateLimited as exc:
@@ -133,7 +140,8 @@ class SyncEngine:
             except Exception:
                 log.exception("%s sync failed unexpectedly; retrying next poll", self.key)
                 self.store.health.failed("unexpected error (see the bridge log)", self.clock())
-            self._wake.clear()
+            if self._woken and self.store.health.failing is None:
+                continue  # woken while working: refresh now, not at the next interval
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(_first(stop.wait(), self._wake.wait()), timeout=interval_s)
 

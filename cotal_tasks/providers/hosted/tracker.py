@@ -76,6 +76,9 @@ class TrackerChange:
     state_reason: Literal["completed", "not_planned", "reopened"] | None = None
     body: str | None = None
     comment: str | None = None
+    # Closing an already closed issue with another reason: a tracker that only takes a
+    # reason on a state change (GitHub) reopens it first.
+    reclose: bool = False
 
     def __bool__(self) -> bool:
         return any(
@@ -111,6 +114,10 @@ class Tracker(Protocol):
         self, cursor: str | None, etag: tuple[str, str] | None
     ) -> AsyncIterator[ListPage]:
         """Pages of issues updated at or after ``cursor`` minus the overlap, oldest first."""
+        ...
+
+    async def recent(self, count: int) -> list[TrackedIssue]:
+        """The ``count`` most recently updated issues, newest first (one request)."""
         ...
 
     async def fetch(self, number: int) -> TrackedIssue | None:

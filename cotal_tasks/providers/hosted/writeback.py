@@ -73,9 +73,11 @@ def plan_change(
     elif new.status not in ("done", "dropped") and old.status in ("done", "dropped"):
         state = "open"
         reason = "reopened" if plan.close_reasons else None
+    reclose = False
     if plan.close_reasons and new.status != old.status and new.status in ("done", "dropped"):
         state = "closed"
         reason = "completed" if new.status == "done" else "not_planned"
+        reclose = old.status in ("done", "dropped")
     added = [e for e in new.evidence if e not in old.evidence]
     lines = [note] if note else []
     lines += [f"- {e.kind}: {e.ref}" for e in added]
@@ -95,6 +97,7 @@ def plan_change(
         state_reason=reason,
         body=new.brief if new.brief != old.brief and new.brief is not None else None,
         comment=comment,
+        reclose=reclose,
     )
 
 

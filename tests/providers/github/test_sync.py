@@ -1,0 +1,545 @@
+"""The GitHub sync against the fake GitHub on loopback: the import, incremental and
+conditional polls, rate limits and retries, evidence from timelines, and the rule that
+nothing is closed by absence. Request counts come from the fake's request log.
+
+Retry waits run on virtual time (``VirtualTime``: a wait moves the fake's clock so its
+rate-limit window really resets) except where a test says it waits for real.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from tests.bridge._support import OPERATOR
+from tests.providers.github._support import (
+    ISSUES,
+    REPO,
+    TOKEN_ENV,
+    GitHubEndpoint,
+    evidence_requests,
+    fetched_issue_numbers,
+    list_requests,
+    open_github,
+    task_id,
+)
+from tests.support.fake_github import FakeGitHub, iso, parse_iso
+
+Json = dict[str, object]
+
+
+async def all_tasks(gh: GitHubEndpoint) -> list[Json]:
+    pages = await gh.client.page_all("list-tasks", OPERATOR, {"limit": 100})
+    return [task for page in pages for task in page["tasks"]]
+
+
+def expected_status(fake: FakeGitHub, number: int) -> tuple[str, str]:
+    """What the default rules make of a bulk issue (no seat, no workflow label)."""
+    issue = fake.issue(REPO, number)
+    if issue.state == "closed" and issue.state_reason in ("not_planned", "duplicate"):
+        return "dropped", f"closed/{issue.state_reason}"
+    if issue.state == "closed":
+        return "done", "closed"
+    return "open", "open"
+
+
+# -- the initial import ------------------------------------------------------------------
+
+
+async def test_initial_import_of_1000_entries_costs_ten_list_pages(gh: GitHubEndpoint) -> None:
+    """990 issues and 10 pull requests: GitHub's issues list holds 1,000 entries (pull
+    requests are listed too), so the import costs ceil(1000/100) = 10 list pages, plus
+    evidence requests for the issues a pull request links and for nothing else."""
+    fake = gh.fake
+    fake.bulk_issues(REPO, 990, closed_every=10)
+    linked = [7, 100, 101, 250, 499, 500, 640, 777, 990]
+    pulls: dict[int, int] = {}
+    for n in linked:
+        pr = fake.add_pull(REPO, f"Fix #{n}", head_ref=f"fix-{n}", closes=[n])
+        pulls[n] = int(pr["number"])
+    # A pull request naming an issue of another repository links nothing here.
+    fake.add_pull(REPO, "Upstream", "Fixes other-org/elsewhere#12", head_ref="upstream")
+    progress: list[tuple[int, int | None]] = []
+
+    report = await gh.sync.poll_once(lambda done, total: progress.append((done, total)))
+
+    listing = list_requests(fake)
+    assert len(listing) == math.ceil(1000 / 100) == 10
+    assert [r.status for r in listing] == [200] * 10
+    assert listing[0].query == {
+        "state": "all",
+        "sort": "updated",
+        "direction": "asc",
+        "per_page": "100",
+    }
+    assert [r.query.get("page") for r in listing] == [None, *map(str, range(2, 11))]
+    evidence = evidence_requests(fake)
+    expected_paths = {f"{ISSUES}/{n}" for n in linked}
+    expected_paths |= {f"{ISSUES}/{n}/timeline" for n in linked}
+    expected_paths |= {f"/repos/{REPO}/pulls/{pulls[n]}" for n in linked}
+    assert sorted(r.path for r in evidence) == sorted(expected_paths)
+    assert len(fake.requests) == 10 + 3 * len(linked)
+    assert fake.writes == []
+
+    assert (report.pages, report.issues, report.fetched) == (10, 990, len(linked))
+    assert progress == [(page, 10) for page in range(1, 11)]
+    tasks = await all_tasks(gh)
+    ids = [str(t["taskId"]) for t in tasks]
+    assert sorted(ids) == sorted(task_id(n) for n in range(1, 991))  # no pull request is a task
+    by_number = {int(str(t["taskId"]).rsplit("#", 1)[1]): t for t in tasks}
+    wrong = [
+        (n, t["status"], t["statusSource"], expected_status(fake, n))
+        for n, t in sorted(by_number.items())
+        if (t["status"], t["statusSource"]) != expected_status(fake, n)
+    ]
+    assert wrong == []
+    assert await gh.seq() == report.changed
+    for n in linked:
+        record = await gh.get(n)
+        refs = {(e["kind"], e["ref"]) for e in record["evidence"]}
+        assert refs == {
+            ("review", f"https://github.com/{REPO}/pull/{pulls[n]}"),
+            ("branch", f"fix-{n}"),
+        }
+    saved = await gh.sync.state.load(gh.sync.key)
+    assert saved is not None
+    assert saved["cursor"] == iso(max(i.updated_at for i in fake.repos[REPO].issues.values()))
+
+
+async def test_incremental_poll_remaps_only_what_changed(gh: GitHubEndpoint) -> None:
+    fake = gh.fake
+    fake.bulk_issues(REPO, 250)
+    await gh.poll()
+    before = await gh.seq()
+    fake.advance(60)
+    fake.set_title(fake.issue(REPO, 10), "Crash on startup, now with a stack trace", "octocat")
+    fake.add_labels(fake.issue(REPO, 20), ["blocked"], "octocat")
+    fake.close_issue(REPO, 30)
+    fake.touch(REPO, 40)  # updated, but nothing the record carries changed
+    fake.advance(1)
+    fake.add_issue(REPO, "A new one")
+    fake.add_issue(REPO, "Another new one")
+    mark = len(fake.requests)
+
+    report = await gh.poll()
+
+    listing = list_requests(fake, mark)
+    assert len(listing) == 1
+    assert listing[0].query["since"] == iso(fake.issue(REPO, 250).updated_at - 5)  # overlap
+    assert evidence_requests(fake, mark) == []
+    # Read: #250 again (the overlap), #10, #20, #30, #40 and the two new issues.
+    assert (report.pages, report.issues, report.changed) == (1, 7, 5)
+    assert await gh.seq() == before + 5
+    for n, entries in {10: 2, 20: 2, 30: 2, 40: 1, 250: 1, 251: 1, 252: 1, 1: 1}.items():
+        assert len(await gh.store.history(task_id(n))) == entries, n
+    assert (await gh.get(10))["title"] == "Crash on startup, now with a stack trace"
+    assert ((await gh.get(20))["status"], (await gh.get(20))["statusSource"]) == (
+        "open",
+        "blocked",
+    )
+    assert (await gh.get(30))["status"] == "done"
+    saved = await gh.sync.state.load(gh.sync.key)
+    assert saved is not None
+    assert saved["cursor"] == iso(fake.clock.now)
+
+
+async def test_first_poll_after_a_change_rereads_only_the_overlap(gh: GitHubEndpoint) -> None:
+    """The ETag belongs to the listing URL, and the URL carries ``since``: after a poll
+    that moved the cursor, the next poll asks a new URL, so it is one plain request
+    answered with the overlap (nothing re-mapped); the poll after that is conditional."""
+    gh.fake.bulk_issues(REPO, 150)
+    await gh.poll()
+    seq, mark = await gh.seq(), len(gh.fake.requests)
+
+    report = await gh.poll()
+
+    (request,) = gh.fake.requests[mark:]
+    assert (request.status, request.if_none_match) == (200, None)
+    assert request.query["since"] == iso(gh.fake.issue(REPO, 150).updated_at - 5)
+    assert (report.pages, report.issues, report.changed, report.not_modified) == (1, 1, 0, False)
+    assert await gh.seq() == seq
+
+
+async def test_unchanged_poll_is_one_conditional_request_answered_304(gh: GitHubEndpoint) -> None:
+    fake = gh.fake
+    fake.bulk_issues(REPO, 150)
+    await gh.poll()
+    await gh.poll()  # settles the ETag on the URL the cursor now names
+    seq, mark, budget = await gh.seq(), len(fake.requests), fake.rate_remaining
+
+    report = await gh.poll()
+
+    (request,) = fake.requests[mark:]
+    assert request.matches("GET", ISSUES, 304)
+    assert request.if_none_match is not None
+    assert report.not_modified
+    assert (report.pages, report.issues, report.fetched) == (0, 0, 0)
+    assert fake.rate_remaining == budget  # a 304 costs no primary rate limit
+    assert await gh.seq() == seq
+    assert "stale" not in await gh.client.list_tasks()
+
+    # The ETag does not hide a change: the same conditional request now gets the page.
+    fake.advance(30)
+    fake.close_issue(REPO, 3, "not_planned")
+    mark = len(fake.requests)
+    report = await gh.poll()
+    (request,) = fake.requests[mark:]
+    assert (request.status, request.if_none_match is not None) == (200, True)
+    assert report.changed == 1
+    assert (await gh.get(3))["status"] == "dropped"
+
+
+async def test_a_304_on_the_first_page_does_not_hide_later_pages(gh: GitHubEndpoint) -> None:
+    fake = gh.fake
+    fake.bulk_issues(REPO, 10)  # older issues, outside the overlap window
+    for k in range(1, 151):  # a bulk edit: 150 issues updated in the same second
+        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.now)
+    await gh.poll()
+    await gh.poll()  # the overlap holds 2 pages now; the ETag is page 1's
+    fake.advance(60)
+    fake.close_issue(REPO, 3)  # the newest update: it sorts onto page 2
+
+    report = await gh.poll()
+    await gh.poll()
+
+    assert (await gh.get(3))["status"] == "done"  # actual: open, poll after poll
+    assert report.changed == 1  # actual: 0, the listing ended on page 1's 304
+
+
+# -- rate limits, retries and refusals ---------------------------------------------------
+
+
+async def test_primary_rate_limit_is_waited_out_and_the_page_read_again(
+    gh: GitHubEndpoint,
+) -> None:
+    fake = gh.fake
+    fake.bulk_issues(REPO, 350)
+    clock = gh.virtual_time()
+    fake.set_rate_limit(3, reset_in=30)
+
+    report = await gh.poll()
+
+    listing = list_requests(fake)
+    assert [r.status for r in listing] == [200, 200, 200, 403, 200]
+    assert listing[3].query == listing[4].query  # the same page, not a restart
+    assert [r.query.get("page") for r in listing] == [None, "2", "3", "4", "4"]
+    (wait,) = clock.waits
+    assert 30 <= wait <= 32  # until x-ratelimit-reset, and a second more
+    assert (report.pages, report.issues) == (4, 350)
+    assert len(await all_tasks(gh)) == 350
+
+
+async def test_secondary_rate_limit_429_honours_retry_after(gh: GitHubEndpoint) -> None:
+    """Waited for real: ``retry-after: 1`` costs about a second."""
+    fake = gh.fake
+    fake.bulk_issues(REPO, 150)
+    fake.fail_next(status=429, retry_after=1, path=ISSUES)
+    start = time.monotonic()
+
+    report = await gh.poll()
+
+    assert time.monotonic() - start >= 1.0
+    listing = list_requests(fake)
+    assert [r.status for r in listing] == [429, 200, 200]
+    assert listing[0].query == listing[1].query
+    assert (report.pages, report.issues) == (2, 150)
+
+
+async def test_secondary_rate_limit_403_honours_retry_after(gh: GitHubEndpoint) -> None:
+    fake = gh.fake
+    fake.bulk_issues(REPO, 150)
+    clock = gh.virtual_time()
+    fake.fail_next(status=403, retry_after=7, path=ISSUES)
+
+    report = await gh.poll()
+
+    assert clock.waits == [7.0]
+    assert [r.status for r in list_requests(fake)] == [403, 200, 200]
+    assert (report.pages, report.issues) == (2, 150)
+
+
+async def test_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
+    fake: FakeGitHub, github_url: str, tmp_path: Path
+) -> None:
+    fake.bulk_issues(REPO, 350)
+    async with open_github(fake, github_url, tmp_path / "b", max_rate_limit_wait_s=10) as gh:
+        clock = gh.virtual_time()
+        fake.set_rate_limit(2, reset_in=3600)
+
+        with pytest.raises(RateLimited):
+            await gh.poll()
+
+        assert clock.waits == []  # an hour is not slept through
+        assert [r.status for r in list_requests(fake)] == [200, 200, 403]
+        page = await gh.client.list_tasks(limit=100)
+        assert page["stale"]["reason"].startswith("GitHub sync is failing")
+        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
+        saved = await gh.checkpoint()
+        assert saved["cursor"] == iso(fake.issue(REPO, 200).updated_at)
+        assert len(await all_tasks(gh)) == 200
+
+        fake.advance(3600)  # the window resets
+        mark = len(fake.requests)
+        report = await gh.poll()
+
+        listing = list_requests(fake, mark)
+        assert listing[0].query["since"] == iso(fake.issue(REPO, 200).updated_at - 5)
+        assert [r.status for r in listing] == [200, 200]
+        # #200 is read again (the overlap); #1 to #199 are not.
+        assert (report.issues, report.changed) == (151, 150)
+        assert len(await all_tasks(gh)) == 350
+        assert "stale" not in await gh.client.list_tasks()
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+async def test_server_errors_are_retried(gh: GitHubEndpoint, status: int) -> None:
+    fake = gh.fake
+    fake.bulk_issues(REPO, 20)
+    clock = gh.virtual_time()
+    fake.fail_next(2, status=status, path=ISSUES)
+
+    report = await gh.poll()
+
+    assert [r.status for r in list_requests(fake)] == [status, status, 200]
+    assert len(clock.waits) == 2
+    assert clock.waits[0] <= 1.0
+    assert clock.waits[1] <= 2.0  # exponential backoff with jitter
+    assert report.issues == 20
+
+
+async def test_server_errors_give_up_after_max_retries(
+    fake: FakeGitHub, github_url: str, tmp_path: Path
+) -> None:
+    fake.bulk_issues(REPO, 20)
+    async with open_github(fake, github_url, tmp_path / "b", max_retries=2) as gh:
+        gh.virtual_time()
+        fake.fail_next(5, status=503, path=ISSUES)
+        with pytest.raises(TrackerHttpError) as failed:
+            await gh.poll()
+        assert failed.value.status == 503
+        assert [r.status for r in list_requests(fake)] == [503, 503, 503]
+        assert "stale" in await gh.client.list_tasks()
+
+
+REFUSALS = {
+    "401 bad credentials": 401,
+    "404 no such repository": 404,
+    "422 validation failed": 422,
+    "403 not a rate limit": 403,
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+async def test_refusals_are_never_retried(
+    fake: FakeGitHub,
+    github_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+) -> None:
+    status = REFUSALS[case]
+    fake.bulk_issues(REPO, 5)
+    overrides: dict[str, Any] = {}
+    if status == 401:
+        monkeypatch.setenv(TOKEN_ENV, "ghp_revoked0000000000000000000000000000000")
+    if status == 404:
+        overrides["repository"] = "octo-org/no-such-repository"
+    if status == 422:
+        fake.fail_next(status=422, message="Validation Failed", path=ISSUES)
+    if status == 403:
+        fake.fail_next(
+            status=403, message="Resource not accessible by personal access token", path=ISSUES
+        )
+    caplog.set_level(logging.DEBUG)
+    async with open_github(fake, github_url, tmp_path / "b", **overrides) as gh:
+        clock = gh.virtual_time()
+        with pytest.raises(TrackerHttpError) as failed:
+            await gh.poll()
+        assert failed.value.status == status
+        assert [r.status for r in fake.requests] == [status]
+        assert clock.waits == []
+        page = await gh.client.list_tasks()
+        assert page["tasks"] == []
+        assert page["stale"]["reason"].startswith("GitHub sync is failing")
+    for secret in (fake.token, "ghp_revoked"):
+        assert secret not in caplog.text
+        assert secret not in str(failed.value)
+
+
+# -- evidence ----------------------------------------------------------------------------
+
+
+async def test_timeline_pull_requests_and_commits_become_evidence(gh: GitHubEndpoint) -> None:
+    fake = gh.fake
+    fake.add_issue(REPO, "The parser crashes on empty input")  # 1
+    fake.add_issue(REPO, "Unrelated")  # 2
+    fake.advance(60)
+    referenced = "3f786850e387550fdab836ed7e6dc881de23001b"
+    fake.add_commit_reference(REPO, 1, referenced)
+    fake.advance(60)
+    pr = fake.add_pull(REPO, "Guard empty input", head_ref="fix/empty-input", closes=[1])  # 3
+    fake.advance(60)
+    merge_sha = fake.merge_pull(REPO, 3)
+    mark = len(fake.requests)
+
+    await gh.poll()
+
+    record = await gh.get(1)
+    assert (record["status"], record["statusSource"]) == ("done", "closed")
+    entries = [(e["kind"], e["ref"]) for e in record["evidence"]]
+    assert sorted(entries) == sorted(
+        [
+            ("commit", referenced),
+            ("review", str(pr["html_url"])),
+            ("branch", "fix/empty-input"),
+            ("commit", merge_sha),
+        ]
+    )
+    assert pr["html_url"] == f"https://github.com/{REPO}/pull/3"
+    added = [e["addedAt"] for e in record["evidence"]]
+    assert added == sorted(added)  # newest last
+    assert record["evidence"][-1] == {
+        "kind": "commit",
+        "ref": merge_sha,
+        "addedAt": fake.issue(REPO, 1).closed_at * 1000,  # type: ignore[operator]
+    }
+    assert (await gh.get(2))["evidence"] == []
+    assert fetched_issue_numbers(fake, mark) == [1]
+    assert len(fake.calls("GET", f"/repos/{REPO}/pulls/3")) == 1
+
+
+async def test_only_the_newest_32_evidence_entries_are_kept(gh: GitHubEndpoint) -> None:
+    fake = gh.fake
+    fake.add_issue(REPO, "A long-lived bug")
+    shas = [f"{k:040x}" for k in range(1, 121)]
+    for sha in shas:
+        fake.advance(1)
+        fake.add_commit_reference(REPO, 1, sha)
+    fake.advance(1)
+    pr = fake.add_pull(REPO, "Finally", head_ref="finally", closes=[1])
+
+    await gh.poll()
+
+    evidence = (await gh.get(1))["evidence"]
+    assert len(evidence) == 32
+    assert {(e["kind"], e["ref"]) for e in evidence} == {
+        *(("commit", sha) for sha in shas[-30:]),
+        ("review", str(pr["html_url"])),
+        ("branch", "finally"),
+    }
+    timeline = fake.calls("GET", f"{ISSUES}/1/timeline")
+    assert [r.query.get("page") for r in timeline] == [None, "2"]  # 121 events, 2 pages
+
+
+async def test_a_task_is_never_closed_because_its_issue_is_missing(gh: GitHubEndpoint) -> None:
+    fake = gh.fake
+    for k in range(1, 6):
+        fake.add_issue(REPO, f"Issue {k}")
+        fake.advance(60)
+    await gh.poll()
+    kept = await gh.get(3)
+    seq = await gh.seq()
+    fake.advance(60)
+    fake.delete_issue(REPO, 3)  # gone from every list; GET answers 410
+    fake.set_title(fake.issue(REPO, 4), "Issue 4, retitled", "octocat")
+
+    report = await gh.poll()
+    assert report.issues == 2  # #5 (the overlap) and #4; #3 is not on the page
+    assert await gh.get(3) == kept
+
+    assert await gh.sync.refresh([3]) == (1, 0)  # a webhook names it: 410, nothing to do
+    assert await gh.get(3) == kept
+    assert await gh.seq() == seq + 1
+    assert len(await all_tasks(gh)) == 5
+
+
+async def test_a_transferred_issue_does_not_stop_the_evidence_of_others(
+    gh: GitHubEndpoint,
+) -> None:
+    fake = gh.fake
+    for k in range(1, 6):
+        fake.add_issue(REPO, f"Issue {k}")
+    await gh.poll()
+    fake.advance(60)
+    fake.transfer_issue(REPO, 2, "octo-org/elsewhere")
+    pr = fake.add_pull(REPO, "Fix both", head_ref="fix-both", closes=[2, 5])
+
+    await gh.poll()  # expected: the poll succeeds; actual: TrackerHttpError(301)
+
+    assert (await gh.get(5))["evidence"][0]["ref"] == pr["html_url"]
+    assert await gh.store.freshness() is None
+
+
+# -- mapping -----------------------------------------------------------------------------
+
+
+async def test_bad_titles_and_bodies_are_handled_visibly_and_the_sync_goes_on(
+    gh: GitHubEndpoint, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = gh.fake
+    secret_title = "password=hunter2-correct-horse"
+    secret_body = "Bearer eyJhbGciOiJIUzI1NiJ9.c2VjcmV0.c2ln"
+    long_title = "Ünïcode " * 40  # 360 bytes
+    long_body = "é" * 3000  # 6,000 bytes, every character two
+    fake.add_issue(REPO, "Fine before")  # 1
+    fake.add_issue(REPO, secret_title, "An ordinary body")  # 2
+    fake.add_issue(REPO, "Secret body", secret_body)  # 3
+    fake.add_issue(REPO, long_title, long_body)  # 4
+    fake.add_issue(REPO, "Control\x07chars\x1b[0m here", "line one\r\nline two\x00")  # 5
+    fake.add_issue(REPO, "Fine after")  # 6
+    caplog.set_level(logging.WARNING)
+
+    report = await gh.poll()
+
+    assert (report.issues, report.changed) == (6, 6)
+    assert (await gh.get(1))["title"] == "Fine before"
+    assert (await gh.get(6))["title"] == "Fine after"
+    two = await gh.get(2)
+    assert two["title"] == f"(untitled {task_id(2)})"
+    assert two["brief"] == "An ordinary body"
+    three = await gh.get(3)
+    assert three["title"] == "Secret body"
+    assert "brief" not in three
+    four = await gh.get(4)
+    assert len(four["title"].encode()) <= 200
+    assert four["title"].endswith("…")
+    assert long_title.startswith(four["title"].removesuffix("…"))
+    assert len(four["brief"].encode()) <= 4096
+    assert long_body.startswith(four["brief"].removesuffix("…"))
+    five = await gh.get(5)
+    assert five["title"] == "Control chars [0m here"
+    assert "\x00" not in five["brief"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    for number, field in [(2, "title"), (3, "brief"), (4, "title"), (4, "brief")]:
+        assert any(task_id(number) in w and field in w for w in warnings), (number, warnings)
+    assert secret_title not in caplog.text
+    assert "hunter2" not in caplog.text
+    assert "eyJhbGciOiJIUzI1NiJ9" not in caplog.text
+
+
+def _since_cursor(cursor: str, seconds: float) -> str:
+    at = datetime.fromtimestamp(parse_iso(cursor), UTC) - timedelta(seconds=seconds)
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def test_the_overlap_is_configurable(
+    fake: FakeGitHub, github_url: str, tmp_path: Path
+) -> None:
+    fake.bulk_issues(REPO, 10, step=20)
+    async with open_github(fake, github_url, tmp_path / "b", overlap_s=45) as gh:
+        await gh.poll()
+        saved = await gh.checkpoint()
+        mark = len(fake.requests)
+        report = await gh.poll()
+        (request,) = list_requests(fake, mark)
+        assert request.query["since"] == _since_cursor(saved["cursor"], 45)
+        assert report.issues == 3  # updated 20 s apart: 45 s re-reads the last three
+        assert report.changed == 0

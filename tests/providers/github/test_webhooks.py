@@ -1,0 +1,274 @@
+"""``POST /webhooks/github`` on the HTTP listener of a running bridge (a real broker, the
+bridge's own sync loop with a 60 s poll interval): signatures, delivery dedup, and the
+wake that refreshes the named issue long before the next poll."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cotal_tasks.providers.github.webhook import signature_valid
+from cotal_tasks.providers.hosted.tracker import TrackedIssue
+from tests.bridge._support import Client
+from tests.providers.github._support import (
+    REPO,
+    SECRET_ENV,
+    WEBHOOK_SECRET,
+    GitHubMesh,
+    eventually,
+    fetched_issue_numbers,
+    github_mesh,
+    list_requests,
+    task_id,
+)
+from tests.support.fake_github import (
+    TEST_VECTOR_PAYLOAD,
+    TEST_VECTOR_SECRET,
+    TEST_VECTOR_SIGNATURE,
+    FakeGitHub,
+    issues_payload,
+    ping_payload,
+    pull_request_payload,
+    sign,
+    signed_webhook,
+)
+
+Json = dict[str, object]
+
+
+def test_githubs_published_test_vector() -> None:
+    secret = TEST_VECTOR_SECRET.encode()
+    assert signature_valid(secret, TEST_VECTOR_PAYLOAD, TEST_VECTOR_SIGNATURE)
+    assert not signature_valid(secret, b"Hello, World?", TEST_VECTOR_SIGNATURE)
+    assert not signature_valid(
+        b"It's a secret to everybody", TEST_VECTOR_PAYLOAD, TEST_VECTOR_SIGNATURE
+    )
+    assert not signature_valid(secret, TEST_VECTOR_PAYLOAD, TEST_VECTOR_SIGNATURE.upper())
+    assert not signature_valid(secret, TEST_VECTOR_PAYLOAD, TEST_VECTOR_SIGNATURE[:-1])
+    assert not signature_valid(
+        secret, TEST_VECTOR_PAYLOAD, TEST_VECTOR_SIGNATURE.removeprefix("sha256=")
+    )
+    assert not signature_valid(secret, TEST_VECTOR_PAYLOAD, None)
+    assert not signature_valid(secret, TEST_VECTOR_PAYLOAD, "")
+    sha1 = signed_webhook(TEST_VECTOR_SECRET, "ping", TEST_VECTOR_PAYLOAD)[1]["X-Hub-Signature"]
+    assert not signature_valid(secret, TEST_VECTOR_PAYLOAD, sha1)  # only sha256 counts
+    assert sign(TEST_VECTOR_SECRET, TEST_VECTOR_PAYLOAD) == TEST_VECTOR_SIGNATURE
+
+
+@pytest.fixture
+async def hooked(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[GitHubMesh]:
+    """A running bridge syncing five issues, with its webhook secret set."""
+    monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
+    for k in range(1, 6):
+        fake.add_issue(REPO, f"Issue {k}")
+        fake.advance(10)
+    async with github_mesh(tmp_path, fake, github_url, webhook_secret_env=SECRET_ENV) as mesh:
+        assert mesh.bridge.http_url is not None
+        yield mesh
+
+
+async def deliver(
+    mesh: GitHubMesh,
+    event: str,
+    payload: Json | bytes,
+    *,
+    delivery: str | None = None,
+    headers: dict[str, str] | None = None,
+    body: bytes | None = None,
+) -> httpx.Response:
+    signed_body, signed_headers = signed_webhook(WEBHOOK_SECRET, event, payload, delivery=delivery)
+    async with httpx.AsyncClient(base_url=str(mesh.bridge.http_url)) as http:
+        return await http.post(
+            "/webhooks/github",
+            content=signed_body if body is None else body,
+            headers={**signed_headers, **(headers or {})},
+        )
+
+
+def client_of(mesh: GitHubMesh) -> Client:
+    return Client(mesh.endpoint.service, mesh.endpoint.store)
+
+
+async def status_of(mesh: GitHubMesh, number: int) -> str:
+    return str((await client_of(mesh).get(task_id(number)))["status"])
+
+
+async def test_a_signed_delivery_refreshes_the_named_issue_quickly(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    fake.close_issue(REPO, 2)
+    mark = len(fake.requests)
+
+    answer = await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 2))
+
+    assert answer.status_code == 202
+    assert answer.json() == {"message": "accepted; 1 issue(s) to refresh"}
+
+    async def closed() -> bool:
+        return await status_of(hooked, 2) == "done"
+
+    took = await eventually(closed, within_s=5)
+    assert took < 5 < hooked.hosted.tracker_config.poll_interval_s
+    assert fetched_issue_numbers(fake, mark) == [2]
+    assert list_requests(fake, mark) == []  # a refresh, not a poll
+
+
+async def test_a_tampered_body_is_refused_and_changes_nothing(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    fake.close_issue(REPO, 2)
+    payload = issues_payload(fake, "closed", REPO, 2)
+    body, _ = signed_webhook(WEBHOOK_SECRET, "issues", payload)
+    tampered = body.replace(b'"number": 2', b'"number": 3')
+    assert tampered != body
+    seq, mark = await hooked.endpoint.store.change_seq(), len(fake.requests)
+
+    answer = await deliver(hooked, "issues", payload, delivery="d-tampered", body=tampered)
+    unsigned = await deliver(
+        hooked, "issues", payload, delivery="d-unsigned", headers={"X-Hub-Signature-256": ""}
+    )
+
+    assert (answer.status_code, unsigned.status_code) == (401, 401)
+    assert answer.json() == {"message": "the X-Hub-Signature-256 signature does not match"}
+    # Prove the bridge is past any refresh the refused deliveries could have caused: a
+    # good delivery for #4 is refreshed, and #2 and #3 were never read.
+    fake.close_issue(REPO, 4)
+    assert (
+        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 4))
+    ).status_code == 202
+
+    async def four_done() -> bool:
+        return await status_of(hooked, 4) == "done"
+
+    await eventually(four_done)
+    assert fetched_issue_numbers(fake, mark) == [4]
+    assert await status_of(hooked, 2) == "open"
+    assert await hooked.endpoint.store.change_seq() == seq + 1
+    # The refused delivery id was not recorded: the genuine delivery under it is taken.
+    genuine = await deliver(hooked, "issues", payload, delivery="d-tampered")
+    assert genuine.status_code == 202
+
+
+async def test_a_redelivery_is_acknowledged_and_not_refreshed_again(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    fake.close_issue(REPO, 2)
+    payload = issues_payload(fake, "closed", REPO, 2)
+    mark = len(fake.requests)
+    first = await deliver(
+        hooked, "issues", payload, delivery="72d3162e-cc78-11e3-81ab-4c9367dc0958"
+    )
+    assert first.status_code == 202
+
+    async def two_done() -> bool:
+        return await status_of(hooked, 2) == "done"
+
+    await eventually(two_done)
+    again = await deliver(
+        hooked, "issues", payload, delivery="72d3162e-cc78-11e3-81ab-4c9367dc0958"
+    )
+    assert again.status_code == 200
+    assert again.json() == {"message": "delivery already received"}
+    # A later delivery for #3 is refreshed; #2 is still fetched once only.
+    fake.close_issue(REPO, 3, "not_planned")
+    assert (
+        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 3))
+    ).status_code == 202
+
+    async def three_dropped() -> bool:
+        return await status_of(hooked, 3) == "dropped"
+
+    await eventually(three_dropped)
+    assert fetched_issue_numbers(fake, mark) == [2, 3]
+
+
+async def test_a_pull_request_delivery_brings_its_evidence(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    pr = fake.add_pull(REPO, "Fix four", head_ref="fix-four", closes=[4])
+    answer = await deliver(
+        hooked, "pull_request", pull_request_payload(fake, "opened", REPO, int(str(pr["number"])))
+    )
+    assert answer.status_code == 202
+
+    async def has_evidence() -> bool:
+        record = await client_of(hooked).get(task_id(4))
+        return bool(record["evidence"])
+
+    await eventually(has_evidence)
+    record = await client_of(hooked).get(task_id(4))
+    assert {(e["kind"], e["ref"]) for e in record["evidence"]} == {
+        ("review", str(pr["html_url"])),
+        ("branch", "fix-four"),
+    }
+
+
+async def test_a_closing_commit_arrives_as_evidence_with_the_close(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    sha = "e5bd3914e2e596debea16f433f57875b5b90bcd6"
+    fake.close_issue(REPO, 5, commit_id=sha)
+    assert (
+        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 5))
+    ).status_code == 202
+
+    async def five_done() -> bool:
+        return await status_of(hooked, 5) == "done"
+
+    await eventually(five_done)
+    record = await client_of(hooked).get(task_id(5))
+    assert [(e["kind"], e["ref"]) for e in record["evidence"]] == [("commit", sha)]
+
+
+async def test_deliveries_it_cannot_use(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    ping = await deliver(hooked, "ping", ping_payload(fake, REPO))
+    assert (ping.status_code, ping.json()["message"]) == (202, "accepted; 0 issue(s) to refresh")
+    elsewhere = issues_payload(fake, "opened", REPO, 1)
+    elsewhere["repository"] = {**dict(elsewhere["repository"]), "full_name": "octo-org/other"}
+    assert (await deliver(hooked, "issues", elsewhere)).status_code == 404
+    no_id = await deliver(
+        hooked, "issues", issues_payload(fake, "opened", REPO, 1), headers={"X-GitHub-Delivery": ""}
+    )
+    assert no_id.status_code == 400
+    not_json = await deliver(hooked, "issues", b"{not json")
+    assert not_json.status_code == 400
+
+
+async def test_a_delivery_during_a_refresh_is_not_left_for_the_next_poll(
+    hooked: GitHubMesh,
+) -> None:
+    fake = hooked.fake
+    tracker = hooked.hosted.store.tracker
+    fetch = tracker.fetch
+    gate = asyncio.Event()
+    fetched: list[int] = []
+
+    async def slow_fetch(number: int) -> TrackedIssue | None:
+        fetched.append(number)
+        if number == 2:
+            await gate.wait()  # the refresh of #2 is in flight...
+        return await fetch(number)
+
+    tracker.fetch = slow_fetch  # type: ignore[method-assign]
+    fake.close_issue(REPO, 2)
+    fake.close_issue(REPO, 3)
+    assert (
+        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 2))
+    ).status_code == 202
+
+    async def two_in_flight() -> bool:
+        return 2 in fetched
+
+    await eventually(two_in_flight)
+    # ...when the delivery for #3 arrives.
+    assert (
+        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 3))
+    ).status_code == 202
+    gate.set()
+
+    async def three_done() -> bool:
+        return await status_of(hooked, 3) == "done"
+
+    await eventually(three_done, within_s=2)  # actual: only after the 60 s poll interval
