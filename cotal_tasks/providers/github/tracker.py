@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -41,7 +41,7 @@ class GitHubTracker:
         return mapping.number_of(self.repo, task_id)
 
     async def list_changed(
-        self, cursor: str | None, etag: tuple[str, str] | None
+        self, cursor: str | None, etag: tuple[str, str] | None, marks: Mapping[str, str]
     ) -> AsyncIterator[ListPage]:
         since = None
         if cursor is not None:

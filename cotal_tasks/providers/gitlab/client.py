@@ -74,8 +74,11 @@ class GitLabClient:
             response = await self.http.request("GET", url, params=query)
             yield response
             pages += 1
-            next_url = response.links.get("next", {}).get("url")
-            if next_url is not None:
+            if "x-page" not in response.headers and "x-next-page" not in response.headers:
+                # Keyset pagination: follow the cursor link GitLab gives.
+                next_url = response.links.get("next", {}).get("url")
+                if next_url is None:
+                    return
                 url, query = next_url, None
                 continue
             next_page = response.headers.get("x-next-page")

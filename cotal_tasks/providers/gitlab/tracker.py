@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -22,6 +22,8 @@ from cotal_tasks.providers.hosted.tracker import (
 )
 
 log = logging.getLogger(__name__)
+
+MR_MARK = "merge_requests"
 
 
 def _iso(stamp: datetime) -> str:
@@ -52,7 +54,7 @@ class GitLabTracker:
         return _iso(at - timedelta(seconds=self.config.overlap_s))
 
     async def list_changed(
-        self, cursor: str | None, etag: tuple[str, str] | None
+        self, cursor: str | None, etag: tuple[str, str] | None, marks: Mapping[str, str]
     ) -> AsyncIterator[ListPage]:
         since = self._since(cursor)
         highest = cursor
@@ -74,16 +76,26 @@ class GitLabTracker:
                 cursor=highest,
                 total_pages=int(total) if total and total.isdigit() else None,
             )
-        # Merge requests changed since the last poll name the issues worth an evidence read.
-        linked: set[int] = set()
+        # Merge requests changed since the last sweep name the issues worth an evidence
+        # read. The sweep keeps its own cursor, so an interrupted import misses none.
+        swept = marks.get(MR_MARK)
+        newest = swept
         path = self.path or self.config.project
-        async for response in self.client.merge_request_pages(since):
+        async for response in self.client.merge_request_pages(self._since(swept)):
+            linked: set[int] = set()
             for merge_request in response.json():
                 stamp = merge_request.get("updated_at")
-                if cursor is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(cursor):
+                if swept is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(swept):
                     linked |= mapping.mentioned_issues(path, merge_request)
-        if linked:
-            yield ListPage((), frozenset(linked), cursor=highest, listing=False)
+                if stamp and (newest is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(newest)):
+                    newest = stamp
+            yield ListPage(
+                (),
+                frozenset(linked),
+                cursor=highest,
+                listing=False,
+                marks={MR_MARK: newest} if newest else None,
+            )
 
     async def recent(self, count: int) -> list[TrackedIssue]:
         items = await self.client.recent_issues(min(count, 100))

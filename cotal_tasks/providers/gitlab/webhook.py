@@ -11,7 +11,9 @@ from cotal_tasks.providers.gitlab.mapping import mentioned_issues
 
 TOKEN_HEADER = "x-gitlab-token"
 EVENT_HEADER = "x-gitlab-event"
-DELIVERY_HEADERS = ("x-gitlab-event-uuid", "idempotency-key")
+IDEMPOTENCY_HEADER = "idempotency-key"  # stable across GitLab's retries of one delivery
+WEBHOOK_HEADER = "x-gitlab-webhook-uuid"
+EVENT_UUID_HEADER = "x-gitlab-event-uuid"  # one per triggering request, shared by its hooks
 
 
 def token_valid(secret: bytes, header: str | None) -> bool:
@@ -21,10 +23,15 @@ def token_valid(secret: bytes, header: str | None) -> bool:
 
 
 def delivery_id(headers: Mapping[str, str]) -> str | None:
-    for name in DELIVERY_HEADERS:
-        if headers.get(name):
-            return headers[name]
-    return None
+    """What identifies one delivery: ``Idempotency-Key`` (GitLab 17.4+, the same on every
+    retry); before that, the webhook and event UUIDs together, which tell deliveries apart
+    but change on a resend, so an old GitLab's retry is refreshed twice (harmless)."""
+    if headers.get(IDEMPOTENCY_HEADER):
+        return headers[IDEMPOTENCY_HEADER]
+    event = headers.get(EVENT_UUID_HEADER)
+    if not event:
+        return None
+    return f"{headers.get(WEBHOOK_HEADER, '')}:{event}"
 
 
 def project_of(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:

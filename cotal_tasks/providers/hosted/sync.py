@@ -67,11 +67,13 @@ class SyncEngine:
         saved = await self.checkpoint()
         cursor: str | None = saved.get("cursor")
         etag = tuple(saved["etag"]) if saved.get("etag") else None
+        marks: dict[str, str] = dict(saved.get("marks") or {})
         report = SyncReport()
-        linked: set[int] = set()
+        # Issues owed an evidence read survive an interruption: they are checkpointed too.
+        linked: set[int] = set(saved.get("pending") or ())
         total: int | None = None
         mark = await self.store.read_mark()
-        async for page in tracker.list_changed(cursor, etag):
+        async for page in tracker.list_changed(cursor, etag, marks):
             if page.not_modified:
                 report.not_modified = True
                 break
@@ -81,7 +83,8 @@ class SyncEngine:
             linked |= page.linked
             if page.cursor is not None:
                 cursor = page.cursor
-            saved = {**saved, "cursor": cursor}
+            marks.update(page.marks or {})
+            saved = {**saved, "cursor": cursor, "marks": marks, "pending": sorted(linked)}
             if page.etag is not None:
                 saved["etag"] = list(page.etag)
             await self.state.save(self.key, saved, self.clock())  # checkpoint every page
@@ -91,6 +94,8 @@ class SyncEngine:
         numbers = linked | self._take_woken()
         report.fetched, changed = await self.refresh(numbers)
         report.changed += changed
+        if saved.get("pending"):
+            await self.state.save(self.key, {**saved, "pending": []}, self.clock())
         return report
 
     async def refresh(self, numbers: Iterable[int]) -> tuple[int, int]:

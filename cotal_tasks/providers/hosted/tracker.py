@@ -8,7 +8,7 @@ the contract, retries, webhook dedup) is shared and lives in ``providers/hosted`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -62,6 +62,7 @@ class ListPage:
     etag: tuple[str, str] | None = None  # (request URL, ETag) of the first page
     total_pages: int | None = None  # when the tracker says how many pages there are
     listing: bool = True  # False: not a page of the issue listing (links found elsewhere)
+    marks: Mapping[str, str] | None = None  # further named cursors to checkpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +112,13 @@ class Tracker(Protocol):
         ...
 
     def list_changed(
-        self, cursor: str | None, etag: tuple[str, str] | None
+        self, cursor: str | None, etag: tuple[str, str] | None, marks: Mapping[str, str]
     ) -> AsyncIterator[ListPage]:
-        """Pages of issues updated at or after ``cursor`` minus the overlap, oldest first."""
+        """Pages of issues updated at or after ``cursor`` minus the overlap, oldest first.
+
+        ``marks`` are the named cursors earlier pages returned (``ListPage.marks``), for
+        listings beside the issues (a tracker's merge requests).
+        """
         ...
 
     async def recent(self, count: int) -> list[TrackedIssue]:

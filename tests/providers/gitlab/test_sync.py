@@ -1,0 +1,503 @@
+"""The GitLab sync against the fake GitLab on loopback: the import over keyset and over
+offset pagination, the offset restart, the incremental poll, rate limits and retries,
+refusals, and the rule that nothing is closed by absence. Request counts come from the
+fake's request log.
+
+Retry waits run on virtual time (``VirtualTime``: a wait moves the fake's clock so its
+throttle window really resets).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cotal_tasks.providers.gitlab import client as gitlab_client
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from tests.providers.gitlab._support import (
+    ISSUES,
+    MERGE_REQUESTS,
+    PROJECT,
+    TOKEN_ENV,
+    GitLabEndpoint,
+    evidence_requests,
+    fetched_iids,
+    issue_pages,
+    merge_request_pages,
+    ms,
+    newest_updated_at,
+    open_gitlab,
+    task_id,
+)
+from tests.support.fake_gitlab import FakeGitLab, iso
+
+LISTING = {
+    "state": "all",
+    "order_by": "updated_at",
+    "sort": "asc",
+    "per_page": "100",
+    "pagination": "keyset",
+}
+
+
+def expected_status(fake: FakeGitLab, iid: int) -> tuple[str, str]:
+    """What the default rules make of a bulk issue: nobody is a seat, and the only scoped
+    workflow label bulk issues carry is ``workflow::in progress`` (claimed, which the
+    invariant turns into open without a binding; the label stays the statusSource)."""
+    issue = fake.issue(PROJECT, iid)
+    if issue.state == "closed":
+        return "done", "closed"
+    if "workflow::in progress" in issue.labels:
+        return "open", "workflow::in progress"
+    return "open", "opened"
+
+
+async def check_mirror_matches(gl: GitLabEndpoint, count: int) -> None:
+    tasks = await gl.all_tasks()
+    assert sorted(str(t["taskId"]) for t in tasks) == sorted(
+        task_id(n) for n in range(1, count + 1)
+    )
+    wrong = [
+        (t["taskId"], t["status"], t["statusSource"])
+        for t in tasks
+        if (t["status"], t["statusSource"])
+        != expected_status(gl.fake, int(str(t["taskId"]).rsplit("#", 1)[1]))
+    ]
+    assert wrong == []
+
+
+def link_three_merge_requests(fake: FakeGitLab) -> dict[int, int]:
+    """MRs on issues 7 (closes, merged), 500 (mentions) and 990 (closes, still open);
+    returns issue iid -> MR iid. Each linked issue gets a system note, so it is updated."""
+    fake.advance(1)
+    linked = {}
+    linked[7] = int(
+        fake.add_merge_request(PROJECT, "Fix 7", source_branch="fix-7", closes=[7])["iid"]
+    )
+    linked[500] = int(
+        fake.add_merge_request(
+            PROJECT, "Tidy", "Relates to #500", source_branch="see-500", mentions=[500]
+        )["iid"]
+    )
+    linked[990] = int(
+        fake.add_merge_request(PROJECT, "Fix 990", source_branch="fix-990", closes=[990])["iid"]
+    )
+    fake.advance(1)
+    fake.merge_merge_request(PROJECT, linked[7])
+    return linked
+
+
+def evidence_paths(linked: dict[int, int]) -> list[str]:
+    paths = []
+    for iid, mr in linked.items():
+        paths += [
+            f"{ISSUES}/{iid}",
+            f"{ISSUES}/{iid}/closed_by",
+            f"{ISSUES}/{iid}/related_merge_requests",
+            f"{MERGE_REQUESTS}/{mr}",
+        ]
+    return sorted(paths)
+
+
+# -- the import --------------------------------------------------------------------------
+
+
+async def test_import_of_1000_issues_over_keyset_pagination(
+    gl: GitLabEndpoint, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ceil(1000/100) = 10 issue pages, one merge-request page (the sweep that names the
+    issues worth an evidence read), and evidence reads only for the three linked issues."""
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 1000, closed_every=10)
+    linked = link_three_merge_requests(fake)
+    caplog.set_level(logging.DEBUG, logger="cotal_tasks")
+    caplog.set_level(logging.DEBUG, logger="httpx")
+
+    report = await gl.poll()
+
+    pages = issue_pages(fake)
+    assert len(pages) == math.ceil(1000 / 100) == 10
+    assert [r.status for r in pages] == [200] * 10
+    assert pages[0].query == LISTING  # no updated_after: the first import reads everything
+    assert "cursor" not in pages[0].query
+    assert all(r.query.get("pagination") == "keyset" and "cursor" in r.query for r in pages[1:])
+    assert all("page" not in r.query for r in pages)  # keyset, never an offset
+    sweep = merge_request_pages(fake)
+    assert len(sweep) == 1
+    assert {k: sweep[0].query[k] for k in ("order_by", "sort", "per_page")} == {
+        "order_by": "updated_at",
+        "sort": "asc",
+        "per_page": "100",
+    }
+    assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(linked)
+    assert len(fake.requests) == 10 + 1 + 4 * len(linked)
+    assert fake.writes == []
+
+    assert (report.pages, report.issues, report.fetched) == (10, 1000, 3)
+    await check_mirror_matches(gl, 1000)
+    assert await gl.cursor() == iso(newest_updated_at(fake))
+    assert "stale" not in await gl.client.list_tasks()
+    assert fake.token not in caplog.text
+
+
+async def test_import_of_1000_issues_over_offset_pagination(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    """A GitLab before 18.3 ignores ``pagination=keyset`` on project issues and answers with
+    offset pagination: the client follows it, 10 pages for 1,000 issues, with the total
+    page count from ``x-total-pages`` driving the progress."""
+    fake = gitlab
+    fake.keyset_supported = False
+    fake.bulk_issues(PROJECT, 1000, closed_every=10)
+    linked = link_three_merge_requests(fake)
+    progress: list[tuple[int, int | None]] = []
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b") as gl:
+        report = await gl.sync.poll_once(lambda done, total: progress.append((done, total)))
+
+        pages = issue_pages(fake)
+        assert len(pages) == math.ceil(1000 / 100) == 10
+        assert [r.status for r in pages] == [200] * 10
+        assert [r.query.get("page") for r in pages] == [None, *map(str, range(2, 11))]
+        assert all("cursor" not in r.query for r in pages)
+        assert len(merge_request_pages(fake)) == 1
+        assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(linked)
+        assert len(fake.requests) == 10 + 1 + 4 * len(linked)
+        assert (report.pages, report.issues, report.fetched) == (10, 1000, 3)
+        assert progress[:10] == [(page, 10) for page in range(1, 11)]
+        assert all(total == 10 and done <= total for done, total in progress), progress
+        await check_mirror_matches(gl, 1000)
+        assert await gl.cursor() == iso(newest_updated_at(fake))
+
+
+async def test_a_long_offset_listing_restarts_and_never_meets_the_offset_limit(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Scaled down: restart every 2 pages (instead of 100) against an offset limit of 300
+    records (instead of 50,000), over 700 issues. Every request must stay within the limit,
+    and a restart asks page 1 again from the newest ``updated_at`` read so far."""
+    monkeypatch.setattr(gitlab_client, "OFFSET_RESTART_PAGES", 2)
+    fake = gitlab
+    fake.keyset_supported = False
+    fake.max_offset = 300
+    fake.bulk_issues(PROJECT, 700)
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b") as gl:
+        report = await gl.poll()
+
+        pages = issue_pages(fake)
+        assert [r.status for r in pages] == [200] * len(pages)
+        assert all(int(r.query.get("page", "1")) * 100 <= 300 for r in pages)
+        restarts = [r for r in pages[1:] if "page" not in r.query]
+        assert restarts, "the listing never started over"
+        for request in restarts:
+            before = pages[pages.index(request) - 1]
+            assert "updated_after" in request.query
+            assert request.query.get("updated_after") != before.query.get("updated_after")
+        assert report.issues >= 700
+        await check_mirror_matches(gl, 700)
+
+
+# -- the incremental poll ----------------------------------------------------------------
+
+
+async def test_incremental_poll_remaps_only_what_changed(gl: GitLabEndpoint) -> None:
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 250)
+    await gl.poll()
+    cursor = await gl.cursor()
+    assert cursor == iso(newest_updated_at(fake))
+    before = await gl.seq()
+    fake.advance(60)
+    issue10 = fake.issue(PROJECT, 10)
+    issue10.title, issue10.updated_ms = "Crash on startup, with a stack trace", fake.clock.ms
+    fake.set_labels(fake.issue(PROJECT, 20), ["bug", "workflow::blocked"])
+    fake.close_issue(PROJECT, 30)
+    fake.touch(PROJECT, 40)  # updated, but nothing the record carries changed
+    fake.advance(1)
+    fake.add_issue(PROJECT, "A new one")  # 251
+    fake.add_issue(PROJECT, "Another new one")  # 252
+    mark = len(fake.requests)
+
+    report = await gl.poll()
+
+    (page,) = issue_pages(fake, mark)
+    assert cursor is not None
+    assert page.query == {**LISTING, "updated_after": iso(ms(cursor) - 5000)}  # overlap
+    (sweep,) = merge_request_pages(fake, mark)
+    # The merge-request sweep keeps its own cursor; with no merge request seen yet it
+    # has none, and its one (empty) page costs a single request.
+    assert "updated_after" not in sweep.query
+    assert evidence_requests(fake, mark) == []
+    # Read: #250 again (the overlap), #10, #20, #30, #40 and the two new issues.
+    assert (report.issues, report.changed, report.fetched) == (7, 5, 0)
+    assert await gl.seq() == before + 5
+    for n, entries in {10: 2, 20: 2, 30: 2, 40: 1, 250: 1, 251: 1, 252: 1, 1: 1}.items():
+        assert len(await gl.store.history(task_id(n))) == entries, n
+    assert (await gl.get(10))["title"] == "Crash on startup, with a stack trace"
+    record = await gl.get(20)
+    assert (record["status"], record["statusSource"]) == ("open", "workflow::blocked")
+    assert ((await gl.get(30))["status"], (await gl.get(30))["statusSource"]) == ("done", "closed")
+    assert (await gl.get(251))["title"] == "A new one"
+    assert await gl.cursor() == iso(fake.clock.ms)
+
+    # And a poll with nothing new re-reads the overlap only, and maps nothing.
+    mark, seq = len(fake.requests), await gl.seq()
+    report = await gl.poll()
+    assert len(issue_pages(fake, mark)) == 1
+    assert len(merge_request_pages(fake, mark)) == 1
+    assert len(fake.requests) - mark == 2  # GitLab has no conditional requests
+    assert report.changed == 0
+    assert await gl.seq() == seq
+
+
+async def test_a_merge_request_since_the_last_poll_brings_evidence(gl: GitLabEndpoint) -> None:
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 120)
+    await gl.poll()
+    fake.advance(60)
+    mr = fake.add_merge_request(PROJECT, "Fix 5", source_branch="fix-5", closes=[5])
+    fake.advance(60)
+    sha = fake.merge_merge_request(PROJECT, int(mr["iid"]))
+    mark = len(fake.requests)
+
+    report = await gl.poll()
+
+    assert fetched_iids(fake, mark) == [5]
+    assert report.fetched == 1
+    record = await gl.get(5)
+    assert (record["status"], record["statusSource"]) == ("done", "closed")
+    assert ("commit", sha) in {(e["kind"], e["ref"]) for e in record["evidence"]}
+
+
+async def test_a_task_is_never_closed_because_its_issue_is_missing(gl: GitLabEndpoint) -> None:
+    fake = gl.fake
+    for k in range(1, 6):
+        fake.add_issue(PROJECT, f"Issue {k}")
+        fake.advance(60)
+    await gl.poll()
+    kept = await gl.get(3)
+    seq = await gl.seq()
+    del fake.project(PROJECT).issues[3]  # deleted on GitLab (or moved, or made confidential)
+    fake.touch(PROJECT, 4)
+
+    await gl.poll()
+
+    assert await gl.get(3) == kept
+    assert await gl.seq() == seq  # #4 was touched but says the same
+    assert len(await gl.all_tasks()) == 5
+
+
+# -- rate limits -------------------------------------------------------------------------
+
+
+async def test_a_429_with_retry_after_is_waited_out_and_the_page_read_again(
+    gl: GitLabEndpoint,
+) -> None:
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 350)
+    clock = gl.virtual_time()
+    fake.set_rate_limit(2, reset_in=30)
+
+    report = await gl.poll()
+
+    pages = issue_pages(fake)
+    assert [r.status for r in pages] == [200, 200, 429, 200, 200]
+    assert pages[2].query == pages[3].query  # the same page, not a restart
+    assert clock.waits == [30.0]  # Retry-After
+    assert report.issues == 350
+    assert len(await gl.all_tasks()) == 350
+    assert "stale" not in await gl.client.list_tasks()
+
+
+async def test_a_429_without_retry_after_waits_for_ratelimit_reset(gl: GitLabEndpoint) -> None:
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 150)
+    clock = gl.virtual_time()
+    fake.retry_after_header = False
+    fake.set_rate_limit(1, reset_in=45)
+
+    report = await gl.poll()
+
+    assert [r.status for r in issue_pages(fake)] == [200, 429, 200]
+    (wait,) = clock.waits
+    assert 45 <= wait <= 46  # until RateLimit-Reset, and a second more
+    assert report.issues == 150
+
+
+async def test_a_429_with_no_rate_limit_header_at_all_waits_a_minute(gl: GitLabEndpoint) -> None:
+    """gitlab#365728: the headers are sometimes missing; the bridge then waits a minute."""
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 50)
+    clock = gl.virtual_time()
+    fake.omit_rate_limit_headers()
+    fake.fail_next(status=429, retry_after=None, path=ISSUES)
+
+    report = await gl.poll()
+
+    assert [r.status for r in issue_pages(fake)] == [429, 200]
+    assert clock.waits == [60.0]
+    assert report.issues == 50
+
+
+async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    fake = gitlab
+    fake.bulk_issues(PROJECT, 350)
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60) as gl:
+        clock = gl.virtual_time()
+        fake.set_rate_limit(2, reset_in=3600)
+
+        with pytest.raises(RateLimited):
+            await gl.poll()
+
+        assert clock.waits == []  # an hour is not slept through
+        assert [r.status for r in issue_pages(fake)] == [200, 200, 429]
+        page = await gl.client.list_tasks(limit=100)
+        assert page["stale"]["reason"].startswith("GitLab sync is failing")
+        assert "429" in page["stale"]["reason"]
+        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
+        assert await gl.cursor() == iso(fake.issue(PROJECT, 200).updated_ms)
+        assert len(await gl.all_tasks()) == 200
+
+        fake.advance(3600)  # the window resets
+        mark = len(fake.requests)
+        report = await gl.poll()
+
+        pages = issue_pages(fake, mark)
+        assert pages[0].query["updated_after"] == iso(fake.issue(PROJECT, 200).updated_ms - 5000)
+        assert [r.status for r in pages] == [200, 200]
+        # #200 is read again (the overlap); #1 to #199 are not.
+        assert (report.issues, report.changed) == (151, 150)
+        await check_mirror_matches(gl, 350)
+        assert "stale" not in await gl.client.list_tasks()
+
+
+async def test_a_resumed_import_still_reads_the_evidence_it_had_not_swept(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    """Issue 50 is linked by a merge request made before issues 101 to 250 changed; the
+    first poll is rate-limited on its third issue page, after the checkpoint moved past
+    the merge request. The resumed import must end where an uninterrupted one does."""
+    fake = gitlab
+    fake.bulk_issues(PROJECT, 250)
+    fake.advance(60)
+    mr = fake.add_merge_request(PROJECT, "Fix 50", source_branch="fix-50", closes=[50])
+    for iid in range(101, 251):
+        fake.advance(1)
+        fake.touch(PROJECT, iid)
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60) as gl:
+        gl.virtual_time()
+        fake.set_rate_limit(2, reset_in=3600)
+        with pytest.raises(RateLimited):
+            await gl.poll()
+        fake.advance(3600)
+        await gl.poll()
+
+        record = await gl.get(50)
+        refs = {(e["kind"], e["ref"]) for e in record["evidence"]}
+        assert ("review", str(mr["web_url"])) in refs
+        assert ("branch", "fix-50") in refs
+
+
+# -- retries and refusals ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+async def test_server_errors_are_retried(gl: GitLabEndpoint, status: int) -> None:
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 20)
+    clock = gl.virtual_time()
+    fake.fail_next(2, status=status, path=ISSUES)
+
+    report = await gl.poll()
+
+    assert [r.status for r in issue_pages(fake)] == [status, status, 200]
+    assert len(clock.waits) == 2
+    assert clock.waits[0] <= 1.0
+    assert clock.waits[1] <= 2.0  # exponential backoff with jitter
+    assert report.issues == 20
+    assert "stale" not in await gl.client.list_tasks()
+
+
+async def test_server_errors_give_up_after_max_retries(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    fake = gitlab
+    fake.bulk_issues(PROJECT, 20)
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_retries=2) as gl:
+        gl.virtual_time()
+        fake.fail_next(5, status=503, retry_after=None, path=ISSUES)
+        with pytest.raises(TrackerHttpError) as failed:
+            await gl.poll()
+        assert failed.value.status == 503
+        assert [r.status for r in issue_pages(fake)] == [503, 503, 503]
+        assert "stale" in await gl.client.list_tasks()
+
+
+REFUSALS = {
+    "401 revoked token": 401,
+    "403 no access": 403,
+    "404 no such project": 404,
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
+async def test_refusals_are_never_retried(
+    gitlab: FakeGitLab,
+    gitlab_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    case: str,
+) -> None:
+    status = REFUSALS[case]
+    fake = gitlab
+    fake.bulk_issues(PROJECT, 5)
+    overrides: dict[str, Any] = {}
+    if status == 401:
+        monkeypatch.setenv(TOKEN_ENV, "glpat-revoked00000000000")
+    if status == 403:
+        fake.fail_next(status=403, path=ISSUES)
+    if status == 404:
+        overrides["project"] = "acme/no-such-project"
+    caplog.set_level(logging.DEBUG, logger="cotal_tasks")
+    caplog.set_level(logging.DEBUG, logger="httpx")
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", **overrides) as gl:
+        clock = gl.virtual_time()
+        with pytest.raises(TrackerHttpError) as failed:
+            await gl.poll()
+        assert failed.value.status == status
+        assert [r.status for r in fake.requests] == [status]
+        assert clock.waits == []
+        page = await gl.client.list_tasks()
+        assert page["tasks"] == []
+        assert page["stale"]["reason"].startswith("GitLab sync is failing")
+    for secret in (fake.token, "glpat-revoked"):
+        assert secret not in caplog.text
+        assert secret not in str(failed.value)
+
+
+async def test_a_missing_issue_is_read_once_and_not_retried(gl: GitLabEndpoint) -> None:
+    fake = gl.fake
+    fake.add_issue(PROJECT, "Only one")
+    clock = gl.virtual_time()
+    assert await gl.store.tracker.fetch(99) is None
+    assert [(r.path, r.status) for r in fake.requests] == [(f"{ISSUES}/99", 404)]
+    assert clock.waits == []
+
+
+async def test_a_numeric_project_id_still_names_tasks_by_path(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    fake = gitlab
+    fake.bulk_issues(PROJECT, 3)
+    numeric = str(fake.project(PROJECT).id)
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", project=numeric) as gl:
+        await gl.poll()
+        assert sorted(t["taskId"] for t in await gl.all_tasks()) == [task_id(n) for n in (1, 2, 3)]
+        listing = [r for r in fake.requests if r.path == f"/api/v4/projects/{numeric}/issues"]
+        assert len(listing) == 1
