@@ -3,6 +3,8 @@ one, so several bridges in one process, as in tests, do not collide)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
@@ -11,6 +13,7 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._served: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
         self.commands = Counter(
             "cotal_tasks_commands",
             "Commands served, by endpoint, command, result code (ok or the error code) and "
@@ -58,8 +61,16 @@ class Metrics:
     def command_served(
         self, endpoint: str, command: str, code: str, seconds: float, transport: str = "wire"
     ) -> None:
-        self.commands.labels(endpoint, command, code, transport).inc()
-        self.latency.labels(endpoint, command, transport).observe(seconds)
+        key = (endpoint, command, code, transport)
+        children = self._served.get(key)
+        if children is None:  # label lookups are not free; this runs on every request
+            children = (
+                self.commands.labels(endpoint, command, code, transport),
+                self.latency.labels(endpoint, command, transport),
+            )
+            self._served[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def tracker_request(self, endpoint: str, status: str) -> None:
         self.sync_requests.labels(endpoint, status).inc()
