@@ -34,55 +34,38 @@ written, a test asserts the documented alternative):
 
 from __future__ import annotations
 
-import asyncio
 import json
-import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from nats.aio.msg import Msg
 
 import tests.conformance.test_section6 as section6
-from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.bridge.runtime import running_bridge
-from cotal_tasks.bridge.wire.instance import next_incarnation
+from cotal_tasks.bridge.config import EndpointConfig
 from tests.bridge._support import DictPresence
-from tests.conformance.conftest import SMALL_PAGE_CEILING, Mesh
+from tests.conformance import hosted
+from tests.conformance.conftest import SMALL_PAGE_CEILING
+from tests.conformance.hosted import Tracker
 from tests.conformance.test_section6 import (
-    BRIDGE_PASSWORD_ENV,
     COMMIT_REF,
     RUN_REF,
-    Errors,
-    PositiveRun,
-    _connected,
-    _grants,
-    _violations,
-    binding_triple,
-    board_events,
     claim,
     create,
     get,
     list_page,
-    my_ids,
     refusal,
-    triple,
 )
 from tests.conftest import seat
 from tests.providers.github._support import (
     REPO,
     TOKEN_ENV,
     GitHubMesh,
-    first_sync,
     github_config,
     github_mesh,
     open_github,
 )
-from tests.support.bridge import ENDPOINT, SPACE, TEST_HTTP, broker, set_up_space
-from tests.support.cotal import Space, TestCaller, collect, nonce
+from tests.support.bridge import ENDPOINT
 from tests.support.fake_github import FakeGitHub, RecordedRequest, serve_fake_github
 from tests.support.fake_github_model import Issue
 
@@ -126,6 +109,24 @@ def writes_to(fake: FakeGitHub, issue: Issue) -> list[RecordedRequest]:
 
 def shape(requests: list[RecordedRequest]) -> list[tuple[str, str]]:
     return [(r.method, r.path.removeprefix(ISSUES)) for r in requests]
+
+
+def labels_titled(fake: FakeGitHub, title: str) -> list[str]:
+    return issue_titled(fake, title).labels
+
+
+TRACKER = Tracker(
+    provider="github",
+    section=lambda api_url: (
+        f'provider = "github"\n[endpoints.github]\nrepository = "{REPO}"\n'
+        f'api_url = "{api_url}"\ntoken_env = "{TOKEN_ENV}"\n'
+    ),
+    endpoint=lambda api_url: EndpointConfig(
+        name=ENDPOINT, provider="github", github=github_config(api_url)
+    ),
+    labels_of=labels_titled,
+    claimed="in-progress",
+)
 
 
 # -- 1 to 17 -----------------------------------------------------------------------------
@@ -205,20 +206,16 @@ async def test_check_09_operator_bind_records_target_triple(mesh: GitHubMesh) ->
 
 async def test_check_10_new_incarnation_does_not_inherit_binding(mesh: GitHubMesh) -> None:
     await section6.test_check_10_new_incarnation_does_not_inherit_binding(mesh)
-    operator, old, new = mesh.caller("operator"), mesh.caller("worker", 1), mesh.caller("worker", 2)
     issue = issue_titled(mesh.fake, "Outlives its seat")
     assert issue.assignees == ["octobot"]  # local.worker's account, whichever incarnation
     task_id = f"{REPO}#{issue.number}"
-    held = await get(operator, task_id)
-    # GitHub changes the issue and the sync reads it while the new incarnation is present.
-    mesh.fake.advance(30)
-    mesh.fake.set_title(issue, "Outlives its seat (retitled on GitHub)", "octocat")
-    assert (await mesh.poll()).changed == 1
-    record = await get(operator, task_id)
-    assert record["title"] == "Outlives its seat (retitled on GitHub)"
-    assert record["binding"] == held["binding"]
-    assert binding_triple(record) == triple(old)
-    assert task_id not in await my_ids(new)
+
+    def retitle(title: str) -> None:
+        mesh.fake.set_title(issue, title, "octocat")
+
+    await hosted.check_10_sync_keeps_binding(
+        mesh, task_id, retitle, "Outlives its seat (retitled on GitHub)"
+    )
 
 
 async def test_check_11_environment_three_outcomes(mesh: GitHubMesh) -> None:
@@ -246,16 +243,11 @@ async def test_check_13_records_carry_no_secret(mesh: GitHubMesh) -> None:
         "Rotate the staging certificates"
     ]
     # And what GitHub holds is filtered on the way in: credential-shaped text is left out.
-    fake = mesh.fake
-    fake.advance(30)
-    leaked = fake.add_issue(REPO, section6.SECRETS["title"], section6.SECRETS["brief"])
-    await mesh.poll()
-    record = await get(mesh.caller("reader"), f"{REPO}#{leaked['number']}")
-    section6._only_record_fields(record)
-    text = json.dumps(record, ensure_ascii=False)
-    for secret in section6.SECRETS.values():
-        assert secret not in text
-    assert "brief" not in record
+
+    def leak(title: str, body: str) -> str:
+        return f"{REPO}#{mesh.fake.add_issue(REPO, title, body)['number']}"
+
+    await hosted.check_13_import_filters_secrets(mesh, leak)
 
 
 async def test_check_14_create_with_pinned_id_creates_one_task(mesh: GitHubMesh) -> None:
@@ -286,126 +278,12 @@ async def test_check_17_administer_unbind_reopens_and_clears_binding(mesh: GitHu
 # -- 9, the broker half, with a GitHub-backed bridge ---------------------------------------
 
 
-@dataclass
-class Permissioned:
-    log: Path
-    seat: TestCaller  # holds tasks.self only
-    operator: TestCaller  # holds tasks.read, tasks.write, tasks.bind, tasks.self
-    seat_errors: Errors
-    routed: list[str]
-
-    def bridge_denials(self) -> list[str]:
-        return _violations(self.log, "cotal-tasks")
-
-
-@asynccontextmanager
-async def permissioned_github_mesh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, api_url: str
-) -> AsyncIterator[Permissioned]:
-    """As ``section6.permissioned_mesh``, with the endpoint served from GitHub."""
-    seat_seat, operator_seat = seat("seat", 3), seat("operator", 4)
-    data_dir = tmp_path / "bridge"
-    next_incarnation(data_dir, ENDPOINT.replace(".", "_"))
-    toml = tmp_path / "tasks.toml"
-    toml.write_text(
-        f'space = "{SPACE}"\nnats_url = "nats://127.0.0.1:4222"\ndata_dir = "{data_dir}"\n'
-        f'[[endpoints]]\nname = "{ENDPOINT}"\nprovider = "github"\n'
-        f'[endpoints.github]\nrepository = "{REPO}"\napi_url = "{api_url}"\n'
-        f'token_env = "{TOKEN_ENV}"\n',
-        encoding="utf-8",
-    )
-    serve, seat_rows, operator_rows = await asyncio.gather(
-        _grants(toml, "--serve"),
-        _grants(toml, "--capability", "tasks.self", "--as", str(seat_seat)),
-        _grants(
-            toml,
-            *("--capability", "tasks.read", "--capability", "tasks.write"),
-            *("--capability", "tasks.bind", "--capability", "tasks.self"),
-            *("--as", str(operator_seat)),
-        ),
-    )
-    passwords = {name: secrets.token_hex(12) for name in ("admin", "bridge", "seat", "operator")}
-    users = [
-        {"user": "admin", "password": passwords["admin"]},
-        {"user": "bridge", "password": passwords["bridge"], "permissions": serve},
-        {"user": "seat", "password": passwords["seat"], "permissions": seat_rows},
-        {"user": "operator", "password": passwords["operator"], "permissions": operator_rows},
-    ]
-    server_conf = tmp_path / "nats.conf"
-    server_conf.write_text(
-        "authorization: " + json.dumps({"users": users}, indent=2) + "\n", encoding="utf-8"
-    )
-    monkeypatch.setenv(BRIDGE_PASSWORD_ENV, passwords["bridge"])
-    async with broker(tmp_path, config_file=server_conf) as server:
-        log = server.store_dir / "nats-server.log"
-        await set_up_space(server.url, user="admin", password=passwords["admin"])
-        config = BridgeConfig(
-            space=SPACE,
-            http=TEST_HTTP,
-            data_dir=data_dir,
-            nats_url=server.url,
-            nats_user="bridge",
-            nats_password_env=BRIDGE_PASSWORD_ENV,
-            endpoints=(
-                EndpointConfig(name=ENDPOINT, provider="github", github=github_config(api_url)),
-            ),
-        )
-        async with running_bridge(config) as bridge:
-            await first_sync(bridge)
-            seat_errors, operator_errors = Errors(), Errors()
-            async with (
-                _connected(server.url, "admin", passwords["admin"], Errors()) as admin_nc,
-                _connected(server.url, "seat", passwords["seat"], seat_errors) as seat_nc,
-                _connected(server.url, "operator", passwords["operator"], operator_errors) as op,
-            ):
-                await Space(admin_nc.jetstream(), SPACE).spawn(seat_seat)
-                routed: list[str] = []
-
-                async def route_spy(msg: Msg) -> None:
-                    routed.append(msg.subject)
-
-                await admin_nc.subscribe(f"{section6.PREFIX}.ep.>", cb=route_spy)
-                await admin_nc.flush()
-                yield Permissioned(
-                    log,
-                    TestCaller(seat_nc, SPACE, ENDPOINT, seat_seat),
-                    TestCaller(op, SPACE, ENDPOINT, operator_seat),
-                    seat_errors,
-                    routed,
-                )
-                assert operator_errors.seen == []
-
-
 async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeGitHub, github_url: str
 ) -> None:
-    async with permissioned_github_mesh(tmp_path, monkeypatch, github_url) as mesh:
-        target = mesh.seat.seat
-        task = await create(mesh.operator, "Only an operator binds this")
-        request_nonce = nonce()
-        subject = mesh.seat.subject(
-            "bind-task", request_nonce, mode="owner", target_owner=target.owner
-        )
-        body = mesh.seat.envelope("bind-task", args={"taskId": task["taskId"]}, target=target)
-        got = await mesh.seat.exchange(subject, json.dumps(body).encode(), request_nonce, wait=1)
-        assert got is None, f"a reply came for a publish the broker should deny: {got}"
-        assert mesh.seat_errors.denied_publish(subject), mesh.seat_errors.seen
-        assert subject not in mesh.routed
-        issue = issue_titled(fake, "Only an operator binds this")
-        assert issue.labels == []  # nothing reached GitHub either
-
-        bound = await mesh.operator.ok(
-            "bind-task", {"taskId": task["taskId"]}, mode="owner", target=target
-        )
-        assert bound["status"] == "claimed"
-        assert binding_triple(bound) == {
-            "owner": target.owner,
-            "actor": target.actor,
-            "lifecycleUid": target.lifecycleUid,
-        }
-        assert issue.labels == ["in-progress"]
-        assert await my_ids(mesh.seat) == [task["taskId"]]
-        assert mesh.bridge_denials() == []
+    await hosted.check_09_broker_refuses_self_only_bind_and_admits_the_operator(
+        tmp_path, monkeypatch, TRACKER, fake, github_url
+    )
 
 
 # -- 18 to 24: the positive path -----------------------------------------------------------
@@ -417,19 +295,7 @@ async def test_checks_18_to_24_and_what_github_shows(
     """Checks 18 to 24 are section 6's own functions, each asserting its step of one run
     of the positive path (run once here, where ``test_section6`` runs it per check),
     then the same run as GitHub sees it: one issue, labelled, commented, closed."""
-    run = await section6.positive_path(mesh)
-
-    async def the_run(_: Mesh) -> PositiveRun:
-        return run
-
-    monkeypatch.setattr(section6, "positive_path", the_run)
-    await section6.test_check_18_create_claim_get_names_caller(mesh)
-    await section6.test_check_19_update_blocked_keeps_binding(mesh)
-    await section6.test_check_20_commit_evidence_round_trips(mesh)
-    await section6.test_check_21_update_done_keeps_binding(mesh)
-    await section6.test_check_22_my_tasks_lists_claimed_and_done(mesh)
-    await section6.test_check_23_board_changed_carries_only_counter_and_time(mesh)
-    await section6.test_check_24_change_seq_monotone_and_applied_limit_always(mesh)
+    run = await hosted.checks_18_to_24(mesh, monkeypatch)
 
     issue = issue_titled(mesh.fake, "Ship the parser")
     assert (issue.state, issue.state_reason) == ("closed", "completed")
@@ -442,11 +308,7 @@ async def test_checks_18_to_24_and_what_github_shows(
     ]
     statuses = [run.records[step]["statusSource"] for step in run.records]
     assert statuses == ["in-progress", "blocked", "blocked", "closed"]
-    # The bridge's own writes come back on the next poll as echoes: nothing changes.
-    seq = (await list_page(mesh.caller("reader")))["changeSeq"]
-    mesh.fake.advance(5)
-    assert (await mesh.poll()).changed == 0
-    assert (await list_page(mesh.caller("reader")))["changeSeq"] == seq
+    await hosted.echoes_change_nothing(mesh)
 
 
 async def test_section6_sequence_on_ep_v1(mesh: GitHubMesh) -> None:
@@ -454,22 +316,13 @@ async def test_section6_sequence_on_ep_v1(mesh: GitHubMesh) -> None:
 
 
 async def test_check_23_a_change_made_on_github_is_announced(mesh: GitHubMesh) -> None:
-    reader = mesh.caller("reader")
-    task = await create(reader, "Edited on GitHub")
-    queue, sub = await board_events(mesh.nc)
-    issue = issue_titled(mesh.fake, "Edited on GitHub")
-    mesh.fake.advance(30)
-    mesh.fake.close_issue(REPO, issue.number, "not_planned")
-    assert (await mesh.poll()).changed == 1
-    await mesh.nc.flush()
-    events: list[Msg] = await collect(queue, 0.5)
-    await sub.unsubscribe()
-    assert len(events) == 1
-    data = json.loads(events[0].data)["data"]
-    assert set(data) == {"changeSeq", "observedAt"}
-    assert data["changeSeq"] == (await list_page(reader))["changeSeq"]
-    assert task["taskId"] not in events[0].data.decode()
-    assert (await get(reader, task["taskId"]))["status"] == "dropped"
+
+    def change() -> None:
+        issue = issue_titled(mesh.fake, "Edited on GitHub")
+        mesh.fake.close_issue(REPO, issue.number, "not_planned")
+
+    record = await hosted.check_23_a_tracker_change_is_announced(mesh, "Edited on GitHub", change)
+    assert record["status"] == "dropped"
 
 
 # -- what GitHub cannot hold -------------------------------------------------------------
@@ -506,14 +359,4 @@ async def test_what_github_cannot_hold_is_lost_by_a_fresh_import(
         await fresh.poll()
         again = await fresh.client.get(mapped["taskId"])
         other = await fresh.client.get(unmapped["taskId"])
-    # The account maps back to the principal, but the uid is whatever presence says now,
-    # and who bound it, when, and the environment are gone.
-    assert binding_triple(again) == {"owner": "local", "actor": "worker",
-                                     "lifecycleUid": reborn.lifecycleUid}  # fmt: skip
-    assert again["binding"]["boundBy"] == "tracker-sync"
-    assert "environment" not in again["binding"]
-    assert again["binding"] != held["binding"]
-    # A seat without an account: GitHub shows only the label, so the task reads open.
-    assert (other["status"], other["statusSource"]) == ("open", "in-progress")
-    assert "binding" not in other
-    assert other["evidence"] == []  # the run evidence was a comment; comments are not read
+    hosted.assert_fresh_import_lost(again, other, held, reborn, "in-progress")

@@ -13,34 +13,39 @@ import asyncio
 import hashlib
 import json
 import secrets
-import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.runtime import running_bridge
 from cotal_tasks.bridge.wire.caller import CotalCaller, UsageRefused
 from cotal_tasks.bridge.wire.instance import next_incarnation
 from cotal_tasks.core import ErrorCode, Seat
 from tests.conformance.conftest import SMALL_PAGE_CEILING, Mesh
+from tests.conformance.permissioned import (
+    Errors,
+    _violations,
+    permission_rows,
+    permissioned_bridge_config,
+    permissioned_callers,
+    permissioned_users,
+)
 from tests.conftest import seat
-from tests.support.bridge import ENDPOINT, SPACE, TEST_HTTP, broker, set_up_space
-from tests.support.cotal import Bound, Space, TestCaller, collect, nonce
+from tests.support.bridge import ENDPOINT, SPACE, broker, set_up_space
+from tests.support.cotal import Bound, TestCaller, collect, nonce
 
 Json = dict[str, Any]
 
 TOKEN = ENDPOINT.replace(".", "_")
 PREFIX = f"cotal.{SPACE}"
 BOARD_CHANGED_FILTER = f"{PREFIX}.epe.{TOKEN}.*.*.ev.ai_cotal_tasks.board-changed"
-CLI = Path(sys.executable).parent / "cotal-tasks"
 
 # Section 1's command table, written out: capability and targeting shape per command.
 CONTRACT_TABLE: dict[str, tuple[str, str]] = {
@@ -536,59 +541,6 @@ async def test_check_17_administer_unbind_reopens_and_clears_binding(mesh: Mesh)
 
 # -- 9, the broker half: a permissioned nats-server from `cotal-tasks grants` rows ------
 
-BRIDGE_PASSWORD_ENV = "COTAL_TASKS_TEST_BRIDGE_PASSWORD"
-
-
-async def _grants(config: Path, *args: str) -> Json:
-    proc = await asyncio.create_subprocess_exec(
-        str(CLI),
-        "grants",
-        *args,
-        "--config",
-        str(config),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    permissions: Json = json.loads(out)["permissions"]
-    return permissions
-
-
-def _violations(log: Path, client_name: str) -> list[str]:
-    """The broker's logged permission denials for connections named ``client_name``."""
-    if not log.exists():
-        return []
-    return [
-        line
-        for line in log.read_text(encoding="utf-8").splitlines()
-        if "Violation" in line and f':{client_name}"' in line
-    ]
-
-
-@dataclass
-class Errors:
-    """What nats-py reported through a connection's error_cb."""
-
-    seen: list[Exception] = field(default_factory=list)
-
-    async def record(self, exc: Exception) -> None:
-        self.seen.append(exc)
-
-    def denied_publish(self, subject: str) -> bool:
-        # nats-py lowercases the server's -ERR text, subject included.
-        wanted = f'permissions violation for publish to "{subject.lower()}"'
-        return any(wanted in str(e).lower() for e in self.seen)
-
-
-@asynccontextmanager
-async def _connected(url: str, user: str, password: str, errors: Errors) -> AsyncIterator[NATS]:
-    nc = await nats.connect(url, user=user, password=password, error_cb=errors.record, name=user)
-    try:
-        yield nc
-    finally:
-        await nc.close()
-
 
 @dataclass
 class Permissioned:
@@ -614,37 +566,15 @@ async def permissioned_mesh(
     data_dir = tmp_path / "bridge"
     # A previous run of this endpoint minted its instance id, so --serve pins it.
     identity = next_incarnation(data_dir, TOKEN)
-    toml = tmp_path / "tasks.toml"
-    toml.write_text(
-        f'space = "{SPACE}"\nnats_url = "nats://127.0.0.1:4222"\ndata_dir = "{data_dir}"\n'
-        f'[[endpoints]]\nname = "{ENDPOINT}"\n',
-        encoding="utf-8",
-    )
-    serve, seat_rows, operator_rows = await asyncio.gather(
-        _grants(toml, "--serve"),
-        _grants(toml, "--capability", "tasks.self", "--as", str(seat_seat)),
-        _grants(
-            toml,
-            *("--capability", "tasks.read", "--capability", "tasks.write"),
-            *("--capability", "tasks.bind", "--capability", "tasks.self"),
-            *("--as", str(operator_seat)),
-        ),
+    serve, seat_rows, operator_rows = await permission_rows(
+        tmp_path, data_dir, seat_seat, operator_seat
     )
     assert any(identity.instance_id in row for row in serve["publish"]["allow"]), serve
     assert not any(".bind-task." in row for row in seat_rows["publish"]["allow"]), seat_rows
     assert any(".bind-task.owner.local." in row for row in operator_rows["publish"]["allow"])
-    passwords = {name: secrets.token_hex(12) for name in ("admin", "bridge", "seat", "operator")}
-    users = [
-        {"user": "admin", "password": passwords["admin"]},  # full rights: plays Cotal's setup
-        {"user": "bridge", "password": passwords["bridge"], "permissions": serve},
-        {"user": "seat", "password": passwords["seat"], "permissions": seat_rows},
-        {"user": "operator", "password": passwords["operator"], "permissions": operator_rows},
-    ]
-    server_conf = tmp_path / "nats.conf"
-    server_conf.write_text(
-        "authorization: " + json.dumps({"users": users}, indent=2) + "\n", encoding="utf-8"
+    passwords, server_conf = permissioned_users(
+        tmp_path, monkeypatch, serve, seat_rows, operator_rows
     )
-    monkeypatch.setenv(BRIDGE_PASSWORD_ENV, passwords["bridge"])
     served: list[tuple[str, str]] = []
 
     def on_served(command: str, code: str, _elapsed: float) -> None:
@@ -653,15 +583,7 @@ async def permissioned_mesh(
     async with broker(tmp_path, config_file=server_conf) as server:
         log = server.store_dir / "nats-server.log"
         await set_up_space(server.url, user="admin", password=passwords["admin"])
-        config = BridgeConfig(
-            space=SPACE,
-            http=TEST_HTTP,
-            data_dir=data_dir,
-            nats_url=server.url,
-            nats_user="bridge",
-            nats_password_env=BRIDGE_PASSWORD_ENV,
-            endpoints=(EndpointConfig(name=ENDPOINT),),
-        )
+        config = permissioned_bridge_config(server.url, data_dir, EndpointConfig(name=ENDPOINT))
         bridge_cm = running_bridge(config, on_served=on_served)
         try:
             bridge = await asyncio.wait_for(bridge_cm.__aenter__(), timeout=20)
@@ -672,30 +594,19 @@ async def permissioned_mesh(
             ) from exc
         try:
             assert bridge.servers[0].identity.instance_id == identity.instance_id
-            admin_errors, seat_errors, operator_errors = Errors(), Errors(), Errors()
-            async with (
-                _connected(server.url, "admin", passwords["admin"], admin_errors) as admin_nc,
-                _connected(server.url, "seat", passwords["seat"], seat_errors) as seat_nc,
-                _connected(server.url, "operator", passwords["operator"], operator_errors) as op,
-            ):
-                await Space(admin_nc.jetstream(), SPACE).spawn(seat_seat)
-                routed: list[str] = []
-
-                async def route_spy(msg: Msg) -> None:
-                    routed.append(msg.subject)
-
-                await admin_nc.subscribe(f"{PREFIX}.ep.>", cb=route_spy)
-                await admin_nc.flush()
+            seat_errors, operator_errors = Errors(), Errors()
+            async with permissioned_callers(
+                server.url, passwords, seat_seat, operator_seat, seat_errors, operator_errors
+            ) as (seat_caller, operator_caller, routed):
                 yield Permissioned(
                     log,
-                    TestCaller(seat_nc, SPACE, ENDPOINT, seat_seat),
-                    TestCaller(op, SPACE, ENDPOINT, operator_seat),
+                    seat_caller,
+                    operator_caller,
                     seat_errors,
                     operator_errors,
                     served,
                     routed,
                 )
-                assert admin_errors.seen == []
         finally:
             await bridge_cm.__aexit__(None, None, None)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from pathlib import Path
 
 import pytest
@@ -12,48 +11,7 @@ from sqlalchemy.engine import make_url
 from cotal_tasks.core import ContractError, CreateTaskInput, ErrorCode, create_task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import PageQuery, Write
-
-
-class TcpProxy:
-    """A loopback TCP proxy to a real server, which a test can cut off."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.upstream = (host, port)
-        self.server: asyncio.Server | None = None
-        self.pipes: set[asyncio.Task[None]] = set()
-        self.writers: list[asyncio.StreamWriter] = []
-
-    async def start(self) -> int:
-        self.server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        port: int = self.server.sockets[0].getsockname()[1]
-        return port
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(*self.upstream)
-        self.writers += [writer, up_writer]
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pipe(src, dst))
-            self.pipes.add(task)
-            task.add_done_callback(self.pipes.discard)
-
-    @staticmethod
-    async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, OSError):
-            while data := await src.read(65536):
-                dst.write(data)
-                await dst.drain()
-        dst.close()
-
-    async def stop(self) -> None:
-        """Refuse new connections and drop every open one, as a stopped server would."""
-        if self.server is not None:
-            self.server.close()
-            await self.server.wait_closed()
-        for writer in self.writers:
-            writer.close()
-        for task in list(self.pipes):
-            task.cancel()
-        await asyncio.gather(*self.pipes, return_exceptions=True)
+from tests.support.tcp_proxy import TcpProxy
 
 
 async def assert_unavailable(store: BoardStore) -> None:

@@ -80,9 +80,17 @@ class GitHubClient:
     ) -> AsyncIterator[httpx.Response]:
         """Pages of ``state=all`` issues (and pull requests) updated since, oldest first.
 
-        The first request is conditional when ``etag`` was recorded for that same URL; a
-        304 is yielded as it is and ends the listing.
+        With ``etag`` (the URL and ETag of the last page of an earlier listing, recorded
+        when that page had room to spare), a conditional request for that page comes
+        first: any change sorts to the end of an ascending listing, so it would have to
+        change that page, and a 304 proves nothing changed (and is yielded, ending the
+        listing). Otherwise the listing starts from the first page.
         """
+        if etag is not None:
+            probe = await self.http.request("GET", etag[0], headers={"If-None-Match": etag[1]})
+            if probe.status_code == 304:
+                yield probe
+                return
         params: dict[str, Any] = {
             "state": "all",
             "sort": "updated",
@@ -91,17 +99,12 @@ class GitHubClient:
         }
         if since is not None:
             params["since"] = since
-        first = self.http.client.build_request("GET", self._path("/issues"), params=params)
-        headers = {}
-        if etag is not None and etag[0] == str(first.url):
-            headers["If-None-Match"] = etag[1]
-        url: str | None = str(first.url)
+        url: str | None = str(
+            self.http.client.build_request("GET", self._path("/issues"), params=params).url
+        )
         while url is not None:
-            response = await self.http.request("GET", url, headers=headers)
+            response = await self.http.request("GET", url)
             yield response
-            if response.status_code == 304:
-                return
-            headers = {}
             url = response.links.get("next", {}).get("url")
 
     async def recent_issues(self, count: int) -> list[dict[str, Any]]:

@@ -75,11 +75,13 @@ class GitHubTracker:
                 for item in items
             ]
             page_etag = None
-            # A 304 on the first page proves nothing changed only when that page was the
-            # whole listing with room to spare: a change sorts to the end (ascending by
-            # updated_at), so it would have to show on this page and change its ETag.
-            whole = "next" not in response.links and len(raw) < PER_PAGE
-            if first and whole and response.headers.get("etag"):
+            # A page with room to spare is the last one: remember its ETag, so the next
+            # poll can learn with one conditional request that nothing changed.
+            if (
+                len(raw) < PER_PAGE
+                and "next" not in response.links
+                and response.headers.get("etag")
+            ):
                 page_etag = (str(response.request.url), response.headers["etag"])
             total = _last_page(response) if first else None
             first = False

@@ -7,7 +7,6 @@ listener plus a NATS connection playing the space (presence cards, wire callers)
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -37,6 +36,7 @@ from cotal_tasks.providers.store import (
 from tests.conftest import seat
 from tests.support.bridge import SPACE, broker, client, set_up_space
 from tests.support.cotal import Space, TestCaller
+from tests.support.tcp_proxy import TcpProxy
 
 ACME = "com.acme.tasks"
 OPS = "com.acme.ops"
@@ -75,7 +75,7 @@ class HttpMesh:
     nc: NATS
     space: Space
     http: httpx.AsyncClient
-    proxy: CuttableProxy | None = None  # between the bridge and its separate broker
+    proxy: TcpProxy | None = None  # between the bridge and its separate broker
 
     @property
     def url(self) -> str:
@@ -107,7 +107,7 @@ async def open_http_mesh(
     *,
     names: Sequence[str] = (ACME,),
     tokens: Sequence[HttpToken] = (),
-    embedded: bool = True,  # False: a separate broker, reached through a CuttableProxy
+    embedded: bool = True,  # False: a separate broker, reached through a TcpProxy
     headers: dict[str, str] | None = None,
     before_start: BeforeStart | None = None,
     **endpoint: Any,
@@ -119,11 +119,11 @@ async def open_http_mesh(
     """
     async with AsyncExitStack() as stack:
         nats_url = None
-        proxy: CuttableProxy | None = None
+        proxy: TcpProxy | None = None
         if not embedded:
             server = await stack.enter_async_context(broker(tmp_path))
             await set_up_space(server.url)
-            proxy = CuttableProxy("127.0.0.1", server.port)
+            proxy = TcpProxy("127.0.0.1", server.port)
             await proxy.mend()
             stack.push_async_callback(proxy.cut)
             nats_url = proxy.url
@@ -144,54 +144,6 @@ async def open_http_mesh(
             httpx.AsyncClient(base_url=running.http_url, headers=headers, timeout=30)
         )
         yield HttpMesh(running, nc, Space(nc.jetstream(), SPACE), http, proxy)
-
-
-class CuttableProxy:
-    """A loopback TCP proxy to a real server; ``cut`` drops every connection and refuses
-    new ones, ``mend`` listens again on the same port."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.upstream = (host, port)
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._writers: list[asyncio.StreamWriter] = []
-        self._pipes: set[asyncio.Task[None]] = set()
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
-
-    async def mend(self) -> None:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection(*self.upstream)
-        self._writers += [writer, up_writer]
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            pipe = asyncio.create_task(self._pipe(src, dst))
-            self._pipes.add(pipe)
-            pipe.add_done_callback(self._pipes.discard)
-
-    @staticmethod
-    async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, OSError):
-            while data := await src.read(65536):
-                dst.write(data)
-                await dst.drain()
-        dst.close()
-
-    async def cut(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
-        for writer in self._writers:
-            writer.close()
-        self._writers.clear()
-        for pipe in list(self._pipes):
-            pipe.cancel()
-        await asyncio.gather(*self._pipes, return_exceptions=True)
 
 
 async def _close_quietly(nc: NATS) -> None:

@@ -92,9 +92,12 @@ async def test_sync_imports_with_progress_and_a_summary(
     finally:
         await store.close()
 
-    # Run again: only the overlap is read, then nothing at all (one conditional request).
+    # Run again: the import's last page had room to spare, so its ETag answers for the
+    # whole listing: one conditional request, 304, every time nothing changed.
+    mark = len(fake.requests)
     again = await cotal_tasks("sync", "--config", str(config_file))
-    assert "synced: 1 page(s), 1 issue(s) read, 0 fetched with evidence, 0 task(s)" in again.out
+    assert "unchanged (one conditional request): 0 page(s), 0 issue(s) read" in again.out
+    assert [r.status for r in fake.requests[mark:]] == [304]
     mark = len(fake.requests)
     unchanged = await cotal_tasks("sync", "--config", str(config_file))
     assert unchanged.code == 0, unchanged.err

@@ -130,9 +130,11 @@ async def test_incremental_poll_remaps_only_what_changed(gh: GitHubEndpoint) -> 
 
     report = await gh.poll()
 
-    listing = list_requests(fake, mark)
-    assert len(listing) == 1
-    assert listing[0].query["since"] == iso(fake.issue(REPO, 250).updated_at - 5)  # overlap
+    probe, listing = list_requests(fake, mark)
+    # The conditional probe of the last page said "changed"; the listing then starts over.
+    assert (probe.status, probe.if_none_match is not None) == (200, True)
+    assert listing.if_none_match is None
+    assert listing.query["since"] == iso(fake.issue(REPO, 250).updated_at - 5)  # overlap
     assert evidence_requests(fake, mark) == []
     # Read: #250 again (the overlap), #10, #20, #30, #40 and the two new issues.
     assert (report.pages, report.issues, report.changed) == (1, 7, 5)
@@ -150,10 +152,9 @@ async def test_incremental_poll_remaps_only_what_changed(gh: GitHubEndpoint) -> 
     assert saved["cursor"] == iso(fake.clock.now)
 
 
-async def test_first_poll_after_a_change_rereads_only_the_overlap(gh: GitHubEndpoint) -> None:
-    """The ETag belongs to the listing URL, and the URL carries ``since``: after a poll
-    that moved the cursor, the next poll asks a new URL, so it is one plain request
-    answered with the overlap (nothing re-mapped); the poll after that is conditional."""
+async def test_the_first_poll_after_an_import_is_already_conditional(gh: GitHubEndpoint) -> None:
+    """The import's last page had room to spare, so its ETag was kept: any change would
+    sort onto that page, and the next poll asks for it conditionally: one request, 304."""
     gh.fake.bulk_issues(REPO, 150)
     await gh.poll()
     seq, mark = await gh.seq(), len(gh.fake.requests)
@@ -161,9 +162,9 @@ async def test_first_poll_after_a_change_rereads_only_the_overlap(gh: GitHubEndp
     report = await gh.poll()
 
     (request,) = gh.fake.requests[mark:]
-    assert (request.status, request.if_none_match) == (200, None)
-    assert request.query["since"] == iso(gh.fake.issue(REPO, 150).updated_at - 5)
-    assert (report.pages, report.issues, report.changed, report.not_modified) == (1, 1, 0, False)
+    assert (request.status, request.if_none_match is not None) == (304, True)
+    assert request.query["page"] == "2"  # the last page of the import's listing
+    assert (report.pages, report.issues, report.changed, report.not_modified) == (0, 0, 0, True)
     assert await gh.seq() == seq
 
 
@@ -171,7 +172,6 @@ async def test_unchanged_poll_is_one_conditional_request_answered_304(gh: GitHub
     fake = gh.fake
     fake.bulk_issues(REPO, 150)
     await gh.poll()
-    await gh.poll()  # settles the ETag on the URL the cursor now names
     seq, mark, budget = await gh.seq(), len(fake.requests), fake.rate_remaining
 
     report = await gh.poll()
@@ -185,13 +185,15 @@ async def test_unchanged_poll_is_one_conditional_request_answered_304(gh: GitHub
     assert await gh.seq() == seq
     assert "stale" not in await gh.client.list_tasks()
 
-    # The ETag does not hide a change: the same conditional request now gets the page.
+    # The ETag does not hide a change: the same conditional request now gets a 200, and
+    # the listing starts over from the cursor.
     fake.advance(30)
     fake.close_issue(REPO, 3, "not_planned")
     mark = len(fake.requests)
     report = await gh.poll()
-    (request,) = fake.requests[mark:]
-    assert (request.status, request.if_none_match is not None) == (200, True)
+    probe, listing = fake.requests[mark:]
+    assert (probe.status, probe.if_none_match is not None) == (200, True)
+    assert (listing.status, listing.if_none_match) == (200, None)
     assert report.changed == 1
     assert (await gh.get(3))["status"] == "dropped"
 
@@ -537,6 +539,8 @@ async def test_the_overlap_is_configurable(
     async with open_github(fake, github_url, tmp_path / "b", overlap_s=45) as gh:
         await gh.poll()
         saved = await gh.checkpoint()
+        # Forget the last page's ETag so the next poll lists instead of probing.
+        await gh.sync.state.save(gh.sync.key, {**saved, "etag": None}, 0)
         mark = len(fake.requests)
         report = await gh.poll()
         (request,) = list_requests(fake, mark)

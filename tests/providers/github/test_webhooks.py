@@ -19,12 +19,12 @@ from tests.providers.github._support import (
     SECRET_ENV,
     WEBHOOK_SECRET,
     GitHubMesh,
-    eventually,
     fetched_issue_numbers,
     github_mesh,
     list_requests,
     task_id,
 )
+from tests.providers.hosted_support import eventually
 from tests.support.fake_github import (
     TEST_VECTOR_PAYLOAD,
     TEST_VECTOR_SECRET,

@@ -8,29 +8,21 @@ helpers directly.
 
 from __future__ import annotations
 
-import asyncio
-import math
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cotal_tasks.bridge.app import Endpoint, open_endpoint
-from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.hosted import Hosted
-from cotal_tasks.bridge.runtime import Bridge
-from cotal_tasks.core import Mode, Seat
+from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.hosted.config import GitLabConfig
-from cotal_tasks.providers.hosted.http import TrackerHttp
-from cotal_tasks.providers.hosted.store import HostedStore
-from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
-from tests.bridge._support import OPERATOR, Client, DictPresence
-from tests.conformance.conftest import Mesh
+from tests.bridge._support import OPERATOR, DictPresence
 from tests.conftest import seat
-from tests.support import bridge as wire
-from tests.support.cotal import Space
+from tests.providers.hosted_support import (
+    HostedEndpoint,
+    HostedMesh,
+    hosted_wire,
+    open_hosted,
+)
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest, parse_iso
 
 Json = dict[str, Any]
@@ -40,7 +32,6 @@ ENCODED = "acme%2Fwidgets"
 ISSUES = f"/api/v4/projects/{ENCODED}/issues"
 MERGE_REQUESTS = f"/api/v4/projects/{ENCODED}/merge_requests"
 ENDPOINT_NAME = "com.acme.gitlab"
-SPACE = "demo"
 TOKEN_ENV = "COTAL_TASKS_TEST_GITLAB_TOKEN"
 SECRET_ENV = "COTAL_TASKS_TEST_GITLAB_WEBHOOK_TOKEN"
 WEBHOOK_SECRET = "a gitlab webhook token nobody else knows"
@@ -84,79 +75,15 @@ def endpoint_config(
     )
 
 
-def bridge_config(data_dir: Path, endpoint: EndpointConfig) -> BridgeConfig:
-    return BridgeConfig(
-        space=SPACE, data_dir=data_dir, http=HttpConfig(enabled=False), endpoints=(endpoint,)
-    )
-
-
 def task_id(iid: int) -> str:
     return f"{PROJECT}#{iid}"
 
 
-class VirtualTime:
-    """Stands in for the wall clock and ``asyncio.sleep`` of a ``TrackerHttp``: a wait is
-    recorded and moves the fake GitLab's clock (so its throttle window really resets)
-    instead of sleeping."""
-
-    def __init__(self, fake: FakeGitLab) -> None:
-        self.fake = fake
-        self.waits: list[float] = []
-
-    async def sleep(self, seconds: float) -> None:
-        self.waits.append(seconds)
-        self.fake.advance(math.ceil(seconds))
-
-    def install(self, http: TrackerHttp) -> None:
-        http.sleep = self.sleep
-        http.clock_s = self.fake.clock.time
-
-
-@dataclass
-class GitLabEndpoint:
-    """An opened GitLab endpoint: the service, the mirror-backed store, the sync engine,
-    the fake behind it and the presence port the service and the sync read."""
-
-    fake: FakeGitLab
-    endpoint: Endpoint
-    presence: DictPresence
-    client: Client = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.client = Client(self.endpoint.service, self.endpoint.store)
-
-    @property
-    def hosted(self) -> Hosted:
-        assert self.endpoint.hosted is not None
-        return self.endpoint.hosted
-
-    @property
-    def sync(self) -> SyncEngine:
-        return self.hosted.sync
-
-    @property
-    def store(self) -> HostedStore:
-        return self.hosted.store
-
-    async def poll(self) -> SyncReport:
-        return await self.sync.poll_once()
-
-    async def seq(self) -> int:
-        return await self.store.change_seq()
+class GitLabEndpoint(HostedEndpoint[FakeGitLab]):
+    """An opened GitLab endpoint (see ``HostedEndpoint``)."""
 
     async def get(self, iid: int) -> Json:
         return await self.client.get(task_id(iid))
-
-    async def call(
-        self,
-        command: str,
-        caller: Seat,
-        args: Mapping[str, Any] | None = None,
-        *,
-        mode: Mode | None = None,
-        target: Seat | None = None,
-    ) -> Json:
-        return await self.client.call(command, caller, args, mode=mode, target=target)
 
     async def all_tasks(self) -> list[Json]:
         pages = await self.client.page_all("list-tasks", OPERATOR, {"limit": 100})
@@ -167,11 +94,6 @@ class GitLabEndpoint:
         cursor = saved.get("cursor")
         assert cursor is None or isinstance(cursor, str)
         return cursor
-
-    def virtual_time(self) -> VirtualTime:
-        clock = VirtualTime(self.fake)
-        clock.install(self.hosted.http)
-        return clock
 
 
 @asynccontextmanager
@@ -186,9 +108,7 @@ async def open_gitlab(
 ) -> AsyncIterator[GitLabEndpoint]:
     """``open_endpoint`` on a GitLab endpoint against ``api_url`` (the fake on loopback)."""
     endpoint = endpoint_config(api_url, database=database, **overrides)
-    config = bridge_config(data_dir, endpoint)
-    cards = presence if presence is not None else DictPresence()
-    async with open_endpoint(config, endpoint, cards, serve=True) as opened:
+    async with open_hosted(endpoint, data_dir, presence) as (opened, cards):
         yield GitLabEndpoint(fake, opened, cards)
 
 
@@ -247,52 +167,12 @@ def ms(stamp: str) -> int:
     return parse_iso(stamp)
 
 
-async def eventually(
-    probe: Callable[[], Awaitable[bool]], *, within_s: float = 5.0, every_s: float = 0.02
-) -> float:
-    """Wait until ``probe()`` is true; return the seconds it took. Fails after ``within_s``."""
-    start = time.monotonic()
-    while not await probe():
-        if time.monotonic() - start > within_s:
-            raise AssertionError(f"not true within {within_s} s")
-        await asyncio.sleep(every_s)
-    return time.monotonic() - start
-
-
 # -- over the wire ------------------------------------------------------------------------
 
 
-@dataclass
-class GitLabMesh(Mesh):
+class GitLabMesh(HostedMesh[FakeGitLab]):
     """A broker, a bridge serving a GitLab endpoint (``tests.support.bridge.ENDPOINT``)
     against the fake, and a client connection."""
-
-    fake: FakeGitLab
-
-    @property
-    def endpoint(self) -> Endpoint:
-        return self.bridge.endpoints[0]
-
-    @property
-    def hosted(self) -> Hosted:
-        assert self.endpoint.hosted is not None
-        return self.endpoint.hosted
-
-    async def poll(self) -> SyncReport:
-        """One poll now (the bridge's own loop waits out its long interval meanwhile)."""
-        return await self.hosted.sync.poll_once()
-
-
-async def first_sync(bridge: Bridge) -> None:
-    """Wait until every hosted endpoint of ``bridge`` finished its first sync."""
-
-    async def synced() -> bool:
-        return all(
-            ep.hosted is None or ep.hosted.store.health.last_success_ms is not None
-            for ep in bridge.endpoints
-        )
-
-    await eventually(synced, within_s=10)
 
 
 @asynccontextmanager
@@ -305,21 +185,11 @@ async def gitlab_mesh(
     wait_for_sync: bool = True,
     **overrides: Any,
 ) -> AsyncIterator[GitLabMesh]:
-    async with wire.broker(tmp_path) as server:
-        await wire.set_up_space(server.url)
-        config = wire.bridge_config(
-            server.url,
-            tmp_path / "bridge",
-            None,
-            provider="gitlab",
-            page_ceiling=page_ceiling,
-            gitlab=gitlab_config(api_url, **overrides),
-        )
-        async with wire.bridge_on(config) as running:
-            if wait_for_sync:
-                await first_sync(running)
-            nc = await wire.client(server.url)
-            try:
-                yield GitLabMesh(server.url, running, nc, Space(nc.jetstream(), wire.SPACE), fake)
-            finally:
-                await nc.close()
+    async with hosted_wire(
+        tmp_path,
+        wait_for_sync=wait_for_sync,
+        provider="gitlab",
+        page_ceiling=page_ceiling,
+        gitlab=gitlab_config(api_url, **overrides),
+    ) as (url, running, nc, space):
+        yield GitLabMesh(url, running, nc, space, fake)

@@ -29,14 +29,13 @@ from tests.providers.gitlab._support import (
     ISSUES,
     PROJECT,
     SECRET_ENV,
-    SPACE,
     WEBHOOK_SECRET,
     endpoint_config,
-    eventually,
     fetched_iids,
     issue_pages,
     task_id,
 )
+from tests.providers.hosted_support import SPACE, eventually
 from tests.support.fake_gitlab import (
     FakeGitLab,
     gitlab_webhook,
