@@ -50,6 +50,9 @@ def build(issues: int) -> tuple[FakeGitHub, set[int], int]:
     fake.bulk_issues(REPO, issues, closed_every=10)
     linked = set(range(LINK_EVERY // 2, issues + 1, LINK_EVERY))
     for number in sorted(linked):
+        # Pull requests opened over time, as in a real repository: a full page of them
+        # updated within one overlap window (5 s) would keep every poll a plain listing.
+        fake.advance(60)
         fake.add_pull(REPO, f"Fix #{number}", head_ref=f"fix-{number}", closes=[number])
     timeline_pages = sum(max(1, math.ceil(len(fake.issue(REPO, n).timeline) / 100)) for n in linked)
     return fake, linked, timeline_pages
