@@ -6,6 +6,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import httpx
+
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.metrics import Metrics
 from cotal_tasks.bridge.service import PresenceSource
@@ -16,7 +18,7 @@ from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.hosted.config import HostedConfig
-from cotal_tasks.providers.hosted.http import TrackerHttp
+from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore, SeatUids, no_uids
 from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.hosted.tracker import Tracker
@@ -62,27 +64,30 @@ def presence_uids(presence: PresenceSource | None) -> SeatUids:
     return uid_of
 
 
+def _http(
+    cfg: HostedConfig,
+    tracker: str,
+    client: Callable[[str, str, float], httpx.AsyncClient],
+    retry: RetryPolicy,
+) -> TrackerHttp:
+    token = secret(cfg.token_env, f"the {tracker} token", required=True) or ""
+    return TrackerHttp(
+        client(cfg.api_url, token, cfg.request_timeout_s),
+        retry,
+        max_retries=cfg.max_retries,
+        max_wait_s=cfg.max_rate_limit_wait_s,
+    )
+
+
 def build_tracker(endpoint: EndpointConfig) -> tuple[Tracker, HostedConfig, TrackerHttp]:
     """The tracker client of a hosted endpoint (its HTTP client is the caller's to close)."""
     if endpoint.github is not None:
         cfg = endpoint.github
-        token = secret(cfg.token_env, "the GitHub token", required=True) or ""
-        http = TrackerHttp(
-            github_http_client(cfg.api_url, token, cfg.request_timeout_s),
-            github_retry,
-            max_retries=cfg.max_retries,
-            max_wait_s=cfg.max_rate_limit_wait_s,
-        )
+        http = _http(cfg, "GitHub", github_http_client, github_retry)
         return GitHubTracker(GitHubClient(http, cfg.repository), cfg), cfg, http
     if endpoint.gitlab is not None:
         lab = endpoint.gitlab
-        token = secret(lab.token_env, "the GitLab token", required=True) or ""
-        http = TrackerHttp(
-            gitlab_http_client(lab.api_url, token, lab.request_timeout_s),
-            gitlab_retry,
-            max_retries=lab.max_retries,
-            max_wait_s=lab.max_rate_limit_wait_s,
-        )
+        http = _http(lab, "GitLab", gitlab_http_client, gitlab_retry)
         client = GitLabClient(http, lab.project, lab.pagination)
         return GitLabTracker(client, lab), lab, http
     raise ContractError(

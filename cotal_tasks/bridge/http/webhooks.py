@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -26,6 +27,14 @@ log = logging.getLogger(__name__)
 DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
 
 
+def _json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
 def _reply(status: int, message: str) -> JSONResponse:
     return JSONResponse({"message": message}, status_code=status)
 
@@ -39,11 +48,10 @@ def github_receiver(endpoints: Sequence[Endpoint]) -> Route:
 
     async def receive(request: Request) -> JSONResponse:
         body = await request.body()
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return _reply(400, "the body is not JSON")
-        repo = github.repository_of(payload) if isinstance(payload, dict) else None
+        payload = _json_object(body)
+        if payload is None:
+            return _reply(400, "the body is not a JSON object")
+        repo = github.repository_of(payload)
         endpoint = by_repo.get(repo.lower()) if repo else None
         if endpoint is None or endpoint.hosted is None:
             return _reply(404, "no endpoint of this bridge syncs that repository")
@@ -78,12 +86,10 @@ def gitlab_receiver(endpoints: Sequence[Endpoint]) -> Route:
         return None
 
     async def receive(request: Request) -> JSONResponse:
-        body = await request.body()
-        try:
-            payload = json.loads(body)
-        except ValueError:
-            return _reply(400, "the body is not JSON")
-        path, pid = gitlab.project_of(payload) if isinstance(payload, dict) else (None, None)
+        payload = _json_object(await request.body())
+        if payload is None:
+            return _reply(400, "the body is not a JSON object")
+        path, pid = gitlab.project_of(payload)
         endpoint = find(path, pid)
         if endpoint is None or endpoint.hosted is None:
             return _reply(404, "no endpoint of this bridge syncs that project")

@@ -10,18 +10,16 @@ request's head branch a ``branch``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
-from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
-
-
-def epoch_ms(stamp: str | None) -> int:
-    """GitHub's ISO 8601 (``2026-11-30T06:43:14Z``) as epoch milliseconds."""
-    if not stamp:
-        return 0
-    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+from cotal_tasks.providers.hosted.tracker import (
+    Evidence,
+    NativeState,
+    TrackedIssue,
+    epoch_ms,
+    number_in,
+)
 
 
 def task_id(repository: str, number: int) -> str:
@@ -29,10 +27,7 @@ def task_id(repository: str, number: int) -> str:
 
 
 def number_of(repository: str, task: str) -> int | None:
-    prefix = f"{repository}#"
-    if not task.startswith(prefix) or not task[len(prefix) :].isdigit():
-        return None
-    return int(task[len(prefix) :])
+    return number_in(repository, task)
 
 
 def is_pull_request(item: Mapping[str, Any]) -> bool:

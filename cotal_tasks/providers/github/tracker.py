@@ -20,6 +20,7 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackedIssue,
     TrackerChange,
     TrackerRefused,
+    epoch_ms,
 )
 
 log = logging.getLogger(__name__)
@@ -58,14 +59,12 @@ class GitHubTracker:
             raw = response.json()
             for item in raw:
                 stamp = item.get("updated_at")
-                if stamp and (
-                    highest is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(highest)
-                ):
+                if stamp and (highest is None or epoch_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
                 if mapping.is_pull_request(item):
                     # Only a pull request changed since the last poll (not one re-read in the
                     # overlap) is worth the evidence requests for the issues it mentions.
-                    if cursor is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(cursor):
+                    if cursor is None or epoch_ms(stamp) > epoch_ms(cursor):
                         linked |= mapping.mentioned_issues(self.repo, item)
                 else:
                     items.append(item)

@@ -11,18 +11,16 @@ a ``run`` (the pipeline URL), and a closing merge request's merge commit a ``com
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import datetime
 from typing import Any
 
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
-from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
-
-
-def epoch_ms(stamp: str | None) -> int:
-    """GitLab's ISO 8601 (``2026-11-30T06:43:14.123Z``) as epoch milliseconds."""
-    if not stamp:
-        return 0
-    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+from cotal_tasks.providers.hosted.tracker import (
+    Evidence,
+    NativeState,
+    TrackedIssue,
+    epoch_ms,
+    number_in,
+)
 
 
 def task_id(path: str, iid: int) -> str:
@@ -30,10 +28,7 @@ def task_id(path: str, iid: int) -> str:
 
 
 def iid_of(path: str, task: str) -> int | None:
-    prefix = f"{path}#"
-    if not task.startswith(prefix) or not task[len(prefix) :].isdigit():
-        return None
-    return int(task[len(prefix) :])
+    return number_in(path, task)
 
 
 def path_of(issue: Mapping[str, Any]) -> str | None:

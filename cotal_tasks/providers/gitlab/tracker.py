@@ -19,6 +19,7 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackedIssue,
     TrackerChange,
     TrackerRefused,
+    epoch_ms,
 )
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,7 @@ class GitLabTracker:
             issues: list[TrackedIssue] = []
             for item in items:
                 stamp = item.get("updated_at")
-                if stamp and (
-                    highest is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(highest)
-                ):
+                if stamp and (highest is None or epoch_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
                 issues.append(mapping.tracked(self._path_from(item), item))
             total = response.headers.get("x-total-pages") if first else None
@@ -85,9 +84,9 @@ class GitLabTracker:
             linked: set[int] = set()
             for merge_request in response.json():
                 stamp = merge_request.get("updated_at")
-                if swept is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(swept):
+                if swept is None or epoch_ms(stamp) > epoch_ms(swept):
                     linked |= mapping.mentioned_issues(path, merge_request)
-                if stamp and (newest is None or mapping.epoch_ms(stamp) > mapping.epoch_ms(newest)):
+                if stamp and (newest is None or epoch_ms(stamp) > epoch_ms(newest)):
                     newest = stamp
             yield ListPage(
                 (),

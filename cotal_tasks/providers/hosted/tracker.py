@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol
 
 from cotal_tasks.core import TaskEvidence
@@ -134,6 +135,22 @@ class Tracker(Protocol):
     async def apply(self, number: int, change: TrackerChange) -> None:
         """Apply ``change``; raise ``TrackerRefused`` with what was and was not done."""
         ...
+
+
+def epoch_ms(stamp: str | None) -> int:
+    """A tracker's ISO 8601 timestamp (``2026-11-30T06:43:14Z``, with or without
+    milliseconds) as epoch milliseconds; 0 when there is none."""
+    if not stamp:
+        return 0
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def number_in(project: str, task_id: str) -> int | None:
+    """The issue number of ``project#number``, or ``None`` for another project's task."""
+    prefix = f"{project}#"
+    if not task_id.startswith(prefix) or not task_id[len(prefix) :].isdigit():
+        return None
+    return int(task_id[len(prefix) :])
 
 
 def evidence_entries(found: Sequence[Evidence]) -> tuple[TaskEvidence, ...]:
