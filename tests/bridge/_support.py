@@ -18,7 +18,18 @@ from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from cotal_tasks.bridge.service import Call, CommandService, SeatPresence
-from cotal_tasks.core import ContractError, ErrorCode, Mode, Seat, Task
+from cotal_tasks.core import (
+    ContractError,
+    CreateTaskInput,
+    ErrorCode,
+    Mode,
+    Seat,
+    Task,
+    UpdateTaskInput,
+    claim_task,
+    create_task,
+    update_task,
+)
 from cotal_tasks.providers.board import normalize_url, schema
 from cotal_tasks.providers.store import TaskStore
 from tests.conftest import seat
@@ -198,3 +209,26 @@ def triple(who: Seat) -> dict[str, str]:
 def bound_triple(task: Json) -> dict[str, str]:
     binding = task["binding"]
     return {key: binding[key] for key in ("owner", "actor", "lifecycleUid")}
+
+
+def mixed_board(count: int, *, space: str, claimer: Seat, blocker: Seat) -> list[Task]:
+    """``count`` tasks: 60% open, 10% done, 10% dropped, 10% claimed by ``claimer``,
+    10% blocked by ``blocker``; ids ``t-00000`` on, in creation order."""
+    tasks: list[Task] = []
+    for n in range(count):
+        now = 1_700_000_000_000 + n
+        kind = n % 10
+        status = {6: "done", 7: "dropped"}.get(kind, "open")
+        task = create_task(
+            CreateTaskInput.model_validate({"title": f"task {n}", "status": status}),
+            task_id=f"t-{n:05d}",
+            space=space,
+            now=now,
+        )
+        if kind in (8, 9):
+            task = claim_task(task, claimer if kind == 8 else blocker, environment=None, now=now)
+        if kind == 9:
+            blocked = UpdateTaskInput(taskId=task.taskId, status="blocked")
+            task = update_task(task, blocker, blocked, now=now)
+        tasks.append(task)
+    return tasks

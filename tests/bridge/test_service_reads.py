@@ -15,19 +15,21 @@ from cotal_tasks.bridge.paging import encode_cursor
 from cotal_tasks.bridge.service import Call, CommandService, ServiceSettings
 from cotal_tasks.core import (
     ContractError,
-    CreateTaskInput,
     ErrorCode,
     Mode,
     Seat,
     StaleMarker,
     Task,
-    UpdateTaskInput,
-    claim_task,
-    create_task,
-    update_task,
 )
 from cotal_tasks.providers.board import BoardStore, normalize_url
-from tests.bridge._support import OPERATOR, Client, DictPresence, seed_board, task_ids
+from tests.bridge._support import (
+    OPERATOR,
+    Client,
+    DictPresence,
+    mixed_board,
+    seed_board,
+    task_ids,
+)
 from tests.conftest import Clock, seat
 
 ALICE = seat("alice", 1)
@@ -180,24 +182,7 @@ async def test_an_unknown_command_is_unimplemented(client: Client) -> None:
 
 def seeded_board(count: int) -> list[Task]:
     """``count`` tasks: 60% open, then done, dropped, claimed by Alice, blocked by Bob."""
-    tasks: list[Task] = []
-    for n in range(count):
-        now = 1_700_000_000_000 + n
-        kind = n % 10
-        status = {6: "done", 7: "dropped"}.get(kind, "open")
-        task = create_task(
-            CreateTaskInput.model_validate({"title": f"task {n}", "status": status}),
-            task_id=f"t-{n:05d}",
-            space="demo",
-            now=now,
-        )
-        if kind in (8, 9):
-            task = claim_task(task, ALICE if kind == 8 else BOB, environment=None, now=now)
-        if kind == 9:
-            blocked = UpdateTaskInput(taskId=task.taskId, status="blocked")
-            task = update_task(task, BOB, blocked, now=now)
-        tasks.append(task)
-    return tasks
+    return mixed_board(count, space="demo", claimer=ALICE, blocker=BOB)
 
 
 async def test_a_board_of_10000_tasks_pages_completely(client: Client, board_url: str) -> None:

@@ -18,12 +18,7 @@ from contextlib import asynccontextmanager
 
 from cotal_tasks.bridge.http.server import serve_http
 from tests.support.fake_github_app import create_app
-from tests.support.fake_github_model import (
-    FakeClock,
-    RecordedRequest,
-    iso,
-    parse_iso,
-)
+from tests.support.fake_github_model import FakeClock, iso, parse_iso
 from tests.support.fake_github_state import FakeGitHub
 from tests.support.fake_github_webhooks import (
     TEST_VECTOR_PAYLOAD,
@@ -36,6 +31,7 @@ from tests.support.fake_github_webhooks import (
     sign,
     signed_webhook,
 )
+from tests.support.fake_tracker import RecordedRequest
 
 __all__ = [
     "TEST_VECTOR_PAYLOAD",

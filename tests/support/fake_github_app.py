@@ -19,17 +19,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.support.fake_github_model import (
-    DOCS,
-    JSON,
-    LOGGED_HEADERS,
-    Issue,
-    RecordedRequest,
-    Repo,
-    ScriptedFailure,
-    user_id,
-)
+from tests.support.fake_github_model import DOCS, JSON, LOGGED_HEADERS, Issue, Repo, user_id
 from tests.support.fake_github_render import Shapes
+from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -12,7 +12,6 @@ import time
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from fnmatch import fnmatchcase
 from typing import Any
 
 JSON = dict[str, Any]
@@ -226,47 +225,3 @@ LOGGED_HEADERS = (
     "x-github-api-version",
     "content-type",
 )
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request the fake answered (every one, including 401s, 304s and failures)."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]  # lower-cased names, only LOGGED_HEADERS
-    status: int
-    body: Any = None  # the parsed JSON body of a write, else None
-
-    @property
-    def if_none_match(self) -> str | None:
-        return self.headers.get("if-none-match")
-
-    @property
-    def is_write(self) -> bool:
-        return self.method in ("POST", "PATCH", "PUT", "DELETE")
-
-    def matches(
-        self, method: str | None = None, path: str | None = None, status: int | None = None
-    ) -> bool:
-        """``path`` is a glob over the whole path (``*`` also crosses ``/``)."""
-        return (
-            (method is None or self.method == method.upper())
-            and (path is None or fnmatchcase(self.path, path))
-            and (status is None or self.status == status)
-        )
-
-
-@dataclass
-class ScriptedFailure:
-    status: int
-    retry_after: int | None
-    message: str | None
-    method: str | None
-    path: str | None
-
-    def applies(self, method: str, path: str) -> bool:
-        return (self.method is None or self.method == method) and (
-            self.path is None or fnmatchcase(path, self.path)
-        )

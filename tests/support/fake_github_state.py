@@ -22,14 +22,13 @@ from tests.support.fake_github_model import (
     Issue,
     Label,
     Pull,
-    RecordedRequest,
     Repo,
-    ScriptedFailure,
     TimeLike,
     fake_sha,
     to_epoch,
 )
 from tests.support.fake_github_render import Shapes
+from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -18,13 +18,7 @@ from contextlib import asynccontextmanager
 
 from cotal_tasks.bridge.http.server import serve_http
 from tests.support.fake_gitlab_app import API_PREFIX, create_app
-from tests.support.fake_gitlab_model import (
-    FakeClock,
-    RecordedRequest,
-    hook_time,
-    iso,
-    parse_iso,
-)
+from tests.support.fake_gitlab_model import FakeClock, hook_time, iso, parse_iso
 from tests.support.fake_gitlab_state import FakeGitLab
 from tests.support.fake_gitlab_webhooks import (
     DEFAULT_WEBHOOK_UUID,
@@ -33,6 +27,7 @@ from tests.support.fake_gitlab_webhooks import (
     merge_request_hook_payload,
     note_hook_payload,
 )
+from tests.support.fake_tracker import RecordedRequest
 
 __all__ = [
     "API_PREFIX",

@@ -29,11 +29,10 @@ from tests.support.fake_gitlab_model import (
     Issue,
     MergeRequest,
     Project,
-    RecordedRequest,
-    ScriptedFailure,
     http_date,
 )
 from tests.support.fake_gitlab_render import Shapes
+from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
 
 if TYPE_CHECKING:
     from tests.support.fake_gitlab_state import FakeGitLab

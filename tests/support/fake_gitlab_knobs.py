@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from tests.support.fake_gitlab_model import FakeClock, RecordedRequest, ScriptedFailure
+from tests.support.fake_gitlab_model import FakeClock
+from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
 
 
 class FakeGitLabKnobs:

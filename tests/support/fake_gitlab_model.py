@@ -13,7 +13,6 @@ import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import formatdate
-from fnmatch import fnmatchcase
 from typing import Any
 
 JSON = dict[str, Any]
@@ -276,45 +275,3 @@ LOGGED_HEADERS = (
     "content-type",
     "idempotency-key",
 )
-
-
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request the fake answered (every one, including 401s and scripted faults).
-
-    ``path`` is the raw path as sent (``/api/v4/projects/acme%2Fwidgets/issues``)."""
-
-    method: str
-    path: str
-    query: dict[str, str]
-    headers: dict[str, str]  # lower-cased names, only LOGGED_HEADERS
-    status: int
-    body: Any = None  # the parsed JSON (or form) body of a write, else None
-
-    @property
-    def is_write(self) -> bool:
-        return self.method in ("POST", "PUT", "PATCH", "DELETE")
-
-    def matches(
-        self, method: str | None = None, path: str | None = None, status: int | None = None
-    ) -> bool:
-        """``path`` is a glob over the whole raw path (``*`` also crosses ``/``)."""
-        return (
-            (method is None or self.method == method.upper())
-            and (path is None or fnmatchcase(self.path, path))
-            and (status is None or self.status == status)
-        )
-
-
-@dataclass
-class ScriptedFailure:
-    status: int
-    retry_after: int | None
-    message: str | None
-    method: str | None
-    path: str | None
-
-    def applies(self, method: str, path: str) -> bool:
-        return (self.method is None or self.method == method) and (
-            self.path is None or fnmatchcase(path, self.path)
-        )

@@ -10,14 +10,9 @@ import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.core import (
-    CreateTaskInput,
     Task,
-    UpdateTaskInput,
-    claim_task,
-    create_task,
-    update_task,
 )
-from tests.bridge._support import seed_board
+from tests.bridge._support import mixed_board, seed_board
 from tests.bridge.http._support import (
     ACME,
     BUILDER,
@@ -39,24 +34,7 @@ Json = dict[str, Any]
 
 def board_of(count: int) -> list[Task]:
     """60% open, 10% done, 10% dropped, 10% claimed by BUILDER, 10% blocked by OTHER."""
-    tasks: list[Task] = []
-    for n in range(count):
-        now = 1_700_000_000_000 + n
-        kind = n % 10
-        status = {6: "done", 7: "dropped"}.get(kind, "open")
-        task = create_task(
-            CreateTaskInput.model_validate({"title": f"task {n}", "status": status}),
-            task_id=f"t-{n:05d}",
-            space="conf",
-            now=now,
-        )
-        if kind in (8, 9):
-            task = claim_task(task, BUILDER if kind == 8 else OTHER, environment=None, now=now)
-        if kind == 9:
-            blocked = UpdateTaskInput(taskId=task.taskId, status="blocked")
-            task = update_task(task, OTHER, blocked, now=now)
-        tasks.append(task)
-    return tasks
+    return mixed_board(count, space="conf", claimer=BUILDER, blocker=OTHER)
 
 
 async def page_all(mesh: HttpMesh, path: str, headers: dict[str, str], **params: str) -> list[Json]:

@@ -1,0 +1,53 @@
+"""What both fake trackers share: the request log entry and a scripted failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """One request a fake answered (every one, including 401s, 304s and scripted faults).
+
+    ``path`` is the raw path as sent (GitLab's project paths stay URL-encoded)."""
+
+    method: str
+    path: str
+    query: dict[str, str]
+    headers: dict[str, str]  # lower-cased names, only the fake's LOGGED_HEADERS
+    status: int
+    body: Any = None  # the parsed body of a write (JSON, or GitLab form data), else None
+
+    @property
+    def if_none_match(self) -> str | None:
+        return self.headers.get("if-none-match")
+
+    @property
+    def is_write(self) -> bool:
+        return self.method in ("POST", "PATCH", "PUT", "DELETE")
+
+    def matches(
+        self, method: str | None = None, path: str | None = None, status: int | None = None
+    ) -> bool:
+        """``path`` is a glob over the whole path (``*`` also crosses ``/``)."""
+        return (
+            (method is None or self.method == method.upper())
+            and (path is None or fnmatchcase(self.path, path))
+            and (status is None or self.status == status)
+        )
+
+
+@dataclass
+class ScriptedFailure:
+    status: int
+    retry_after: int | None
+    message: str | None
+    method: str | None
+    path: str | None
+
+    def applies(self, method: str, path: str) -> bool:
+        return (self.method is None or self.method == method) and (
+            self.path is None or fnmatchcase(path, self.path)
+        )
