@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -23,9 +23,9 @@ from cotal_tasks.bridge.config import BridgeConfig, load_config
 from cotal_tasks.bridge.preview import preview, render
 from cotal_tasks.bridge.runtime import Bridge, broker_url, connect, serve_until_signalled
 from cotal_tasks.bridge.seed import Seeded, seed_examples
-from cotal_tasks.bridge.wire.caller import CotalCaller, UsageRefused
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
-from cotal_tasks.core import CAPABILITIES, ContractError, Seat, endpoint_token
+from cotal_tasks.client import Mode, TasksClient, TasksError
+from cotal_tasks.core import CAPABILITIES, ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.providers.hosted.sync import SyncReport
 
 T = TypeVar("T")
@@ -92,9 +92,10 @@ def serve(config_path: Path | None) -> None:
     click.echo("cotal-tasks: stopped cleanly")
 
 
-async def _caller(config: BridgeConfig, endpoint: str | None, seat: Seat) -> CotalCaller:
+async def _client(config: BridgeConfig, endpoint: str | None, seat: Seat) -> TasksClient:
+    """A client over the bridge's own broker connection settings (``nats_url``, creds)."""
     nc = await connect(config, broker_url(config))
-    return CotalCaller(nc, config.space, config.endpoint(endpoint).name, seat)
+    return TasksClient(nc, config.space, config.endpoint(endpoint).name, seat, name="cli")
 
 
 @main.command()
@@ -107,11 +108,11 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
     seat = _seat(as_seat, "--as")
 
     async def work() -> None:
-        caller = await _caller(config, endpoint, seat)
+        client = await _client(config, endpoint, seat)
         try:
-            resolved = await caller.describe()
+            resolved = await client.describe()
         finally:
-            await caller.nc.close()
+            await client.nc.close()
         click.echo(
             f"{resolved.endpoint} (owner {resolved.owner}) instance {resolved.instance_id} "
             f"epoch {resolved.epoch}"
@@ -156,22 +157,26 @@ def invoke(
         raise click.BadParameter("must be a JSON object", param_hint="--args")
 
     async def work() -> dict[str, Any]:
-        caller = await _caller(config, endpoint, seat)
+        client = await _client(config, endpoint, seat)
         try:
-            return await caller.invoke(
-                command, args, mode=mode, target=target_seat, request_id=request_id
+            answer = await client.invoke_answer(
+                command,
+                args,
+                mode=cast(Mode | None, mode),
+                target=target_seat,
+                envelope_id=request_id,
             )
         finally:
-            await caller.nc.close()
+            await client.nc.close()
+        return answer.reply
 
     try:
         reply = asyncio.run(work())
-    except ContractError as exc:
-        error: dict[str, Any] = {"code": exc.code.value, "message": exc.message}
-        if exc.outcome:
-            error["outcome"] = exc.outcome
-        click.echo(json.dumps({"v": 1, "id": request_id or "unsent", "ok": False, "error": error}))
-        sys.exit(2 if isinstance(exc, UsageRefused) else 1)
+    except TasksError as exc:
+        unsent = exc.reply is None
+        body = exc.reply or {"v": 1, "id": request_id or "unsent", "ok": False}
+        click.echo(json.dumps({**body, "error": exc.as_error()}, ensure_ascii=False))
+        sys.exit(2 if unsent and exc.code is ErrorCode.BAD_REQUEST else 1)
     click.echo(json.dumps(reply, ensure_ascii=False))
     sys.exit(0 if reply.get("ok") else 1)
 
