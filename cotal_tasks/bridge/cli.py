@@ -181,6 +181,69 @@ def invoke(
     sys.exit(0 if reply.get("ok") else 1)
 
 
+@main.command("mcp")
+@click.option(
+    "--as",
+    "as_seat",
+    required=True,
+    envvar="COTAL_TASKS_SEAT",
+    help="The agent's seat OWNER.ACTOR/UID (its lifecycle uid for this session).",
+)
+@click.option(
+    "--creds",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    envvar="COTAL_TASKS_CREDS",
+    help="The seat's own NATS credentials file (an auth mesh).",
+)
+@click.option("--nats", "nats_url", default=None, help="Broker URL (default: from the config).")
+@click.option("--space", default=None, help="Space (default: from the config).")
+@click.option("--endpoint", default=None, help="Endpoint name (default: the first configured).")
+@click.option(
+    "--http",
+    "http_address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@config_option
+def mcp(
+    as_seat: str,
+    creds: Path | None,
+    nats_url: str | None,
+    space: str | None,
+    endpoint: str | None,
+    http_address: str | None,
+    config_path: Path | None,
+) -> None:
+    """Serve the seat's task tools to a coding agent over MCP (stdio by default)."""
+    from cotal_tasks.bridge.mcp_server import seat_tools, serve_http, serve_stdio
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the MCP wire
+    seat = _seat(as_seat, "--as")
+    config = _config(config_path)
+    name = endpoint or config.endpoint(None).name
+    host, port = "", 0
+    if http_address is not None:
+        host, _, port_text = http_address.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise click.BadParameter("give HOST:PORT, e.g. 127.0.0.1:8765", param_hint="--http")
+        port = int(port_text)
+
+    async def work() -> None:
+        url = nats_url or broker_url(config)
+        async with seat_tools(url, space or config.space, name, seat, creds) as tools:
+            for tool, why in tools.withheld.items():
+                click.echo(f"cotal-tasks mcp: {tool} withheld: {why}", err=True)
+            if http_address is None:
+                await serve_stdio(tools)
+            else:
+                click.echo(f"cotal-tasks mcp: serving http://{host}:{port}/mcp", err=True)
+                await serve_http(tools, host, port)
+
+    _run(work)
+
+
 @main.command()
 @click.option(
     "--capability",

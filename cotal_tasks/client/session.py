@@ -145,12 +145,15 @@ class Session:
         mode: Mode | None = None,
         envelope_id: str | None = None,
         timeout: float | None = None,  # noqa: ASYNC109  (the wire deadline, deadlineMs)
+        check_args: bool = True,
     ) -> Answer:
         """Invoke ``command`` and return the attributed reply, ``ok`` or not.
 
         Raises ``TasksError`` for what the client refuses itself (before sending: a
         usage error, ``bad-request``/``not-executed``), for a missing grant, for silence
-        past the retries, and for a reply it cannot accept.
+        past the retries, and for a reply it cannot accept. ``check_args=False`` sends
+        args the input schema refuses, for probes and conformance checks that want the
+        endpoint's own refusal.
         """
         wait_s = timeout or self.timeout
         service = await self.service()
@@ -158,7 +161,7 @@ class Session:
         target_seat = None if target is None else as_seat(target, "target")
         mode, target_seat = self._route(row, mode, target_seat)
         payload = {} if args is None else dict(args)
-        if not row.args.is_valid(payload):
+        if check_args and not row.args.is_valid(payload):
             raise usage_error(args_refused(command, payload, row.args))
         body = self._envelope(command, envelope_id or new_id(), wait_s)
         body["args"] = payload
