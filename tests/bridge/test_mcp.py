@@ -4,6 +4,7 @@ of another seat's task."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -16,6 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from cotal_tasks.bridge.config import EndpointConfig
+from cotal_tasks.bridge.embedded import free_port
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.client import Seat, TasksClient
 from cotal_tasks.core import COMMANDS, json_schema
@@ -161,3 +163,43 @@ async def test_tools_follow_the_seat_grants(
                 assert "broker refuses" in refused["message"]
                 page = structured(await agent.call_tool("list_tasks", {}))
                 assert page["tasks"] == []
+
+
+async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
+    async with broker(tmp_path) as server:
+        await set_up_space(server.url)
+        async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
+            port = free_port()
+            process = await asyncio.create_subprocess_exec(
+                CLI,
+                *("mcp", "--as", str(AGENT), "--nats", server.url),
+                *("--space", SPACE, "--endpoint", ENDPOINT, "--http", f"127.0.0.1:{port}"),
+                cwd=tmp_path,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            try:
+                assert process.stderr is not None
+                line = await asyncio.wait_for(process.stderr.readline(), 60)
+                assert f"serving http://127.0.0.1:{port}/mcp" in line.decode()
+                await wait_listening(port)
+                async with Client(f"http://127.0.0.1:{port}/mcp") as agent:
+                    listed = await agent.list_tools()
+                    assert {tool.name for tool in listed.tools} >= SEAT_TOOLS
+                    mine = structured(await agent.call_tool("my_tasks", {}))
+                    assert mine["tasks"] == []
+            finally:
+                process.terminate()
+                await process.wait()
+
+
+async def wait_listening(port: int) -> None:
+    for _ in range(200):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+    raise AssertionError(f"nothing listens on {port}")
