@@ -139,13 +139,23 @@ async def test_an_agent_works_its_own_task_and_cannot_touch_another(tmp_path: Pa
                 await nc.close()
 
 
+@pytest.mark.parametrize(
+    ("capabilities", "expected"),
+    [
+        (["tasks.self"], {"my_tasks", "claim_task", "update_task"}),
+        (["tasks.self", "tasks.read"], SEAT_TOOLS | {"list_tasks"}),
+    ],
+)
 async def test_tools_follow_the_seat_grants(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capabilities: list[str],
+    expected: set[str],
 ) -> None:
-    """A seat granted tasks.self and tasks.read gets list_tasks but not create_task: the
-    broker refused the create-task probe, so the tool is withheld."""
+    """The tools are the ones the broker carries for the seat: without tasks.write the
+    create-task probe is refused, so create_task is withheld (and so on)."""
     serve = serve_rows(SPACE, ENDPOINT, "*").as_nats()
-    agent_rows = caller_rows(SPACE, ENDPOINT, AGENT, ["tasks.self", "tasks.read"]).as_nats()
+    agent_rows = caller_rows(SPACE, ENDPOINT, AGENT, capabilities).as_nats()
     operator_rows = caller_rows(SPACE, ENDPOINT, seat("operator"), ["tasks.write"]).as_nats()
     passwords, conf = permissioned_users(tmp_path, monkeypatch, serve, agent_rows, operator_rows)
     async with broker(tmp_path, config_file=conf) as server:
@@ -157,12 +167,12 @@ async def test_tools_follow_the_seat_grants(
             as_seat = f"nats://seat:{passwords['seat']}@127.0.0.1:{server.port}"
             async with agent_tools(as_seat, tmp_path) as agent:
                 listed = await agent.list_tools()
-                assert {tool.name for tool in listed.tools} == SEAT_TOOLS | {"list_tasks"}
+                assert {tool.name for tool in listed.tools} == expected
                 refused = refusal(await agent.call_tool("create_task", {"title": "Not mine"}))
                 assert (refused["code"], refused["outcome"]) == ("not-found", "not-executed")
-                assert "broker refuses" in refused["message"]
-                page = structured(await agent.call_tool("list_tasks", {}))
-                assert page["tasks"] == []
+                assert "broker refuses this seat's create-task" in refused["message"]
+                mine = structured(await agent.call_tool("my_tasks", {}))
+                assert mine["tasks"] == []
 
 
 async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
