@@ -50,6 +50,7 @@ M = TypeVar("M", bound=BaseModel)
 Evidence = Iterable[EvidenceInput | Mapping[str, str]]
 CreateStatus = Literal["open", "done", "dropped"]
 UpdateStatus = Literal["claimed", "blocked", "done", "dropped"]
+CONNECT_ATTEMPTS = 3
 
 
 class _Unchecked(Enum):
@@ -117,18 +118,24 @@ class TasksClient(Session):
         retries: int = 1,
         **options: Any,
     ) -> AsyncIterator[TasksClient]:
-        """Connect to ``nats_url`` (with the seat's ``creds`` file on an auth mesh)."""
+        """Connect to ``nats_url`` (with the seat's ``creds`` file on an auth mesh).
+
+        ``options`` go to ``nats.connect``. Connecting gives up after a few attempts;
+        once connected, the client reconnects for as long as it is open.
+        """
         caller = as_seat(seat)
         try:
             nc = await nats.connect(
                 nats_url,
                 name=name,
                 user_credentials=None if creds is None else str(creds),
-                error_cb=_log_nats_error,
-                allow_reconnect=True,
-                max_reconnect_attempts=3,
-                connect_timeout=timeout,
-                **options,
+                **{
+                    "error_cb": _log_nats_error,
+                    "allow_reconnect": True,
+                    "max_reconnect_attempts": CONNECT_ATTEMPTS,
+                    "connect_timeout": timeout,
+                    **options,
+                },
             )
         except (NatsError, OSError) as exc:
             raise TasksError(
@@ -137,6 +144,10 @@ class TasksClient(Session):
                 "and the credentials",
                 outcome="not-executed",
             ) from exc
+        if "max_reconnect_attempts" not in options:
+            # A few tries to connect at all; once connected, reconnect for as long as the
+            # client lives (a long agent session outlasts a broker restart).
+            nc.options["max_reconnect_attempts"] = -1
         try:
             yield cls(nc, space, endpoint, caller, name=name, timeout=timeout, retries=retries)
         finally:

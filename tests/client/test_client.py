@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from nats.aio.msg import Msg
 
+from cotal_tasks.bridge.embedded import free_port
 from cotal_tasks.client import (
     BoardChanged,
     ErrorCode,
@@ -21,9 +22,11 @@ from cotal_tasks.client import (
     subjects,
 )
 from cotal_tasks.client import wire as client_wire
+from cotal_tasks.client.client import CONNECT_ATTEMPTS
 from tests.client.conftest import PAGE_CEILING, Board
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
+from tests.support.tcp_proxy import TcpProxy
 
 REQUESTS = f"cotal.{SPACE}.ep.>"
 
@@ -204,3 +207,46 @@ async def test_a_restarted_bridge_fences_and_the_client_reissues(tmp_path: Path)
             assert after.instance_id == before.instance_id
             assert after.epoch > before.epoch
             assert claimed.status == "claimed"
+
+
+async def test_connecting_to_nothing_is_unavailable() -> None:
+    url = f"nats://127.0.0.1:{free_port()}"
+    with pytest.raises(TasksError) as refused:
+        async with TasksClient.connect(
+            url, SPACE, ENDPOINT, seat=seat("w"), reconnect_time_wait=0.05
+        ):
+            pass
+    assert (refused.value.code, refused.value.outcome) == (ErrorCode.UNAVAILABLE, "not-executed")
+
+
+async def test_the_client_outlives_a_dropped_connection(board: Board) -> None:
+    """The broker connection drops (every attempt to reconnect refused for a while), then
+    comes back: the same client serves the next call."""
+    host, port = board.url.removeprefix("nats://").split(":")
+    proxy = TcpProxy(host, int(port))
+    await proxy.start()
+    failures: list[Exception] = []
+
+    async def record(exc: Exception) -> None:
+        failures.append(exc)
+
+    try:
+        async with TasksClient.connect(
+            proxy.url, SPACE, ENDPOINT, seat=seat("w"), reconnect_time_wait=0.05, error_cb=record
+        ) as tasks:
+            task = await tasks.create_task("Across a dropped connection")
+            await proxy.cut()
+            # More refused reconnects than the attempts connecting is allowed.
+            for _ in range(400):
+                if len(failures) > CONNECT_ATTEMPTS + 2:
+                    break
+                await asyncio.sleep(0.02)
+            assert len(failures) > CONNECT_ATTEMPTS + 2
+            await proxy.mend()
+            for _ in range(400):
+                if tasks.nc.is_connected:
+                    break
+                await asyncio.sleep(0.05)
+            assert (await tasks.get_task(task.taskId)).title == "Across a dropped connection"
+    finally:
+        await proxy.stop()
