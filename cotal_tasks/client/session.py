@@ -19,7 +19,7 @@ from nats.aio.client import Client as NATS
 from cotal_tasks.client.contract import CommandContract, ContractStore, Service, resolve
 from cotal_tasks.client.errors import TasksError, from_reply, usage_error
 from cotal_tasks.client.refusals import args_refused
-from cotal_tasks.client.subjects import request_subject
+from cotal_tasks.client.subjects import CallerRail
 from cotal_tasks.client.wire import Answer, exchange, new_id, nonce
 from cotal_tasks.core import ContractError, ErrorCode, Seat, endpoint_token
 
@@ -54,6 +54,7 @@ class Session:
         name: str = "cotal-tasks-client",
         timeout: float = 10.0,
         retries: int = 1,
+        generation: str | None = None,
     ) -> None:
         try:
             self._token = endpoint_token(endpoint)
@@ -66,6 +67,10 @@ class Session:
         self.name = name
         self.timeout = timeout
         self.retries = retries
+        try:
+            self.rail = CallerRail(space, self.seat, generation)
+        except ValueError as exc:
+            raise usage_error(f"generation {generation!r}: {exc}; give 32 hex digits") from exc
         self._store = ContractStore(nc, space)
         self._service: Service | None = None
 
@@ -90,11 +95,10 @@ class Session:
         that answered. Later calls pin this contract and this instance."""
         wait_s = timeout or self.timeout
         body = self._envelope("describe", new_id(), wait_s)
-        subject = request_subject(self.space, self._token, "describe", self.seat, nonce())
+        subject = self.rail.request(self._token, "describe", nonce())
         answer = await exchange(
             self.nc,
-            self.space,
-            self.seat,
+            self.rail,
             subject,
             body,
             f"describe of {self.endpoint}",
@@ -175,20 +179,17 @@ class Session:
         while True:
             body["op"].update(inputDigest=row.input_digest, outputDigest=row.output_digest)
             body["bind"] = service.bind()
-            subject = request_subject(
-                self.space,
+            subject = self.rail.request(
                 self._token,
                 command,
-                self.seat,
                 nonce(),
                 mode=mode,
                 target_owner=None if target_seat is None else target_seat.owner,
             )
             try:
                 answer = await exchange(
-                    self.nc, self.space, self.seat, subject, body, command, wait_s,
-                    token=self._token,
-                )  # fmt: skip
+                    self.nc, self.rail, subject, body, command, wait_s, token=self._token
+                )
             except TasksError as exc:
                 if exc.code is ErrorCode.DEADLINE_EXCEEDED and retries > 0:
                     retries -= 1  # the same envelope id: the endpoint applies it once

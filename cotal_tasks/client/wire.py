@@ -25,13 +25,8 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
 from cotal_tasks.client.errors import TasksError
-from cotal_tasks.client.subjects import (
-    Responder,
-    no_responders_subject,
-    parse_reply,
-    reply_filter,
-)
-from cotal_tasks.core import ErrorCode, Seat
+from cotal_tasks.client.subjects import CallerRail, Responder
+from cotal_tasks.core import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -111,8 +106,7 @@ def _no_answer(what: str, wait_s: float) -> TasksError:
 
 async def exchange(
     nc: NATS,
-    space: str,
-    caller: Seat,
+    rail: CallerRail,
     subject: str,
     body: dict[str, Any],
     what: str,
@@ -131,14 +125,14 @@ async def exchange(
     as ``internal`` (outcome unknown), never taken as the answer.
     """
     request_nonce = subject.rsplit(".", 1)[1]
-    sentinel = no_responders_subject(space, caller, request_nonce)
+    sentinel = rail.no_responders(request_nonce)
     watch = denial_watch(nc)
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_s
     mark = watch.mark()
     try:
-        sub = await nc.subscribe(reply_filter(space, caller, request_nonce))
+        sub = await nc.subscribe(rail.reply_filter(request_nonce))
     except NatsError as exc:
         raise TasksError(
             ErrorCode.UNAVAILABLE, f"cannot read replies ({exc})", outcome="not-executed"
@@ -153,7 +147,7 @@ async def exchange(
                 wait = min(wait, repeat_s)
             answer = await _first_reply(
                 sub,
-                _Expect(space, caller, token, request_nonce, sentinel, body["id"]),
+                _Expect(rail, token, request_nonce, sentinel, body["id"]),
                 wait,
                 strict=repeat_s is None,
             )
@@ -192,8 +186,7 @@ def _check_denied(watch: DenialWatch, mark: int, subject: str, rail: str, what: 
 
 @dataclass(frozen=True, slots=True)
 class _Expect:
-    space: str
-    caller: Seat
+    rail: CallerRail
     token: str
     nonce: str
     sentinel: str
@@ -225,7 +218,7 @@ async def _first_reply(sub: Any, expect: _Expect, wait_s: float, *, strict: bool
             if msg.headers and msg.headers.get("Status") == "503":
                 raise TasksError(
                     ErrorCode.UNAVAILABLE,
-                    f"no instance of the endpoint is serving in space {expect.space}; start "
+                    f"no instance of the endpoint is serving in space {expect.rail.space}; start "
                     "it (cotal-tasks serve) or check the space and endpoint names",
                     outcome="not-executed",
                 )
@@ -239,7 +232,7 @@ async def _first_reply(sub: Any, expect: _Expect, wait_s: float, *, strict: bool
 
 def _attributed(msg: Msg, expect: _Expect) -> Answer | str | None:
     """The reply as an answer, or why it is not this request's (``None``: not on its rail)."""
-    responder = parse_reply(msg.subject, expect.space, expect.caller, expect.nonce)
+    responder = expect.rail.parse_reply(msg.subject, expect.nonce)
     if responder is None:
         return None
     if responder.endpoint_token != expect.token:

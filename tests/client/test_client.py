@@ -19,10 +19,9 @@ from cotal_tasks.client import (
     TaskPage,
     TasksClient,
     TasksError,
-    subjects,
 )
-from cotal_tasks.client import wire as client_wire
 from cotal_tasks.client.client import CONNECT_ATTEMPTS
+from cotal_tasks.client.subjects import CallerRail
 from tests.client.conftest import PAGE_CEILING, Board
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
@@ -142,19 +141,19 @@ async def test_a_timed_out_write_is_resent_with_its_envelope_id(
     the client times out, re-sends the same envelope, and the task exists once."""
     operator = board.client("operator", timeout=1.0, retries=1)
     await operator.describe()
-    real = subjects.reply_filter
+    real = CallerRail.reply_filter
     lost = {"count": 0}
 
-    def lossy(space: str, caller: Any, request_nonce: str) -> str:
+    def lossy(rail: CallerRail, request_nonce: str) -> str:
         if lost["count"] == 0:
             lost["count"] += 1
-            return real(space, caller, "lost-" + request_nonce)
-        return real(space, caller, request_nonce)
+            return real(rail, "lost-" + request_nonce)
+        return real(rail, request_nonce)
 
-    monkeypatch.setattr(client_wire, "reply_filter", lossy)
+    monkeypatch.setattr(CallerRail, "reply_filter", lossy)
     sent = await spy_requests(board, "create-task")
     task = await operator.create_task("Resent")
-    monkeypatch.setattr(client_wire, "reply_filter", real)
+    monkeypatch.undo()
 
     assert lost["count"] == 1
     assert len(sent) == 2
@@ -250,3 +249,30 @@ async def test_the_client_outlives_a_dropped_connection(board: Board) -> None:
             assert (await tasks.get_task(task.taskId)).title == "Across a dropped connection"
     finally:
         await proxy.stop()
+
+
+async def test_the_versioned_rail(board: Board) -> None:
+    """With a generation the client speaks ``ep.v1``: its requests and replies carry the
+    generation between the caller triple and the nonce."""
+    generation = "0123456789abcdef" * 2
+    worker = board.client("worker", generation=generation)
+    seen: list[str] = []
+
+    async def record(msg: Msg) -> None:
+        seen.append(msg.subject)
+
+    await board.nc.subscribe(f"cotal.{SPACE}.ep.>", cb=record)
+    await board.nc.flush()
+    service = await worker.describe()
+    assert service.descriptor["endpoint"] == ENDPOINT
+    assert service.document["urn"] == "ai.cotal.tasks"
+    task = await worker.create_task("Versioned")
+    claimed = await worker.claim_task(task.taskId)
+    assert claimed.binding is not None
+    await board.nc.flush()
+    assert seen
+    assert all(s.startswith(f"cotal.{SPACE}.ep.v1.") for s in seen), seen
+    assert all(f".{generation}." in s for s in seen), seen
+    with pytest.raises(TasksError) as bad:
+        board.client("worker", generation="not-hex")
+    assert bad.value.code is ErrorCode.BAD_REQUEST
