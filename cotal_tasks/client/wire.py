@@ -99,7 +99,8 @@ def _no_answer(what: str, wait_s: float) -> TasksError:
     return TasksError(
         ErrorCode.DEADLINE_EXCEEDED,
         f"no reply to {what} within {wait_s:g} s; whether it ran is unknown. Check the "
-        "endpoint is being served in this space, then retry with the same envelope id",
+        "endpoint is being served in this space, then send it again (a write with the same "
+        "envelope id)",
         outcome="unknown",
     )
 
@@ -137,6 +138,7 @@ async def exchange(
         raise TasksError(
             ErrorCode.UNAVAILABLE, f"cannot read replies ({exc})", outcome="not-executed"
         ) from exc
+    unserved: TasksError | None = None
     try:
         while True:
             await nc.publish(subject, data, reply=sentinel)
@@ -145,16 +147,23 @@ async def exchange(
             wait = deadline - loop.time()
             if repeat_s is not None:
                 wait = min(wait, repeat_s)
-            answer = await _first_reply(
-                sub,
-                _Expect(rail, token, request_nonce, sentinel, body["id"]),
-                wait,
-                strict=repeat_s is None,
-            )
+            try:
+                answer = await _first_reply(
+                    sub,
+                    _Expect(rail, token, request_nonce, sentinel, body["id"]),
+                    wait,
+                    strict=repeat_s is None,
+                )
+            except _Unserved as exc:
+                if repeat_s is None:
+                    raise exc.error from None
+                unserved = exc.error  # describe asks again until an instance is up
+                await asyncio.sleep(max(0.0, min(repeat_s, deadline - loop.time())))
+                answer = None
             if answer is not None:
                 return answer
             if repeat_s is None or loop.time() >= deadline:
-                raise _no_answer(what, wait_s)
+                raise unserved or _no_answer(what, wait_s)
     except NatsError as exc:
         raise TasksError(
             ErrorCode.UNAVAILABLE,
@@ -182,6 +191,14 @@ def _check_denied(watch: DenialWatch, mark: int, subject: str, rail: str, what: 
             "command's capability",
             outcome="not-executed",
         )
+
+
+class _Unserved(Exception):
+    """The broker's no-responders answer: nothing subscribes to the request subject."""
+
+    def __init__(self, error: TasksError) -> None:
+        super().__init__(error.message)
+        self.error = error
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,11 +233,13 @@ async def _first_reply(sub: Any, expect: _Expect, wait_s: float, *, strict: bool
             return None
         if msg.subject == expect.sentinel:
             if msg.headers and msg.headers.get("Status") == "503":
-                raise TasksError(
-                    ErrorCode.UNAVAILABLE,
-                    f"no instance of the endpoint is serving in space {expect.rail.space}; start "
-                    "it (cotal-tasks serve) or check the space and endpoint names",
-                    outcome="not-executed",
+                raise _Unserved(
+                    TasksError(
+                        ErrorCode.UNAVAILABLE,
+                        f"no instance of the endpoint is serving in space {expect.rail.space}; "
+                        "start it (cotal-tasks serve) or check the space and endpoint names",
+                        outcome="not-executed",
+                    )
                 )
             continue  # nothing but the broker may address the sentinel
         answer = _attributed(msg, expect)

@@ -276,3 +276,34 @@ async def test_the_versioned_rail(board: Board) -> None:
     with pytest.raises(TasksError) as bad:
         board.client("worker", generation="not-hex")
     assert bad.value.code is ErrorCode.BAD_REQUEST
+
+
+async def test_describe_finds_an_endpoint_that_starts_late(tmp_path: Path) -> None:
+    """Nothing serves: describe keeps asking until its deadline and says unavailable.
+    An instance that comes up while it asks is found."""
+    async with broker(tmp_path) as server:
+        await set_up_space(server.url)
+        async with TasksClient.connect(server.url, SPACE, ENDPOINT, seat=seat("w")) as tasks:
+            with pytest.raises(TasksError) as nobody:
+                await tasks.describe(timeout=1.0)
+            assert (nobody.value.code, nobody.value.outcome) == (
+                ErrorCode.UNAVAILABLE,
+                "not-executed",
+            )
+
+            asked = asyncio.Event()
+            count = 0
+
+            async def spy(msg: Msg) -> None:
+                nonlocal count
+                count += 1
+                if count >= 2:
+                    asked.set()
+
+            await tasks.nc.subscribe(f"cotal.{SPACE}.ep.one.*.describe.>", cb=spy)
+            describing = asyncio.create_task(tasks.describe(timeout=60))
+            await asyncio.wait_for(asked.wait(), 30)  # asked twice, nobody answered
+            assert not describing.done()
+            async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
+                service = await describing
+            assert service.endpoint == ENDPOINT
