@@ -25,6 +25,7 @@ from cotal_tasks.client.subjects import CallerRail
 from tests.client.conftest import PAGE_CEILING, Board
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
+from tests.support.cotal import Space
 from tests.support.tcp_proxy import TcpProxy
 
 REQUESTS = f"cotal.{SPACE}.ep.>"
@@ -307,3 +308,30 @@ async def test_describe_finds_an_endpoint_that_starts_late(tmp_path: Path) -> No
             async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
                 service = await describing
             assert service.endpoint == ENDPOINT
+
+
+async def test_bind_and_administer(board: Board) -> None:
+    operator = board.client("operator")
+    worker, other = board.seat("worker", 8), board.seat("other", 9)
+    space = Space(board.nc.jetstream(), SPACE)
+    for seat_ in (worker, other):
+        await space.spawn(seat_)  # a live lifecycle to bind to
+    task = await operator.create_task("Assigned")
+
+    bound = await operator.bind_task(task.taskId, worker, expected_binding=None)
+    assert bound.binding is not None
+    assert bound.binding.ref().model_dump() == {
+        "owner": worker.owner,
+        "actor": worker.actor,
+        "lifecycleUid": worker.lifecycleUid,
+    }
+    assert bound.binding.boundBy == "local.operator"
+    # The expected binding no longer holds: refused, nothing changes.
+    with pytest.raises(TasksError) as stale:
+        await operator.bind_task(task.taskId, str(other), expected_binding=None)
+    assert (stale.value.code, stale.value.outcome) == (ErrorCode.CONFLICT, "not-executed")
+    again = await operator.bind_task(task.taskId, worker, expected_binding=worker)
+    assert again == bound
+
+    freed = await operator.administer_task(task.taskId, unbind=True, note="Seat is gone.")
+    assert (freed.status, freed.binding) == ("open", None)
