@@ -1,4 +1,4 @@
-"""The untyped half of the client: describe, invoke any command, watch the board.
+"""The untyped half of the client: describe the endpoint and invoke any command.
 
 ``Session.invoke_answer`` follows Cotal's ``invokeCommand``: the request pins the digests
 of the resolved command row and binds the instance that answered the describe; a reply
@@ -22,6 +22,7 @@ from cotal_tasks.client.refusals import args_refused
 from cotal_tasks.client.subjects import CallerRail
 from cotal_tasks.client.wire import Answer, exchange, new_id, nonce
 from cotal_tasks.core import ContractError, ErrorCode, Seat, endpoint_token
+from cotal_tasks.core.identity import ID_TOKEN
 
 DESCRIBE_RETRY_S = 0.25
 BIND_REFUSED = "ai.cotal.ep.bind-refused"
@@ -167,6 +168,10 @@ class Session:
         payload = {} if args is None else dict(args)
         if check_args and not row.args.is_valid(payload):
             raise usage_error(args_refused(command, payload, row.args))
+        if envelope_id is not None and not ID_TOKEN.fullmatch(envelope_id):
+            raise usage_error(
+                "an envelope id is 1 to 64 characters of [A-Za-z0-9_-]; choose one of those"
+            )
         body = self._envelope(command, envelope_id or new_id(), wait_s)
         body["args"] = payload
         if target_seat is not None:
