@@ -279,11 +279,10 @@ async def test_a_delivery_during_a_refresh_is_not_left_for_the_next_poll(
 
 
 async def test_an_organisations_ping_is_answered(hooked: GitHubMesh) -> None:
-    """An organisation's hook sends its ``ping`` with no ``repository``: 200, not 404."""
-    ping = ping_payload(hooked.fake, REPO)
-    del ping["repository"]
-    ping["hook"] = {**dict(ping["hook"]), "type": "Organization"}
-    ping["organization"] = {"login": "octo-org", "id": 9919}
+    """An organisation's hook sends its ``ping`` with no ``repository``: 200, not 404.
+    The payload is GitHub's own example (``tests/fixtures/github``)."""
+    fixture = Path(__file__).parents[2] / "fixtures/github/webhook-ping-organization.json"
+    ping = fixture.read_bytes()
 
     answer = await deliver(hooked, "ping", ping)
 
