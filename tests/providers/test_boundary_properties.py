@@ -95,7 +95,7 @@ MERGE_REQUEST = fields(
     title=TEXT,
     description=st.one_of(TEXT, JSON),
 )
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def to_task(issue: TrackedIssue, gitlab_rules: bool = False) -> Task:
@@ -112,9 +112,9 @@ def to_task(issue: TrackedIssue, gitlab_rules: bool = False) -> Task:
     )
 
 
-def through(step: Any, *args: Any, **kwargs: Any) -> tuple[Any, ItemBoundary]:
+def through(step: Any, *args: Any) -> tuple[Any, ItemBoundary]:
     boundary = ItemBoundary("test")
-    return boundary.map("item", step, *args, **kwargs), boundary
+    return boundary.map("item", step, *args), boundary
 
 
 @SETTINGS

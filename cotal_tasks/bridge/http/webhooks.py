@@ -21,6 +21,7 @@ from cotal_tasks.bridge.app import Endpoint, wall_clock_ms
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.github import webhook as github
 from cotal_tasks.providers.gitlab import webhook as gitlab
+from cotal_tasks.providers.hosted.boundary import Reason
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,7 @@ def _reply(status: int, message: str) -> JSONResponse:
     return JSONResponse({"message": message}, status_code=status)
 
 
+UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
 
 
@@ -137,7 +139,7 @@ def github_receiver(endpoints: Sequence[Endpoint]) -> Route:
             return _reply(401, "the X-Hub-Signature-256 signature does not match")
         own = endpoint.config.github.repository if endpoint.config.github else ""
         named = hosted.store.tracker.boundary.map(
-            f"{event} delivery", github.issues_named, event, payload, own
+            f"{event} delivery", github.issues_named, event, payload, own, reason=UNMAPPABLE
         )
         return await _accept(endpoint, request.headers.get(github.DELIVERY_HEADER), named, "github")
 
@@ -172,7 +174,9 @@ def gitlab_receiver(endpoints: Sequence[Endpoint]) -> Route:
             return _reply(401, "the X-Gitlab-Token does not match")
         tracker = endpoint.hosted.store.tracker
         own = getattr(tracker, "path", None) or path or ""
-        named = tracker.boundary.map("hook delivery", gitlab.issues_named, payload, own)
+        named = tracker.boundary.map(
+            "hook delivery", gitlab.issues_named, payload, own, reason=UNMAPPABLE
+        )
         return await _accept(endpoint, gitlab.delivery_id(request.headers), named, "gitlab")
 
     return Route("/webhooks/gitlab", receive, methods=["POST"])

@@ -125,11 +125,29 @@ class GitHubClient:
         except TrackerHttpError as exc:
             if exc.status == 404:
                 return None  # not an issue this token can read
+            if exc.status == 301:
+                await self._repository_in_place()
             if exc.status in GONE:
                 raise IssueGone(GONE[exc.status]) from exc
             raise
         body: dict[str, Any] = response.json()
         return body
+
+    async def _repository_in_place(self) -> None:
+        """Tell a transferred issue from a renamed repository: both answer 301 for the
+        issue, but only a renamed (or transferred) repository answers 301 for itself."""
+        try:
+            await self.http.request("GET", self._path())
+        except TrackerHttpError as exc:
+            if exc.status == 301:
+                raise TrackerHttpError(
+                    301,
+                    f"the repository {self.repo} was renamed or moved; set `repository` to "
+                    "its new name",
+                    method="GET",
+                    path=exc.path,
+                ) from exc
+            raise
 
     async def timeline(self, number: int) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []

@@ -75,12 +75,14 @@ class ItemBoundary:
             except Exception:  # an observer never costs the sync its item
                 log.exception("a degradation observer failed")
 
-    def map(self, item: str, step: Callable[..., T], *args: Any, **kwargs: Any) -> T | None:
-        """``step(*args, **kwargs)``, or ``None`` with the failure recorded."""
+    def map(
+        self, item: str, step: Callable[..., T], *args: Any, reason: Reason = "item-unmappable"
+    ) -> T | None:
+        """``step(*args)``, or ``None`` with the failure recorded under ``reason``."""
         try:
-            return step(*args, **kwargs)
+            return step(*args)
         except Exception as exc:
-            self.note("item-unmappable", item, where(exc))
+            self.note(reason, item, where(exc))
             return None
 
     def snapshot(self) -> dict[str, Any]:

@@ -137,3 +137,27 @@ async def test_a_link_to_another_origin_is_never_followed_with_the_token() -> No
     assert [url.host for url in sent] == ["api.github.com"]  # before: the collector got it
     assert "https://collector.example" in refused.value.message
     assert "api_url" in refused.value.message
+
+
+async def test_a_renamed_repository_is_not_taken_for_transferred_issues() -> None:
+    """After a rename, GitHub answers 301 for the issue and for the repository itself:
+    that is not a transfer, so no task is dropped; the error names the remedy."""
+    moved = "https://api.github.com/repositories/1296269"
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        location = moved + request.url.path.removeprefix("/repos/o/r")
+        return httpx.Response(
+            301, json={"message": "Moved Permanently"}, headers={"location": location}
+        )
+
+    client = github_http_client("https://api.github.com", "ghp_secret", 5)
+    client._transport = httpx.MockTransport(answer)
+    github = GitHubClient(TrackerHttp(client, github_retry), "o/r")
+    try:
+        with pytest.raises(TrackerHttpError) as refused:
+            await github.get_issue(7)
+    finally:
+        await client.aclose()
+
+    assert refused.value.status == 301
+    assert "set `repository` to its new name" in refused.value.message
