@@ -19,9 +19,10 @@ from cotal_tasks.providers.github.client import github_retry as retry
 from cotal_tasks.providers.github.tracker import _last_page
 from cotal_tasks.providers.gitlab import mapping as gitlab
 from cotal_tasks.providers.gitlab import webhook as gitlab_hook
+from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.config import github_default_rules, gitlab_default_rules
-from cotal_tasks.providers.hosted.http import TrackerHttp
+from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.tracker import TrackedIssue
 
@@ -180,3 +181,39 @@ def test_gitlab_documented_issue_hook_and_its_work_item_form() -> None:
     task_hook["object_kind"] = task_hook["event_type"] = "work_item"
     task_hook["object_attributes"]["type"] = "Task"
     assert gitlab_hook.issues_named(task_hook, "gitlabhq/gitlab-test") == {23}
+
+
+async def keyset_walk(api_url: str) -> tuple[list[httpx.Request], Exception | None]:
+    """Walk a listing whose first page answers with the documented keyset ``Link``."""
+    link = load("gitlab/doc-keyset-link.json")["link"]
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200, json=[], headers={"link": link} if len(sent) == 1 else {})
+
+    client = gitlab_http_client(api_url, "glpat-test", 5)
+    client._transport = httpx.MockTransport(answer)
+    pages = GitLabClient(TrackerHttp(client, gitlab_retry), "acme/widgets")
+    failure: Exception | None = None
+    try:
+        async for _ in pages.issue_pages(None):
+            pass
+    except TrackerHttpError as exc:
+        failure = exc
+    finally:
+        await client.aclose()
+    return sent, failure
+
+
+async def test_gitlab_the_documented_keyset_link_is_followed_on_the_same_origin() -> None:
+    sent, failure = await keyset_walk("https://gitlab.example.com/api/v4")
+    assert failure is None
+    assert sent[1].url.params["id_after"] == "42"
+    assert sent[1].headers["private-token"] == "glpat-test"
+
+    # Configured with another origin, the same link is refused before the token is sent.
+    sent, failure = await keyset_walk("http://gitlab.internal:8080/api/v4")
+    assert [r.url.host for r in sent] == ["gitlab.internal"]
+    assert isinstance(failure, TrackerHttpError)
+    assert "https://gitlab.example.com" in failure.message
