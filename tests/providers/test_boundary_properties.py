@@ -5,18 +5,31 @@ is recorded as unmappable, never raised."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
+import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cotal_tasks.core import Task
 from cotal_tasks.providers.github import mapping as github
 from cotal_tasks.providers.github import webhook as github_hook
+from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
+from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.gitlab import mapping as gitlab
 from cotal_tasks.providers.gitlab import webhook as gitlab_hook
+from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
+from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
-from cotal_tasks.providers.hosted.config import github_default_rules, gitlab_default_rules
+from cotal_tasks.providers.hosted.config import (
+    GitHubConfig,
+    GitLabConfig,
+    github_default_rules,
+    gitlab_default_rules,
+)
+from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.tracker import Evidence, TrackedIssue
 
@@ -174,3 +187,55 @@ def test_webhook_parsing(payload: dict[str, Any], event: str) -> None:
     path, pid = gitlab_hook.project_of(payload)
     assert path is None or isinstance(path, str)
     assert pid is None or isinstance(pid, int)
+
+
+PAGE = st.one_of(st.lists(st.one_of(GITHUB_ISSUE, GITLAB_ISSUE, JSON), max_size=6), JSON)
+
+
+async def walk(tracker: Any) -> list[TrackedIssue]:
+    found: list[TrackedIssue] = []
+    async for page in tracker.list_changed(None, None, {}):
+        found += page.issues
+    return found
+
+
+def served(body: Any) -> httpx.MockTransport:
+    """Every request answers ``body`` (one page: no ``Link``, no next page), encoded as a
+    tracker does: ASCII JSON, a lone surrogate as its ``\\ud83d`` escape."""
+    content = json.dumps(body).encode()
+    headers = {"content-type": "application/json"}
+    return httpx.MockTransport(
+        lambda request: httpx.Response(200, content=content, headers=headers)
+    )
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=PAGE)
+def test_a_listing_page_of_anything_yields_only_mapped_issues(body: Any) -> None:
+    """Both trackers' listings, fed any JSON page: each item is mapped or counted, and the
+    walk itself never raises."""
+
+    async def both() -> None:
+        hub_http = github_http_client("https://api.github.com", "t", 5)
+        hub_http._transport = served(body)
+        lab_http = gitlab_http_client("https://gitlab.example.com/api/v4", "t", 5)
+        lab_http._transport = served(body)
+        hub = GitHubTracker(
+            GitHubClient(TrackerHttp(hub_http, github_retry), REPO),
+            GitHubConfig(repository=REPO),
+        )
+        lab = GitLabTracker(
+            GitLabClient(TrackerHttp(lab_http, gitlab_retry), PROJECT, "keyset"),
+            GitLabConfig(project=PROJECT),
+        )
+        try:
+            for tracker in (hub, lab):
+                issues = await walk(tracker)
+                assert all(isinstance(issue, TrackedIssue) for issue in issues)
+                for issue in issues:
+                    assert isinstance(to_task(issue, gitlab_rules=tracker is lab), Task)
+        finally:
+            await hub_http.aclose()
+            await lab_http.aclose()
+
+    asyncio.run(both())

@@ -12,7 +12,7 @@ import httpx
 
 from cotal_tasks.providers.github import mapping
 from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
-from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_str
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
 from cotal_tasks.providers.hosted.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
@@ -59,12 +59,12 @@ class GitHubTracker:
                 return
             items: list[dict[str, Any]] = []
             linked: set[int] = set()
-            raw = response.json()
+            raw = self.boundary.page(response.json(), "the issue listing")
             for item in raw:
                 if not isinstance(item, dict):
                     self.boundary.note("item-unmappable", "an item of the issue listing")
                     continue
-                stamp = as_str(item.get("updated_at"))
+                stamp = as_stamp(item.get("updated_at"))
                 if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
                 if mapping.is_pull_request(item):

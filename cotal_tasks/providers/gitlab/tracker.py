@@ -10,7 +10,7 @@ from typing import Any
 
 from cotal_tasks.providers.gitlab import mapping
 from cotal_tasks.providers.gitlab.client import GitLabClient
-from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_int, as_ms, as_str
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_int, as_ms, as_stamp
 from cotal_tasks.providers.hosted.config import GitLabConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
@@ -82,10 +82,10 @@ class GitLabTracker:
         highest = cursor
         first = True
         async for response in self.client.issue_pages(since):
-            items = response.json()
+            items = self.boundary.page(response.json(), "the issue listing")
             issues: list[TrackedIssue] = []
             for item in items:
-                stamp = as_str(item.get("updated_at")) if isinstance(item, dict) else None
+                stamp = as_stamp(item.get("updated_at")) if isinstance(item, dict) else None
                 if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
                 if issue := self._tracked(item):
@@ -104,11 +104,11 @@ class GitLabTracker:
         path = self.path or self.config.project
         async for response in self.client.merge_request_pages(self._since(swept)):
             linked: set[int] = set()
-            for merge_request in response.json():
+            for merge_request in self.boundary.page(response.json(), "the merge request listing"):
                 if not isinstance(merge_request, dict):
                     self.boundary.note("item-unmappable", "an item of the merge request listing")
                     continue
-                stamp = as_str(merge_request.get("updated_at"))
+                stamp = as_stamp(merge_request.get("updated_at"))
                 if swept is None or as_ms(stamp) > epoch_ms(swept):
                     linked |= mapping.mentioned_issues(path, merge_request)
                 if stamp and (newest is None or as_ms(stamp) > epoch_ms(newest)):

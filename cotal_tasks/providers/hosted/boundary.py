@@ -85,6 +85,13 @@ class ItemBoundary:
             self.note(reason, item, where(exc))
             return None
 
+    def page(self, body: Any, listing: str) -> list[Any]:
+        """A listing page's items; a page that is not a list counts as one unmappable item."""
+        if isinstance(body, list):
+            return body
+        self.note("item-unmappable", f"a page of {listing}", type(body).__name__)
+        return []
+
     def snapshot(self) -> dict[str, Any]:
         """What ``/healthz`` and the sync summary show: counts by reason, the latest few."""
         return {
@@ -149,3 +156,8 @@ def as_ms(value: Any) -> int:
         return epoch_ms(text)
     except (ValueError, OverflowError, OSError):
         return 0
+
+
+def as_stamp(value: Any) -> str | None:
+    """A tracker timestamp as it was sent, when it reads as one (a cursor keeps it)."""
+    return value if isinstance(value, str) and as_ms(value) > 0 else None
