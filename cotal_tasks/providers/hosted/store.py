@@ -264,6 +264,17 @@ class HostedStore:
             note=lambda reason, detail: boundary.note(reason, issue.task_id, detail),
         )
 
+    async def _synced_record(self, issue: TrackedIssue, existing: Task | None) -> Task | None:
+        """The record a synced issue maps to, through the item boundary: ``None`` for an
+        issue that left before it was ever mirrored, or one that does not map (counted)."""
+        if issue.gone is not None and existing is None:
+            return None
+        try:
+            return await self._project(issue, existing)
+        except Exception as exc:  # one item never costs the page its other issues
+            self.tracker.boundary.note("item-unmappable", issue.task_id, where(exc))
+            return None
+
     # -- sync: the tracker's view into the mirror ---------------------------------------
     async def read_mark(self) -> int:
         """Take before reading the tracker; hand to ``upsert_page`` with what was read."""
@@ -293,12 +304,8 @@ class HostedStore:
                 if read_mark is not None and written is not None and written > read_mark:
                     continue
                 stored = held.get(issue.task_id)
-                if issue.gone is not None and stored is None:
-                    continue  # an issue that left before it was ever mirrored
-                try:
-                    record = await self._project(issue, stored.task if stored else None)
-                except Exception as exc:  # one item never costs the page its other issues
-                    self.tracker.boundary.note("item-unmappable", issue.task_id, where(exc))
+                record = await self._synced_record(issue, stored.task if stored else None)
+                if record is None:
                     continue
                 if stored is not None and same_record(record, stored.task):
                     continue  # nothing new, or the echo of the bridge's own write
