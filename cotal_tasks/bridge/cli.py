@@ -343,6 +343,8 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
     if target.provider == "board":
         raise click.UsageError(f"{target.name} is a board; there is nothing to sync")
 
+    degraded: dict[str, int] = {}
+
     async def work() -> SyncReport:
         async with open_endpoint(config, target, serve=True) as opened:
             assert opened.hosted is not None
@@ -363,6 +365,7 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
             finally:
                 if bar is not None:
                     bar.__exit__(None, None, None)
+                degraded.update(opened.hosted.store.degradations()["counts"])
 
     report = _run(work)
     state = "unchanged (one conditional request)" if report.not_modified else "synced"
@@ -370,6 +373,12 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
         f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "
         f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
     )
+    if degraded:
+        counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
+        click.echo(
+            f"{target.name}: {sum(degraded.values())} item(s) degraded ({counts}); each kept "
+            "what was valid or was skipped; the log names the items"
+        )
 
 
 @main.command()
