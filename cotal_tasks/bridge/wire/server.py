@@ -265,7 +265,8 @@ class EndpointServer:
         if request.cls != "ephemeral":
             raise _refused(
                 ErrorCode.CLASS_MISMATCH,
-                f"class {request.cls!r} does not equal the command's contract class 'ephemeral'",
+                f"class {request.cls!r} does not equal the command's contract class "
+                "'ephemeral'; send class ephemeral",
             )
         if request.command == DESCRIBE:
             self._check_describe(subject, request)
