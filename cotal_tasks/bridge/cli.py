@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
 
@@ -23,9 +23,9 @@ from cotal_tasks.bridge.config import BridgeConfig, load_config
 from cotal_tasks.bridge.preview import preview, render
 from cotal_tasks.bridge.runtime import Bridge, broker_url, connect, serve_until_signalled
 from cotal_tasks.bridge.seed import Seeded, seed_examples
-from cotal_tasks.bridge.wire.caller import CotalCaller, UsageRefused
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
-from cotal_tasks.core import CAPABILITIES, ContractError, Seat, endpoint_token
+from cotal_tasks.client import Mode, TasksClient, TasksError
+from cotal_tasks.core import CAPABILITIES, ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.providers.hosted.sync import SyncReport
 
 T = TypeVar("T")
@@ -92,9 +92,10 @@ def serve(config_path: Path | None) -> None:
     click.echo("cotal-tasks: stopped cleanly")
 
 
-async def _caller(config: BridgeConfig, endpoint: str | None, seat: Seat) -> CotalCaller:
+async def _client(config: BridgeConfig, endpoint: str | None, seat: Seat) -> TasksClient:
+    """A client over the bridge's own broker connection settings (``nats_url``, creds)."""
     nc = await connect(config, broker_url(config))
-    return CotalCaller(nc, config.space, config.endpoint(endpoint).name, seat)
+    return TasksClient(nc, config.space, config.endpoint(endpoint).name, seat, name="cli")
 
 
 @main.command()
@@ -107,11 +108,11 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
     seat = _seat(as_seat, "--as")
 
     async def work() -> None:
-        caller = await _caller(config, endpoint, seat)
+        client = await _client(config, endpoint, seat)
         try:
-            resolved = await caller.describe()
+            resolved = await client.describe()
         finally:
-            await caller.nc.close()
+            await client.nc.close()
         click.echo(
             f"{resolved.endpoint} (owner {resolved.owner}) instance {resolved.instance_id} "
             f"epoch {resolved.epoch}"
@@ -156,24 +157,91 @@ def invoke(
         raise click.BadParameter("must be a JSON object", param_hint="--args")
 
     async def work() -> dict[str, Any]:
-        caller = await _caller(config, endpoint, seat)
+        client = await _client(config, endpoint, seat)
         try:
-            return await caller.invoke(
-                command, args, mode=mode, target=target_seat, request_id=request_id
+            answer = await client.invoke_answer(
+                command,
+                args,
+                mode=cast(Mode | None, mode),
+                target=target_seat,
+                envelope_id=request_id,
             )
         finally:
-            await caller.nc.close()
+            await client.nc.close()
+        return answer.reply
 
     try:
         reply = asyncio.run(work())
-    except ContractError as exc:
-        error: dict[str, Any] = {"code": exc.code.value, "message": exc.message}
-        if exc.outcome:
-            error["outcome"] = exc.outcome
-        click.echo(json.dumps({"v": 1, "id": request_id or "unsent", "ok": False, "error": error}))
-        sys.exit(2 if isinstance(exc, UsageRefused) else 1)
+    except TasksError as exc:
+        unsent = exc.reply is None
+        body = exc.reply or {"v": 1, "id": request_id or "unsent", "ok": False}
+        click.echo(json.dumps({**body, "error": exc.as_error()}, ensure_ascii=False))
+        sys.exit(2 if unsent and exc.code is ErrorCode.BAD_REQUEST else 1)
     click.echo(json.dumps(reply, ensure_ascii=False))
     sys.exit(0 if reply.get("ok") else 1)
+
+
+@main.command("mcp")
+@click.option(
+    "--as",
+    "as_seat",
+    required=True,
+    envvar="COTAL_TASKS_SEAT",
+    help="The agent's seat OWNER.ACTOR/UID (its lifecycle uid for this session).",
+)
+@click.option(
+    "--creds",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    envvar="COTAL_TASKS_CREDS",
+    help="The seat's own NATS credentials file (an auth mesh).",
+)
+@click.option("--nats", "nats_url", default=None, help="Broker URL (default: from the config).")
+@click.option("--space", default=None, help="Space (default: from the config).")
+@click.option("--endpoint", default=None, help="Endpoint name (default: the first configured).")
+@click.option(
+    "--http",
+    "http_address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@config_option
+def mcp(
+    as_seat: str,
+    creds: Path | None,
+    nats_url: str | None,
+    space: str | None,
+    endpoint: str | None,
+    http_address: str | None,
+    config_path: Path | None,
+) -> None:
+    """Serve the seat's task tools to a coding agent over MCP (stdio by default)."""
+    from cotal_tasks.bridge.mcp_server import seat_tools, serve_http, serve_stdio
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the MCP wire
+    seat = _seat(as_seat, "--as")
+    config = _config(config_path)
+    name = endpoint or config.endpoint(None).name
+    host, port = "", 0
+    if http_address is not None:
+        host, _, port_text = http_address.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise click.BadParameter("give HOST:PORT, e.g. 127.0.0.1:8765", param_hint="--http")
+        port = int(port_text)
+
+    async def work() -> None:
+        url = nats_url or broker_url(config)
+        async with seat_tools(url, space or config.space, name, seat, creds) as tools:
+            for tool, why in tools.withheld.items():
+                click.echo(f"cotal-tasks mcp: {tool} withheld: {why}", err=True)
+            if http_address is None:
+                await serve_stdio(tools)
+            else:
+                click.echo(f"cotal-tasks mcp: serving http://{host}:{port}/mcp", err=True)
+                await serve_http(tools, host, port)
+
+    _run(work)
 
 
 @main.command()

@@ -25,8 +25,8 @@ from nats.aio.msg import Msg
 
 from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.runtime import running_bridge
-from cotal_tasks.bridge.wire.caller import CotalCaller, UsageRefused
 from cotal_tasks.bridge.wire.instance import next_incarnation
+from cotal_tasks.client import TasksClient, TasksError
 from cotal_tasks.core import ErrorCode, Seat
 from tests.conformance.conftest import SMALL_PAGE_CEILING, Mesh
 from tests.conformance.permissioned import (
@@ -280,9 +280,9 @@ async def test_check_05_my_tasks_self_and_untargeted(mesh: Mesh) -> None:
 
     spy_sub = await mesh.nc.subscribe(f"{PREFIX}.ep.*.{TOKEN}.my-tasks.>", cb=spy)
     spy_v1 = await mesh.nc.subscribe(f"{PREFIX}.ep.v1.*.{TOKEN}.my-tasks.>", cb=spy)
-    caller = CotalCaller(mesh.nc, SPACE, ENDPOINT, me.seat, name="conformance")
+    caller = TasksClient(mesh.nc, SPACE, ENDPOINT, me.seat, name="conformance")
     await caller.describe()
-    with pytest.raises(UsageRefused) as refused:
+    with pytest.raises(TasksError) as refused:
         await caller.invoke("my-tasks")
     assert refused.value.code == ErrorCode.BAD_REQUEST
     assert refused.value.outcome == "not-executed"
@@ -290,9 +290,9 @@ async def test_check_05_my_tasks_self_and_untargeted(mesh: Mesh) -> None:
     await asyncio.sleep(0.2)
     assert spied == [], [m.subject for m in spied]
     # ...and the same caller with mode self is answered with the caller's own tasks.
-    reply = await caller.invoke("my-tasks", mode="self")
-    assert reply["ok"], reply
-    assert [t["taskId"] for t in reply["data"]["tasks"]] == [mine["taskId"]]
+    answer = await caller.invoke_answer("my-tasks", mode="self")
+    assert answer.ok, answer.reply
+    assert [t["taskId"] for t in answer.reply["data"]["tasks"]] == [mine["taskId"]]
     await mesh.nc.flush()
     await asyncio.sleep(0.1)
     assert len(spied) == 1, [m.subject for m in spied]
