@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from typing import Any
 
 from nats.errors import TimeoutError as NatsTimeout
 
@@ -89,11 +88,3 @@ async def raw_call(
 
 def generation() -> str:
     return secrets.token_hex(16)
-
-
-def expected_reply(ctx: Context, who: str, instance: Any, gen: str, request_nonce: str) -> str:
-    s = ctx.seat(who)
-    return (
-        f"{ctx.prefix}.ep.v1.reply.{ctx.token}.{instance.instance_id}.{instance.epoch}."
-        f"{s.owner}.{s.actor}.{s.lifecycleUid}.{gen}.{request_nonce}"
-    )

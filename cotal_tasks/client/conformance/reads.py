@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 from nats.aio.msg import Msg
@@ -21,6 +20,7 @@ from cotal_tasks.client.conformance.context import (
     page,
     triple,
 )
+from cotal_tasks.client.conformance.raw import raw_call
 from cotal_tasks.client.errors import TasksError
 from cotal_tasks.core import CLUSTER_URN
 
@@ -140,8 +140,6 @@ async def check_05(ctx: Context) -> str:
         for sub in subs:
             await sub.unsubscribe()
     # ...and the endpoint itself refuses an untargeted my-tasks sent by hand.
-    from cotal_tasks.client.conformance.raw import raw_call
-
     reply = await raw_call(ctx, "me", "my-tasks", {})
     error: Any = reply.get("error") or {}
     ensure(reply.get("ok") is False, "the endpoint answered an untargeted my-tasks")
@@ -195,9 +193,3 @@ async def check_08(ctx: Context) -> str:
     ensure(code == "permission-denied", f"updating another seat's task answered {code}")
     ensure(await get(ctx, task["taskId"]) == held, "the refused update changed the record")
     return "update-task of another seat's task is permission-denied; the record is unchanged"
-
-
-async def settle(ctx: Context) -> None:
-    """Let what a check published reach this connection."""
-    await ctx.nc.flush()
-    await asyncio.sleep(0)
