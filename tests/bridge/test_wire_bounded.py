@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -34,11 +35,13 @@ from tests.bridge.wire_support import (
 )
 from tests.conformance.conftest import Mesh
 from tests.conformance.conftest import mesh as mesh  # the fixture, reused as is
-from tests.support.cotal import Bound, nonce
+from tests.support.bridge import SPACE, bridge_config, bridge_on, broker, client, set_up_space
+from tests.support.cotal import Bound, Space, nonce
 
 BACKSLASHES = "\\" * 500_000
 DELS = "\x7f" * 500_000
 MAX_REPLY_BYTES = 4096
+SMALL_PAYLOAD = 32 * 1024
 
 
 @dataclass(frozen=True)
@@ -142,3 +145,34 @@ async def test_a_bind_task_refusal_names_the_field(mesh: Mesh) -> None:
     error = assert_refusal(reply, code="bad-request", request_id=RID)
     assert "target.actor" in error["message"]
     assert "send one matching" in error["message"]
+
+
+async def test_a_reply_past_the_payload_limit_is_replaced_by_a_short_error(
+    tmp_path: Path,
+) -> None:
+    """A broker with a small payload limit: a page that would not fit is answered with
+    resource-exhausted naming the remedy, never dropped."""
+    conf = tmp_path / "small.conf"
+    conf.write_text(f"max_payload: {SMALL_PAYLOAD}\n", encoding="utf-8")
+    async with broker(tmp_path, config_file=conf) as server:
+        await set_up_space(server.url)
+        async with bridge_on(bridge_config(server.url, tmp_path / "bridge")) as running:
+            nc = await client(server.url)
+            try:
+                mesh = Mesh(server.url, running, nc, Space(nc.jetstream(), SPACE))
+                caller = mesh.caller("reader")
+                for n in range(100):
+                    await caller.ok("create-task", {"title": f"{n:03d} " + "x" * 190})
+                small = await caller.ok("list-tasks", {"limit": 5})
+                assert len(small["tasks"]) == 5
+
+                reply = await caller.call("list-tasks", {"limit": 100})
+
+                assert reply["ok"] is False, "a page over the payload limit was sent"
+                error = reply["error"]
+                assert error["code"] == "resource-exhausted", error
+                assert error["outcome"] == "executed"
+                assert "smaller list limit" in error["message"]
+                assert (await caller.ok("list-tasks", {"limit": 5}))["tasks"] == small["tasks"]
+            finally:
+                await nc.close()
