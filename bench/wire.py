@@ -26,7 +26,7 @@ from nats.aio.msg import Msg
 from cotal_tasks.bridge.embedded import EmbeddedNats
 from cotal_tasks.bridge.wire.space import ensure_space
 from cotal_tasks.client import Service, TasksClient, new_id
-from cotal_tasks.client.subjects import request_subject
+from cotal_tasks.client.subjects import CallerRail
 from cotal_tasks.client.wire import nonce
 from cotal_tasks.core import Seat, endpoint_token
 
@@ -90,7 +90,7 @@ class FastCaller:
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self.waiting[request_nonce] = future
         await self.nc.publish(
-            request_subject(SPACE, TOKEN, command, self.seat, request_nonce),
+            CallerRail(SPACE, self.seat).request(TOKEN, command, request_nonce),
             json.dumps(body).encode(),
         )
         reply: dict[str, Any] = json.loads(await asyncio.wait_for(future, 10))

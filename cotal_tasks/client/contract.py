@@ -67,6 +67,8 @@ class Service:
     revision: int
     commands: Mapping[str, CommandContract]
     event: Any | None  # the board-changed data validator, when the document names one
+    descriptor: Mapping[str, Any]  # the describe answer's descriptor, as sent
+    document: Mapping[str, Any]  # the verified cluster document
 
     @property
     def instance_id(self) -> str:
@@ -198,6 +200,8 @@ async def resolve(
             _field(document, "revision", int, "the cluster document"),
             commands,
             event,
+            descriptor,
+            document,
         )
     raise TasksError(
         ErrorCode.NOT_FOUND,

@@ -1,4 +1,4 @@
-"""The untyped half of the client: describe, invoke any command, watch the board.
+"""The untyped half of the client: describe the endpoint and invoke any command.
 
 ``Session.invoke_answer`` follows Cotal's ``invokeCommand``: the request pins the digests
 of the resolved command row and binds the instance that answered the describe; a reply
@@ -19,9 +19,10 @@ from nats.aio.client import Client as NATS
 from cotal_tasks.client.contract import CommandContract, ContractStore, Service, resolve
 from cotal_tasks.client.errors import TasksError, from_reply, usage_error
 from cotal_tasks.client.refusals import args_refused
-from cotal_tasks.client.subjects import request_subject
+from cotal_tasks.client.subjects import CallerRail
 from cotal_tasks.client.wire import Answer, exchange, new_id, nonce
 from cotal_tasks.core import ContractError, ErrorCode, Seat, endpoint_token
+from cotal_tasks.core.identity import ID_TOKEN
 
 DESCRIBE_RETRY_S = 0.25
 BIND_REFUSED = "ai.cotal.ep.bind-refused"
@@ -54,6 +55,7 @@ class Session:
         name: str = "cotal-tasks-client",
         timeout: float = 10.0,
         retries: int = 1,
+        generation: str | None = None,
     ) -> None:
         try:
             self._token = endpoint_token(endpoint)
@@ -66,6 +68,10 @@ class Session:
         self.name = name
         self.timeout = timeout
         self.retries = retries
+        try:
+            self.rail = CallerRail(space, self.seat, generation)
+        except ValueError as exc:
+            raise usage_error(f"generation {generation!r}: {exc}; give 32 hex digits") from exc
         self._store = ContractStore(nc, space)
         self._service: Service | None = None
 
@@ -90,11 +96,10 @@ class Session:
         that answered. Later calls pin this contract and this instance."""
         wait_s = timeout or self.timeout
         body = self._envelope("describe", new_id(), wait_s)
-        subject = request_subject(self.space, self._token, "describe", self.seat, nonce())
+        subject = self.rail.request(self._token, "describe", nonce())
         answer = await exchange(
             self.nc,
-            self.space,
-            self.seat,
+            self.rail,
             subject,
             body,
             f"describe of {self.endpoint}",
@@ -163,6 +168,10 @@ class Session:
         payload = {} if args is None else dict(args)
         if check_args and not row.args.is_valid(payload):
             raise usage_error(args_refused(command, payload, row.args))
+        if envelope_id is not None and not ID_TOKEN.fullmatch(envelope_id):
+            raise usage_error(
+                "an envelope id is 1 to 64 characters of [A-Za-z0-9_-]; choose one of those"
+            )
         body = self._envelope(command, envelope_id or new_id(), wait_s)
         body["args"] = payload
         if target_seat is not None:
@@ -175,20 +184,17 @@ class Session:
         while True:
             body["op"].update(inputDigest=row.input_digest, outputDigest=row.output_digest)
             body["bind"] = service.bind()
-            subject = request_subject(
-                self.space,
+            subject = self.rail.request(
                 self._token,
                 command,
-                self.seat,
                 nonce(),
                 mode=mode,
                 target_owner=None if target_seat is None else target_seat.owner,
             )
             try:
                 answer = await exchange(
-                    self.nc, self.space, self.seat, subject, body, command, wait_s,
-                    token=self._token,
-                )  # fmt: skip
+                    self.nc, self.rail, subject, body, command, wait_s, token=self._token
+                )
             except TasksError as exc:
                 if exc.code is ErrorCode.DEADLINE_EXCEEDED and retries > 0:
                     retries -= 1  # the same envelope id: the endpoint applies it once

@@ -4,7 +4,8 @@ A request goes to ``cotal.<s>.ep.one.<e>.<cmd>[.<mode>[.<targetOwner>]].<o>.<a>.
 its reply comes back on the caller's own rail
 ``cotal.<s>.ep.reply.<e>.<instanceId>.<epoch>.<o>.<a>.<uid>.<nonce>``, which names the
 answering instance: the broker lets a responder publish only its own instance and epoch
-there, so the subject, never the body, says who answered.
+there, so the subject, never the body, says who answered. On the versioned rail ``ep.v1``
+both carry the caller's generation between the caller triple and the nonce.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cotal_tasks.core import BOARD_CHANGED_TOPIC, Seat, space_token
-from cotal_tasks.core.identity import INSTANCE_ID
-
-_REPLY_TOKENS = 11
+from cotal_tasks.core.identity import GENERATION, INSTANCE_ID
 
 
 def space_prefix(space: str) -> str:
@@ -23,36 +22,6 @@ def space_prefix(space: str) -> str:
 
 def seat_tokens(seat: Seat) -> str:
     return f"{seat.owner}.{seat.actor}.{seat.lifecycleUid}"
-
-
-def request_subject(
-    space: str,
-    token: str,
-    command: str,
-    caller: Seat,
-    nonce: str,
-    *,
-    mode: str | None = None,
-    target_owner: str | None = None,
-) -> str:
-    parts = [space_prefix(space), "ep", "one", token, command]
-    if mode is not None:
-        parts.append(mode)
-        if mode != "self":
-            parts.append(target_owner or "")
-    parts += [seat_tokens(caller), nonce]
-    return ".".join(parts)
-
-
-def reply_filter(space: str, caller: Seat, nonce: str) -> str:
-    """This request's replies, from any instance and epoch, on the caller's own rail."""
-    return f"{space_prefix(space)}.ep.reply.*.*.*.{seat_tokens(caller)}.{nonce}"
-
-
-def no_responders_subject(space: str, caller: Seat, nonce: str) -> str:
-    """The reply-to of a request: a sentinel on the caller's rail that no responder may
-    publish to, so only the broker's no-responders status reaches it."""
-    return f"{space_prefix(space)}.ep.reply._nr._nr._nr.{seat_tokens(caller)}.{nonce}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,19 +33,66 @@ class Responder:
     epoch: int
 
 
-def parse_reply(subject: str, space: str, caller: Seat, nonce: str) -> Responder | None:
-    """The responder of a reply on this caller's rail for ``nonce``; ``None`` when the
-    subject is not such a reply."""
-    tokens = subject.split(".")
-    head = f"{space_prefix(space)}.ep.reply".split(".")
-    if len(tokens) != _REPLY_TOKENS or tokens[:4] != head:
-        return None
-    if ".".join(tokens[7:10]) != seat_tokens(caller) or tokens[10] != nonce:
-        return None
-    instance_id, epoch = tokens[5], tokens[6]
-    if not INSTANCE_ID.fullmatch(instance_id) or not epoch.isdigit():
-        return None
-    return Responder(tokens[4], instance_id, int(epoch))
+@dataclass(frozen=True, slots=True)
+class CallerRail:
+    """One caller seat's subjects on the ``ep`` rail, or on ``ep.v1`` with a generation
+    (32 lowercase hex characters) between the caller triple and the nonce (SPEC §13.15)."""
+
+    space: str
+    caller: Seat
+    generation: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.generation is not None and not GENERATION.fullmatch(self.generation):
+            raise ValueError("a generation is 32 lowercase hex characters")
+
+    @property
+    def plane(self) -> str:
+        return "ep" if self.generation is None else "ep.v1"
+
+    def _tail(self, nonce: str) -> str:
+        middle = "" if self.generation is None else f".{self.generation}"
+        return f"{seat_tokens(self.caller)}{middle}.{nonce}"
+
+    def request(
+        self,
+        token: str,
+        command: str,
+        nonce: str,
+        *,
+        mode: str | None = None,
+        target_owner: str | None = None,
+    ) -> str:
+        parts = [space_prefix(self.space), self.plane, "one", token, command]
+        if mode is not None:
+            parts.append(mode)
+            if mode != "self":
+                parts.append(target_owner or "")
+        parts.append(self._tail(nonce))
+        return ".".join(parts)
+
+    def reply_filter(self, nonce: str) -> str:
+        """This request's replies, from any instance and epoch, on the caller's own rail."""
+        return f"{space_prefix(self.space)}.{self.plane}.reply.*.*.*.{self._tail(nonce)}"
+
+    def no_responders(self, nonce: str) -> str:
+        """The reply-to of a request: a sentinel on the caller's rail that no responder may
+        publish to, so only the broker's no-responders status reaches it."""
+        return f"{space_prefix(self.space)}.{self.plane}.reply._nr._nr._nr.{self._tail(nonce)}"
+
+    def parse_reply(self, subject: str, nonce: str) -> Responder | None:
+        """The responder of a reply on this rail for ``nonce``; ``None`` when the subject
+        is not such a reply."""
+        head = f"{space_prefix(self.space)}.{self.plane}.reply."
+        if not subject.startswith(head):
+            return None
+        tokens = subject.removeprefix(head).split(".", 3)
+        if len(tokens) != 4 or tokens[3] != self._tail(nonce):
+            return None
+        token, instance_id, epoch = tokens[:3]
+        if not INSTANCE_ID.fullmatch(instance_id) or not epoch.isdigit():
+            return None
+        return Responder(token, instance_id, int(epoch))
 
 
 def artifact_subject(space: str, hex_digest: str) -> str:

@@ -25,13 +25,8 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
 from cotal_tasks.client.errors import TasksError
-from cotal_tasks.client.subjects import (
-    Responder,
-    no_responders_subject,
-    parse_reply,
-    reply_filter,
-)
-from cotal_tasks.core import ErrorCode, Seat
+from cotal_tasks.client.subjects import CallerRail, Responder
+from cotal_tasks.core import ErrorCode
 
 log = logging.getLogger(__name__)
 
@@ -104,15 +99,15 @@ def _no_answer(what: str, wait_s: float) -> TasksError:
     return TasksError(
         ErrorCode.DEADLINE_EXCEEDED,
         f"no reply to {what} within {wait_s:g} s; whether it ran is unknown. Check the "
-        "endpoint is being served in this space, then retry with the same envelope id",
+        "endpoint is being served in this space, then send it again (a write with the same "
+        "envelope id)",
         outcome="unknown",
     )
 
 
 async def exchange(
     nc: NATS,
-    space: str,
-    caller: Seat,
+    rail: CallerRail,
     subject: str,
     body: dict[str, Any],
     what: str,
@@ -131,18 +126,19 @@ async def exchange(
     as ``internal`` (outcome unknown), never taken as the answer.
     """
     request_nonce = subject.rsplit(".", 1)[1]
-    sentinel = no_responders_subject(space, caller, request_nonce)
+    sentinel = rail.no_responders(request_nonce)
     watch = denial_watch(nc)
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + wait_s
     mark = watch.mark()
     try:
-        sub = await nc.subscribe(reply_filter(space, caller, request_nonce))
+        sub = await nc.subscribe(rail.reply_filter(request_nonce))
     except NatsError as exc:
         raise TasksError(
             ErrorCode.UNAVAILABLE, f"cannot read replies ({exc})", outcome="not-executed"
         ) from exc
+    unserved: TasksError | None = None
     try:
         while True:
             await nc.publish(subject, data, reply=sentinel)
@@ -151,16 +147,23 @@ async def exchange(
             wait = deadline - loop.time()
             if repeat_s is not None:
                 wait = min(wait, repeat_s)
-            answer = await _first_reply(
-                sub,
-                _Expect(space, caller, token, request_nonce, sentinel, body["id"]),
-                wait,
-                strict=repeat_s is None,
-            )
+            try:
+                answer = await _first_reply(
+                    sub,
+                    _Expect(rail, token, request_nonce, sentinel, body["id"]),
+                    wait,
+                    strict=repeat_s is None,
+                )
+            except _Unserved as exc:
+                if repeat_s is None:
+                    raise exc.error from None
+                unserved = exc.error  # describe asks again until an instance is up
+                await asyncio.sleep(max(0.0, min(repeat_s, deadline - loop.time())))
+                answer = None
             if answer is not None:
                 return answer
             if repeat_s is None or loop.time() >= deadline:
-                raise _no_answer(what, wait_s)
+                raise unserved or _no_answer(what, wait_s)
     except NatsError as exc:
         raise TasksError(
             ErrorCode.UNAVAILABLE,
@@ -190,10 +193,17 @@ def _check_denied(watch: DenialWatch, mark: int, subject: str, rail: str, what: 
         )
 
 
+class _Unserved(Exception):
+    """The broker's no-responders answer: nothing subscribes to the request subject."""
+
+    def __init__(self, error: TasksError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 @dataclass(frozen=True, slots=True)
 class _Expect:
-    space: str
-    caller: Seat
+    rail: CallerRail
     token: str
     nonce: str
     sentinel: str
@@ -223,11 +233,13 @@ async def _first_reply(sub: Any, expect: _Expect, wait_s: float, *, strict: bool
             return None
         if msg.subject == expect.sentinel:
             if msg.headers and msg.headers.get("Status") == "503":
-                raise TasksError(
-                    ErrorCode.UNAVAILABLE,
-                    f"no instance of the endpoint is serving in space {expect.space}; start "
-                    "it (cotal-tasks serve) or check the space and endpoint names",
-                    outcome="not-executed",
+                raise _Unserved(
+                    TasksError(
+                        ErrorCode.UNAVAILABLE,
+                        f"no instance of the endpoint is serving in space {expect.rail.space}; "
+                        "start it (cotal-tasks serve) or check the space and endpoint names",
+                        outcome="not-executed",
+                    )
                 )
             continue  # nothing but the broker may address the sentinel
         answer = _attributed(msg, expect)
@@ -239,7 +251,7 @@ async def _first_reply(sub: Any, expect: _Expect, wait_s: float, *, strict: bool
 
 def _attributed(msg: Msg, expect: _Expect) -> Answer | str | None:
     """The reply as an answer, or why it is not this request's (``None``: not on its rail)."""
-    responder = parse_reply(msg.subject, expect.space, expect.caller, expect.nonce)
+    responder = expect.rail.parse_reply(msg.subject, expect.nonce)
     if responder is None:
         return None
     if responder.endpoint_token != expect.token:

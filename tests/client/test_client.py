@@ -19,13 +19,13 @@ from cotal_tasks.client import (
     TaskPage,
     TasksClient,
     TasksError,
-    subjects,
 )
-from cotal_tasks.client import wire as client_wire
 from cotal_tasks.client.client import CONNECT_ATTEMPTS
+from cotal_tasks.client.subjects import CallerRail
 from tests.client.conftest import PAGE_CEILING, Board
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
+from tests.support.cotal import Space
 from tests.support.tcp_proxy import TcpProxy
 
 REQUESTS = f"cotal.{SPACE}.ep.>"
@@ -108,6 +108,7 @@ async def test_usage_errors_are_refused_before_sending(board: Board) -> None:
         operator.invoke("update-task", {"taskId": task.taskId, "colour": "red"}, mode="self"),
         operator.invoke("update-task", {"taskId": task.taskId}),  # targeted, no mode
         operator.invoke("no-such-command", {}),
+        operator.create_task("Shape", envelope_id="has spaces"),
     ]
     for call in cases:
         with pytest.raises(TasksError) as refused:
@@ -117,11 +118,9 @@ async def test_usage_errors_are_refused_before_sending(board: Board) -> None:
             "not-executed",
         )
         assert refused.value.reply is None
-        assert (
-            "refused" in refused.value.message
-            or "give" in refused.value.message
-            or ("no command" in refused.value.message)
-        )
+        assert any(
+            word in refused.value.message for word in ("refused", "give", "no command", "choose")
+        ), refused.value.message
     await board.nc.flush()
     assert sent == []
 
@@ -142,19 +141,19 @@ async def test_a_timed_out_write_is_resent_with_its_envelope_id(
     the client times out, re-sends the same envelope, and the task exists once."""
     operator = board.client("operator", timeout=1.0, retries=1)
     await operator.describe()
-    real = subjects.reply_filter
+    real = CallerRail.reply_filter
     lost = {"count": 0}
 
-    def lossy(space: str, caller: Any, request_nonce: str) -> str:
+    def lossy(rail: CallerRail, request_nonce: str) -> str:
         if lost["count"] == 0:
             lost["count"] += 1
-            return real(space, caller, "lost-" + request_nonce)
-        return real(space, caller, request_nonce)
+            return real(rail, "lost-" + request_nonce)
+        return real(rail, request_nonce)
 
-    monkeypatch.setattr(client_wire, "reply_filter", lossy)
+    monkeypatch.setattr(CallerRail, "reply_filter", lossy)
     sent = await spy_requests(board, "create-task")
     task = await operator.create_task("Resent")
-    monkeypatch.setattr(client_wire, "reply_filter", real)
+    monkeypatch.undo()
 
     assert lost["count"] == 1
     assert len(sent) == 2
@@ -250,3 +249,88 @@ async def test_the_client_outlives_a_dropped_connection(board: Board) -> None:
             assert (await tasks.get_task(task.taskId)).title == "Across a dropped connection"
     finally:
         await proxy.stop()
+
+
+async def test_the_versioned_rail(board: Board) -> None:
+    """With a generation the client speaks ``ep.v1``: its requests and replies carry the
+    generation between the caller triple and the nonce."""
+    generation = "0123456789abcdef" * 2
+    worker = board.client("worker", generation=generation)
+    seen: list[str] = []
+
+    async def record(msg: Msg) -> None:
+        seen.append(msg.subject)
+
+    await board.nc.subscribe(f"cotal.{SPACE}.ep.>", cb=record)
+    await board.nc.flush()
+    service = await worker.describe()
+    assert service.descriptor["endpoint"] == ENDPOINT
+    assert service.document["urn"] == "ai.cotal.tasks"
+    task = await worker.create_task("Versioned")
+    claimed = await worker.claim_task(task.taskId)
+    assert claimed.binding is not None
+    await board.nc.flush()
+    assert seen
+    assert all(s.startswith(f"cotal.{SPACE}.ep.v1.") for s in seen), seen
+    assert all(f".{generation}." in s for s in seen), seen
+    with pytest.raises(TasksError) as bad:
+        board.client("worker", generation="not-hex")
+    assert bad.value.code is ErrorCode.BAD_REQUEST
+
+
+async def test_describe_finds_an_endpoint_that_starts_late(tmp_path: Path) -> None:
+    """Nothing serves: describe keeps asking until its deadline and says unavailable.
+    An instance that comes up while it asks is found."""
+    async with broker(tmp_path) as server:
+        await set_up_space(server.url)
+        async with TasksClient.connect(server.url, SPACE, ENDPOINT, seat=seat("w")) as tasks:
+            with pytest.raises(TasksError) as nobody:
+                await tasks.describe(timeout=1.0)
+            assert (nobody.value.code, nobody.value.outcome) == (
+                ErrorCode.UNAVAILABLE,
+                "not-executed",
+            )
+
+            asked = asyncio.Event()
+            count = 0
+
+            async def spy(msg: Msg) -> None:
+                nonlocal count
+                count += 1
+                if count >= 2:
+                    asked.set()
+
+            await tasks.nc.subscribe(f"cotal.{SPACE}.ep.one.*.describe.>", cb=spy)
+            describing = asyncio.create_task(tasks.describe(timeout=60))
+            await asyncio.wait_for(asked.wait(), 30)  # asked twice, nobody answered
+            assert not describing.done()
+            async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
+                service = await describing
+            assert service.endpoint == ENDPOINT
+
+
+async def test_bind_and_administer(board: Board) -> None:
+    operator = board.client("operator")
+    worker, other = board.seat("worker", 8), board.seat("other", 9)
+    space = Space(board.nc.jetstream(), SPACE)
+    for seat_ in (worker, other):
+        await space.spawn(seat_)  # a live lifecycle to bind to
+    task = await operator.create_task("Assigned")
+
+    bound = await operator.bind_task(task.taskId, worker, expected_binding=None)
+    assert bound.binding is not None
+    assert bound.binding.ref().model_dump() == {
+        "owner": worker.owner,
+        "actor": worker.actor,
+        "lifecycleUid": worker.lifecycleUid,
+    }
+    assert bound.binding.boundBy == "local.operator"
+    # The expected binding no longer holds: refused, nothing changes.
+    with pytest.raises(TasksError) as stale:
+        await operator.bind_task(task.taskId, str(other), expected_binding=None)
+    assert (stale.value.code, stale.value.outcome) == (ErrorCode.CONFLICT, "not-executed")
+    again = await operator.bind_task(task.taskId, worker, expected_binding=worker)
+    assert again == bound
+
+    freed = await operator.administer_task(task.taskId, unbind=True, note="Seat is gone.")
+    assert (freed.status, freed.binding) == ("open", None)
