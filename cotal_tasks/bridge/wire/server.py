@@ -190,6 +190,20 @@ class EndpointServer:
         """Parse, admit and serve one decoded body; return its reply envelope."""
         try:
             request = envelope.parse_request(raw)
+        except ContractError as exc:
+            return envelope.error_reply(envelope.request_id_of(raw), exc)
+        except Exception as exc:  # a parser bug: nothing has run yet
+            log.exception("internal error parsing a %s request", subject.command)
+            return envelope.error_reply(
+                envelope.request_id_of(raw),
+                ContractError(
+                    ErrorCode.INTERNAL,
+                    f"the bridge failed reading the envelope ({type(exc).__name__}); nothing "
+                    "ran. Report it, and retry",
+                    outcome="not-executed",
+                ),
+            )
+        try:
             data = await self._dispatch(subject, request)
             return envelope.ok_reply(request.id, data)
         except ContractError as exc:
