@@ -188,35 +188,24 @@ class EndpointServer:
 
     async def _answer(self, subject: RequestSubject, raw: Any) -> dict[str, Any]:
         """Parse, admit and serve one decoded body; return its reply envelope."""
+        request_id = envelope.request_id_of(raw)
+        started = False  # whether the command may have begun: an internal error says so
         try:
             request = envelope.parse_request(raw)
-        except ContractError as exc:
-            return envelope.error_reply(envelope.request_id_of(raw), exc)
-        except Exception as exc:  # a parser bug: nothing has run yet
-            log.exception("internal error parsing a %s request", subject.command)
-            return envelope.error_reply(
-                envelope.request_id_of(raw),
-                ContractError(
-                    ErrorCode.INTERNAL,
-                    f"the bridge failed reading the envelope ({type(exc).__name__}); nothing "
-                    "ran. Report it, and retry",
-                    outcome="not-executed",
-                ),
-            )
-        try:
+            started = True
             data = await self._dispatch(subject, request)
             return envelope.ok_reply(request.id, data)
         except ContractError as exc:
-            return envelope.error_reply(envelope.request_id_of(raw), exc)
+            return envelope.error_reply(request_id, exc)
         except Exception as exc:
             log.exception("internal error serving %s", subject.command)
             return envelope.error_reply(
-                envelope.request_id_of(raw),
+                request_id,
                 ContractError(
                     ErrorCode.INTERNAL,
                     f"the bridge failed unexpectedly ({type(exc).__name__}); retry, and "
                     "report it if it persists",
-                    outcome="unknown",
+                    outcome="unknown" if started else "not-executed",
                 ),
             )
 
