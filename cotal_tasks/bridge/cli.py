@@ -230,6 +230,12 @@ def mcp(
         if not host or not port_text.isdigit():
             raise click.BadParameter("give HOST:PORT, e.g. 127.0.0.1:8765", param_hint="--http")
         port = int(port_text)
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            click.echo(
+                f"cotal-tasks mcp: warning: {host} is not loopback, and the MCP transport has "
+                "no authentication: whoever reaches it acts as this seat",
+                err=True,
+            )
 
     async def work() -> None:
         url = nats_url or broker_url(config)

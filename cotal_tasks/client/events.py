@@ -8,6 +8,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.subscription import Subscription
+from nats.errors import ConnectionClosedError
 from pydantic import ValidationError
 
 from cotal_tasks.core import BoardChanged
@@ -20,7 +21,8 @@ class BoardWatch:
     entering subscribes (and flushes, so a change made after entering is seen), leaving
     unsubscribes. Iterating without entering subscribes on the first step. An event whose
     data does not fit the published event schema is skipped, not raised: the next
-    well-formed one wakes the reader just as well.
+    well-formed one wakes the reader just as well. The iteration ends when the watch is
+    stopped or the connection is closed for good.
     """
 
     def __init__(self, nc: NATS, subject: str, validator: Any | None) -> None:
@@ -28,14 +30,17 @@ class BoardWatch:
         self._subject = subject
         self._validator = validator
         self._sub: Subscription | None = None
+        self._stopped = False
 
     async def start(self) -> BoardWatch:
-        if self._sub is None:
+        if self._sub is None and not self._stopped:
             self._sub = await self._nc.subscribe(self._subject)
             await self._nc.flush()
         return self
 
     async def stop(self) -> None:
+        """Unsubscribe; the iteration ends."""
+        self._stopped = True
         if self._sub is not None:
             sub, self._sub = self._sub, None
             await sub.unsubscribe()
@@ -56,12 +61,15 @@ class BoardWatch:
 
     async def __anext__(self) -> BoardChanged:
         await self.start()
-        assert self._sub is not None
-        while True:
-            msg = await self._sub.next_msg(timeout=None)
+        while self._sub is not None:
+            try:
+                msg = await self._sub.next_msg(timeout=None)
+            except ConnectionClosedError:
+                break  # the connection is closed for good: so is the stream
             event = self._parse(msg.data)
             if event is not None:
                 return event
+        raise StopAsyncIteration
 
     def _parse(self, data: bytes) -> BoardChanged | None:
         try:

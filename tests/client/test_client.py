@@ -334,3 +334,13 @@ async def test_bind_and_administer(board: Board) -> None:
 
     freed = await operator.administer_task(task.taskId, unbind=True, note="Seat is gone.")
     assert (freed.status, freed.binding) == ("open", None)
+
+
+async def test_a_watch_started_by_hand_ends_when_stopped(board: Board) -> None:
+    operator = board.client("operator")
+    watch = await operator.watch_board().start()
+    await operator.create_task("Seen")
+    event = await asyncio.wait_for(anext(watch), 10)
+    assert event.changeSeq >= 1
+    await watch.stop()
+    assert [e async for e in watch] == []
