@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
+from cotal_tasks.client.client import TasksClient
 from cotal_tasks.client.conformance.context import (
     Context,
     Json,
@@ -23,7 +25,6 @@ from cotal_tasks.client.conformance.context import (
     page,
     triple,
 )
-from cotal_tasks.client.conformance.raw import envelope, generation, raw_exchange
 from cotal_tasks.core import BOARD_CHANGED_TOPIC
 
 COMMIT_REF = "9f2c1e7 refs/heads/feat@{1}^~2 ✓ ünïcode"
@@ -211,42 +212,23 @@ async def check_24(ctx: Context) -> str:
 
 
 async def check_ep_v1(ctx: Context) -> str:
-    """The same describe, create, claim, get sequence on the versioned rail."""
-    gen = generation()
-    seat = ctx.seat("versioned")
-    steps: list[tuple[str, str | None]] = [
-        ("describe", None), ("create-task", None), ("claim-task", "self"), ("get-task", None),
-    ]  # fmt: skip
-    task_id: str | None = None
-    results: dict[str, Json] = {}
-    for command, mode in steps:
-        args: Json | None = None
-        if command != "describe":
-            args = {"title": "On the versioned rail"} if task_id is None else {"taskId": task_id}
-        body = await envelope(ctx, "versioned", command, args)
-        subject, reply = await raw_exchange(
-            ctx, "versioned", command, body, mode=mode, rail="ep.v1", generation=gen
-        )
-        error = reply.get("error") or {}
-        ensure(
-            reply.get("ok") is True,
-            f"{command} on ep.v1: {error.get('code')}: {error.get('message')}",
-        )
-        ensure(reply.get("id") == body["id"], f"{command} on ep.v1 does not echo the id")
-        tokens = subject.split(".")
-        ensure(
-            tokens[2:4] == ["ep", "v1"] and tokens[4] == "reply", f"{command} answered on {subject}"
-        )
-        ensure(tokens[8:11] == [seat.owner, seat.actor, seat.lifecycleUid] and tokens[11] == gen,
-               f"the ep.v1 reply subject {subject} loses the caller or the generation")  # fmt: skip
-        results[command] = reply.get("data") or {}
-        if command == "create-task":
-            task_id = results[command]["taskId"]
-    ensure(results["claim-task"]["status"] == "claimed", "the ep.v1 claim did not bind")
-    ensure(
-        binding_triple(results["claim-task"]) == triple(seat), "the ep.v1 claim bound another seat"
-    )
-    ensure(results["get-task"] == results["claim-task"], "get-task on ep.v1 differs from the claim")
+    """The same describe, create, claim, get sequence on the versioned rail: the client,
+    given a generation, sends on ``ep.v1`` and accepts only replies on the ``ep.v1`` reply
+    rail that carry that generation."""
+    actor = ctx.actor("versioned")
+    client = TasksClient(
+        actor.nc, ctx.space, ctx.endpoint, actor.seat, name="conformance",
+        timeout=ctx.timeout, generation=secrets.token_hex(16),
+    )  # fmt: skip
+    ensure(client.rail.plane == "ep.v1", f"the client sends on {client.rail.plane}")
+    await client.describe()
+    created = await client.invoke("create-task", {"title": "On the versioned rail"})
+    claimed = await client.invoke("claim-task", {"taskId": created["taskId"]}, mode="self")
+    read = await client.invoke("get-task", {"taskId": created["taskId"]})
+    ensure(claimed["status"] == "claimed", "the ep.v1 claim did not bind")
+    ensure(binding_triple(claimed) == triple(actor.seat), "the ep.v1 claim bound another seat")
+    ensure(read == claimed, "get-task on ep.v1 differs from the claim")
     return (
-        "describe, create, claim and get on ep.v1 answer on the ep.v1 reply rail, generation kept"
+        "describe, create, claim and get on ep.v1 are answered on the ep.v1 reply rail, "
+        "generation kept"
     )

@@ -1,15 +1,13 @@
 """Requests the client would never send, written by hand on the runner's connection.
 
-A check that needs the endpoint's own answer to something the client refuses itself
-(an untargeted self-mode command) or to a rail the client does not use (``ep.v1``, with
-its generation token) builds the subject and envelope here, pinning the digests and the
-bind of the contract the client resolved, and reads the reply on the caller's rail.
+A check that needs the endpoint's own answer to something the client refuses itself (an
+untargeted self-mode command) builds the subject and envelope here, pinning the digests
+and the bind of the contract the client resolved, and reads the reply on the caller's rail.
 """
 
 from __future__ import annotations
 
 import json
-import secrets
 
 from nats.errors import TimeoutError as NatsTimeout
 
@@ -25,30 +23,22 @@ async def raw_exchange(
     body: Json,
     *,
     mode: str | None = None,
-    rail: str = "ep",
-    generation: str | None = None,
 ) -> tuple[str, Json]:
     """Send ``body`` for ``command`` as ``who``; return (reply subject, reply envelope)."""
     actor = ctx.actor(who)
     request_nonce = nonce()
-    parts = [ctx.prefix, rail, "one", ctx.token, command]
+    parts = [ctx.prefix, "ep", "one", ctx.token, command]
     if mode is not None:
         parts.append(mode)
-    parts.append(seat_tokens(actor.seat))
-    if generation is not None:
-        parts.append(generation)
-    parts.append(request_nonce)
-    extra = ".*" if generation is not None else ""
-    reply_filter = (
-        f"{ctx.prefix}.{rail}.reply.*.*.*.{seat_tokens(actor.seat)}{extra}.{request_nonce}"
-    )
+    parts += [seat_tokens(actor.seat), request_nonce]
+    reply_filter = f"{ctx.prefix}.ep.reply.*.*.*.{seat_tokens(actor.seat)}.{request_nonce}"
     sub = await actor.nc.subscribe(reply_filter)
     try:
         await actor.nc.publish(".".join(parts), json.dumps(body).encode())
         try:
             msg = await sub.next_msg(timeout=ctx.timeout)
         except (TimeoutError, NatsTimeout) as exc:
-            raise Failed(f"{command} sent by hand on {rail} was not answered") from exc
+            raise Failed(f"{command} sent by hand was not answered") from exc
     finally:
         await sub.unsubscribe()
     reply: Json = json.loads(msg.data)
@@ -84,7 +74,3 @@ async def raw_call(
     body = await envelope(ctx, who, command, args)
     _, reply = await raw_exchange(ctx, who, command, body, mode=mode)
     return reply
-
-
-def generation() -> str:
-    return secrets.token_hex(16)
