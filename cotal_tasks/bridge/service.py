@@ -51,6 +51,7 @@ from cotal_tasks.core import (
 from cotal_tasks.providers.store import (
     IdempotencyKey,
     IdempotencyKeyTaken,
+    JsonReads,
     PageQuery,
     RevisionConflict,
     StoredTask,
@@ -124,6 +125,11 @@ class CommandService:
     new_task_id: Callable[[], str] = _new_task_id
     _listeners: list[ChangeListener] = field(default_factory=list)
     _last_prune: int = -PRUNE_EVERY_MS
+    # A store that hands out its stored wire form is read without rebuilding the models.
+    _json_reads: JsonReads | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._json_reads = self.store if isinstance(self.store, JsonReads) else None
 
     def add_listener(self, listener: ChangeListener) -> None:
         """Call ``listener(changeSeq, observedAt)`` after every committed change."""
@@ -152,6 +158,8 @@ class CommandService:
         if isinstance(args, MyTasksInput):
             return await self._page(spec.name, args.cursor, args.limit, None, call.caller)
         if isinstance(args, GetTaskInput):
+            if self._json_reads is not None:
+                return await self._json_reads.get_json(args.taskId)
             return (await self.store.get(args.taskId)).task.to_json()
         if spec.idempotency == "envelope-id":
             return await self._idempotent(spec, call, args)
@@ -169,28 +177,38 @@ class CommandService:
         after = decode_cursor(cursor, command, statuses) if cursor is not None else None
         change_seq = await self.store.change_seq()
         observed_at = self.clock()
-        page = await self.store.page(
-            PageQuery(
-                limit=applied,
-                after=after,
-                statuses=frozenset(statuses) if statuses else None,
-                bound_to=bound_to,
-            )
+        query = PageQuery(
+            limit=applied,
+            after=after,
+            statuses=frozenset(statuses) if statuses else None,
+            bound_to=bound_to,
         )
+        if self._json_reads is not None:
+            fast = await self._json_reads.page_json(query)
+            last, more = fast.last, fast.more
+        else:
+            page = await self.store.page(query)
+            last, more = page.last, page.more
         stale = await self.store.freshness()
-        next_cursor = (
-            encode_cursor(page.last, command, statuses)
-            if page.more and page.last is not None
-            else None
-        )
-        return TaskPage(
-            tasks=tuple(page.tasks),
-            appliedLimit=applied,
-            nextCursor=next_cursor,
-            observedAt=observed_at,
-            changeSeq=change_seq,
-            stale=stale,
-        ).to_json()
+        next_cursor = encode_cursor(last, command, statuses) if more and last is not None else None
+        if self._json_reads is None:
+            return TaskPage(
+                tasks=tuple(page.tasks),
+                appliedLimit=applied,
+                nextCursor=next_cursor,
+                observedAt=observed_at,
+                changeSeq=change_seq,
+                stale=stale,
+            ).to_json()
+        # ``TaskPage.to_json()`` of the same values, without validating stored records again.
+        answer: Json = {"tasks": list(fast.tasks), "appliedLimit": applied}
+        if next_cursor is not None:
+            answer["nextCursor"] = next_cursor
+        answer["observedAt"] = observed_at
+        answer["changeSeq"] = change_seq
+        if stale is not None:
+            answer["stale"] = stale.to_json()
+        return answer
 
     async def _idempotent(self, spec: CommandSpec, call: Call, args: Input) -> Json:
         key = f"{call.caller}:{call.envelope_id}"
