@@ -1,52 +1,56 @@
-"""Group commit over SQLAlchemy (the PostgreSQL board, and SQLite in memory).
+"""Group commit on an event loop (the PostgreSQL board).
 
 Writes that arrive while a transaction is committing wait, and then share the next
-transaction. Each ``commit_many`` call is one item in its own savepoint: a refused item
-(a revision conflict, an idempotency key already taken) rolls back alone and its
-neighbours commit. Items take their row locks in task-id order, so two instances'
-batches on one PostgreSQL do not deadlock on each other; should a batch fail before its
-``COMMIT`` all the same (a deadlock with another writer, a serialization failure), each
-of its items is retried in its own transaction, so one item's failure is never its
-neighbours'. A failure during ``COMMIT`` itself leaves every item's outcome unknown.
+transaction. Each ``commit_many`` call is one item: it commits whole or not at all, and
+a refused item (a revision conflict, an idempotency key already taken) is rolled back
+alone while its neighbours commit. Should a batch fail before its ``COMMIT`` all the
+same (a deadlock with another instance's writer, a serialization failure), each of its
+items is retried in its own transaction, so one item's failure is never its neighbours'.
+A failure during ``COMMIT`` itself leaves every item's outcome unknown (``unavailable``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import update
-from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-
-from cotal_tasks.providers.board import schema
 from cotal_tasks.providers.board.records import columns, unavailable
-from cotal_tasks.providers.store import Committed, IdempotencyKeyTaken, RevisionConflict, Write
+from cotal_tasks.providers.store import Committed, Write
 
-WriteOne = Callable[[AsyncConnection, Write, dict[str, Any]], Awaitable[int]]
 Outcome = list[Committed] | BaseException
-_Item = tuple[Sequence[Write], list[dict[str, Any]], "asyncio.Future[list[Committed]]"]
-_ERRORS = (SQLAlchemyError, OSError, TimeoutError)
 
 
-class _CommitFailed(Exception):
+@dataclass(slots=True)
+class Item:
+    """One ``commit_many`` call: its writes, their row values, and who waits for it."""
+
+    writes: Sequence[Write]
+    rows: list[dict[str, Any]]
+    future: asyncio.Future[list[Committed]]
+
+
+class CommitFailed(Exception):
     """``COMMIT`` itself failed: the batch may or may not be durable."""
 
 
+RunBatch = Callable[[list[Item]], Awaitable[list[Outcome]]]
+
+
 class GroupCommit:
-    def __init__(self, engine: AsyncEngine, write_one: WriteOne) -> None:
-        self._engine = engine
-        self._write_one = write_one
-        self._pending: list[_Item] = []
+    def __init__(self, run_batch: RunBatch, errors: tuple[type[BaseException], ...]) -> None:
+        self._run = run_batch
+        self._errors = errors
+        self._pending: list[Item] = []
         self._drainer: asyncio.Task[None] | None = None
 
     async def commit(self, writes: Sequence[Write]) -> list[Committed]:
         future: asyncio.Future[list[Committed]] = asyncio.get_running_loop().create_future()
-        self._pending.append((writes, [columns(w.task) for w in writes], future))
+        self._pending.append(Item(writes, [columns(w.task) for w in writes], future))
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.create_task(self._drain())
+        # A caller that gives up does not stop the write: its neighbours share it.
         return await asyncio.shield(future)
 
     async def close(self) -> None:
@@ -57,81 +61,29 @@ class GroupCommit:
     async def _drain(self) -> None:
         while self._pending:
             batch, self._pending = self._pending, []
-            try:
-                outcomes = await self._run(batch)
-            except _CommitFailed as exc:
-                cause = exc.__cause__ or exc
-                outcomes = [unavailable("committing a write", cause) for _ in batch]
-            except _ERRORS as exc:
-                if len(batch) == 1:
-                    outcomes = [unavailable("writing a task", exc)]
-                else:  # one item's trouble is not its neighbours': each on its own
-                    outcomes = [await self._alone(item) for item in batch]
-            for (_writes, _rows, future), outcome in zip(batch, outcomes, strict=True):
-                if future.done():
+            outcomes = await self._outcomes(batch)
+            if outcomes is None:  # one item's trouble is not its neighbours': each alone
+                outcomes = []
+                for item in batch:
+                    alone = await self._outcomes([item])
+                    assert alone is not None  # a batch of one never falls back
+                    outcomes.append(alone[0])
+            for item, outcome in zip(batch, outcomes, strict=True):
+                if item.future.done():
                     continue
                 if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
+                    item.future.set_exception(outcome)
                 else:
-                    future.set_result(outcome)
+                    item.future.set_result(outcome)
 
-    async def _alone(self, item: _Item) -> Outcome:
+    async def _outcomes(self, batch: list[Item]) -> list[Outcome] | None:
+        """The batch's outcomes; ``None`` when a batch of several failed before COMMIT."""
         try:
-            return (await self._run([item]))[0]
-        except _CommitFailed as exc:
-            return unavailable("committing a write", exc.__cause__ or exc)
-        except _ERRORS as exc:
-            return unavailable("writing a task", exc)
-
-    async def _run(self, batch: list[_Item]) -> list[Outcome]:
-        order = sorted(range(len(batch)), key=lambda i: [w.task.taskId for w in batch[i][0]])
-        results: dict[int, list[int] | BaseException] = {}
-        async with self._engine.connect() as conn:
-            transaction = await conn.begin()
-            try:
-                for index in order:
-                    writes, rows, _future = batch[index]
-                    try:
-                        async with conn.begin_nested():
-                            results[index] = [
-                                await self._write_one(conn, w, r)
-                                for w, r in zip(writes, rows, strict=True)
-                            ]
-                    except (RevisionConflict, IdempotencyKeyTaken) as refused:
-                        results[index] = refused
-                written = sum(len(batch[i][0]) for i, r in results.items() if isinstance(r, list))
-                if written == 0:
-                    await transaction.rollback()
-                    return [cast(BaseException, results[i]) for i in range(len(batch))]
-                meta = schema.meta
-                last = int(
-                    (
-                        await conn.execute(
-                            update(meta)
-                            .where(meta.c.key == schema.CHANGE_SEQ)
-                            .values(value=meta.c.value + written)
-                            .returning(meta.c.value)
-                        )
-                    ).scalar_one()
-                )
-            except BaseException:
-                with contextlib.suppress(*_ERRORS):
-                    await transaction.rollback()
-                raise
-            try:
-                await transaction.commit()
-            except _ERRORS as exc:
-                raise _CommitFailed() from exc
-        seq = last - written
-        outcomes: list[Outcome] = []
-        for index in range(len(batch)):  # changeSeq in arrival order
-            result = results[index]
-            if isinstance(result, BaseException):
-                outcomes.append(result)
-                continue
-            committed = []
-            for write, revision in zip(batch[index][0], result, strict=True):
-                seq += 1
-                committed.append(Committed(write.task, revision, seq))
-            outcomes.append(committed)
-        return outcomes
+            return await self._run(batch)
+        except CommitFailed as exc:
+            cause = exc.__cause__ or exc
+            return [unavailable("committing a write", cause) for _ in batch]
+        except self._errors as exc:
+            if len(batch) > 1:
+                return None
+            return [unavailable("writing a task", exc)]

@@ -85,7 +85,7 @@ class SqliteFile:
 
     def __init__(self, path: str, on_commit: OnCommit | None = None) -> None:
         self.path = path
-        self._on_commit = on_commit
+        self.on_commit = on_commit
         self._reader: sqlite3.Connection | None = None
         self._writer: _Writer | None = None
         self._lock = threading.Lock()
@@ -106,7 +106,7 @@ class SqliteFile:
         item = _Item(writes, [columns(w.task) for w in writes], loop, loop.create_future())
         with self._lock:
             if self._writer is None:
-                self._writer = _Writer(self.path, self._on_commit)
+                self._writer = _Writer(self.path, self.on_commit)
             self._writer.queue.put(item)
         return await item.future
 

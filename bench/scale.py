@@ -1,0 +1,5 @@
+"""Placeholder replaced below."""
+
+
+async def main(cache: object, tasks: int, rounds: int) -> None:
+    return None
