@@ -27,6 +27,9 @@ class Rate:
     def spread(self) -> str:
         return f"{min(self.rounds):,.0f}–{max(self.rounds):,.0f}"
 
+    def __str__(self) -> str:
+        return f"{self.median:,.0f}/s ({self.spread()})"
+
 
 async def rounds_of(
     op: Callable[[int], Awaitable[object]],
@@ -130,7 +133,7 @@ class Table:
     def print(self) -> None:
         print(f"\n{self.title}")
         header = ("figure", "measured (median, spread)", "limit", "ratio", "target", "")
-        widths = (52, 30, 26, 6, 8, 6)
+        widths = (58, 30, 30, 6, 9, 6)
         print("  " + " ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)))
         for row in self.rows:
             ratio = "" if row.ratio is None else f"{row.ratio:.3f}"
