@@ -12,6 +12,7 @@ A failure during ``COMMIT`` itself leaves every item's outcome unknown (``unavai
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from cotal_tasks.providers.board.records import columns, unavailable
 from cotal_tasks.providers.store import Committed, Write
 
 Outcome = list[Committed] | BaseException
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -83,7 +85,9 @@ class GroupCommit:
         except CommitFailed as exc:
             cause = exc.__cause__ or exc
             return [unavailable("committing a write", cause) for _ in batch]
-        except self._errors as exc:
+        except Exception as exc:  # the listed errors, and never leave a writer unanswered
             if len(batch) > 1:
                 return None
+            if not isinstance(exc, self._errors):
+                log.error("a board write failed unexpectedly", exc_info=exc)
             return [unavailable("writing a task", exc)]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import queue
 import sqlite3
 import threading
@@ -30,6 +31,7 @@ from cotal_tasks.providers.store import (
     Write,
 )
 
+log = logging.getLogger(__name__)
 BUSY_TIMEOUT_MS = 30_000
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
@@ -159,7 +161,9 @@ class _Writer:
                 if conn is None:
                     conn = connect(self.path)
                 outcomes = _commit_batch(conn, batch)
-            except sqlite3.Error as exc:
+            except Exception as exc:  # never leave a waiting writer without an answer
+                if not isinstance(exc, sqlite3.Error):
+                    log.error("a board write failed unexpectedly", exc_info=exc)
                 outcomes = [unavailable("writing a task", exc) for _ in batch]
                 if conn is not None:
                     conn.close()
