@@ -12,7 +12,6 @@ service: ``get-task`` without the read cache, a ``list-tasks`` page of 100, and 
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable
@@ -175,7 +174,7 @@ async def bench_sqlite(folder: Path, tasks: int, rounds: int) -> None:
             ).fetchall()
 
         def raw_get(i: int) -> object:
-            return json.loads(raw_fetch(i)[0][0])
+            return orjson.loads(raw_fetch(i)[0][0])
 
         async def get(i: int) -> object:
             args = {"taskId": ids[(i * stride) % tasks]}
@@ -185,7 +184,7 @@ async def bench_sqlite(folder: Path, tasks: int, rounds: int) -> None:
             return raw.execute(PAGE_SQL, (0,)).fetchall()
 
         def raw_page(_i: int) -> object:
-            return [json.loads(summary) for _seq, summary in raw_page_rows(_i)[:100]]
+            return [orjson.loads(summary) for _seq, summary in raw_page_rows(_i)[:100]]
 
         async def page(_i: int) -> object:
             return await service.handle(Call("list-tasks", OPERATOR, "l", {"limit": 100}))
@@ -198,13 +197,13 @@ async def bench_sqlite(folder: Path, tasks: int, rounds: int) -> None:
             return raw.execute("COMMIT")
 
         point = sync_rounds(raw_get, ops=20_000, rounds=rounds)
-        table.limit("point read by id (sqlite3, body json.loads)", point)
+        table.limit("point read by id (sqlite3, body decoded by orjson)", point)
         got = await rounds_of(get, ops=5_000, rounds=rounds, warm_up=500)
         table.at_least("get-task through the service, no read cache", got, point, 0.3)
         bare = sync_rounds(raw_fetch, ops=20_000, rounds=rounds)
         table.info("  the same against the bare row fetch (no decoding)", got, bare)
         keyset = sync_rounds(raw_page, ops=2_000, rounds=rounds)
-        table.limit("keyset page of 100 (sqlite3, summaries json.loads)", keyset)
+        table.limit("keyset page of 100 (sqlite3, summaries decoded by orjson)", keyset)
         paged = await rounds_of(page, ops=1_000, rounds=rounds, warm_up=100)
         table.cost_at_most("list-tasks page of 100: cost x the keyset query", paged, keyset, 1.5)
         bare_page = sync_rounds(raw_page_rows, ops=2_000, rounds=rounds)

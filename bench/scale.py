@@ -19,7 +19,7 @@ from typing import Any
 
 from bench import wire
 from bench.board import OPERATOR, seed_sqlite, service_on
-from bench.figures import Table, rounds_of
+from bench.figures import Table
 from cotal_tasks.bridge.paging import encode_cursor
 from cotal_tasks.bridge.service import Call
 from cotal_tasks.providers.board import BoardStore
@@ -74,8 +74,8 @@ async def main(cache: Path, tasks: int, rounds: int) -> None:
         def page(args: dict[str, Any]) -> Any:
             return lambda _i: service.handle(Call("list-tasks", OPERATOR, "l", args))
 
-        at_start = await rounds_of(page(first), ops=500, rounds=rounds, warm_up=50)
-        at_end = await rounds_of(page(last), ops=500, rounds=rounds, warm_up=50)
+        pages = await wire.paired({"start": page(first), "end": page(last)}, 1, 500, rounds)
+        at_start, at_end = pages["start"], pages["end"]
     finally:
         await store.close()
     table.note("opening the store (migrations checked)", f"{opened_s * 1000:,.0f} ms")

@@ -57,6 +57,28 @@ def stored_json(text: str | bytes) -> Json:
     return value
 
 
+class Decoded:
+    """Decoded page forms, keyed by their stored text.
+
+    The same text always decodes to the same value, so this needs no invalidation: a
+    changed record is stored as new text. A page of 100 then costs its query, not 100
+    JSON decodes. The values are shared between answers and never modified.
+    """
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self.capacity = capacity
+        self._values: dict[str, Json] = {}
+
+    def __call__(self, text: str) -> Json:
+        value = self._values.get(text)
+        if value is None:
+            value = stored_json(text)
+            if len(self._values) >= self.capacity:
+                self._values.clear()
+            self._values[text] = value
+        return value
+
+
 def unavailable(where: str, exc: BaseException) -> ContractError:
     """A database failure as the contract's ``unavailable``, naming what failed."""
     reason = type(exc).__name__

@@ -29,7 +29,7 @@ from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
 from cotal_tasks.providers.board.migrate import upgrade
 from cotal_tasks.providers.board.postgres import ERRORS as POSTGRES_ERRORS
 from cotal_tasks.providers.board.postgres import PostgresBoard
-from cotal_tasks.providers.board.records import damaged, stored_json, unavailable
+from cotal_tasks.providers.board.records import Decoded, damaged, stored_json, unavailable
 from cotal_tasks.providers.board.sqlite import BUSY_TIMEOUT_MS, PRAGMAS, SqliteFile
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.store import (
@@ -95,6 +95,7 @@ class BoardStore:
         # Only a process that holds the sole-writer lock may trust a cache of the file.
         self._sole_writer = sole_writer
         self._cache = ReadCache() if sole_writer is not None else None
+        self._decoded = Decoded()
         if isinstance(hot, SqliteFile):
             hot.on_commit = self._committed
 
@@ -220,7 +221,7 @@ class BoardStore:
 
     async def page_json(self, query: PageQuery) -> JsonPage:
         rows, more = await self._page_rows(query)
-        tasks = [stored_json(summary) for _seq, summary in rows]
+        tasks = [self._decoded(summary) for _seq, summary in rows]
         return JsonPage(tasks, rows[-1][0] if rows else query.after, more)
 
     async def commit(self, write: Write) -> Committed:
