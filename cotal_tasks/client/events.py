@@ -11,6 +11,7 @@ from nats.aio.subscription import Subscription
 from nats.errors import ConnectionClosedError
 from pydantic import ValidationError
 
+from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import BoardChanged
 
 
@@ -35,7 +36,7 @@ class BoardWatch:
     async def start(self) -> BoardWatch:
         if self._sub is None and not self._stopped:
             self._sub = await self._nc.subscribe(self._subject)
-            await self._nc.flush()
+            await flush_queued(self._nc)
         return self
 
     async def stop(self) -> None:

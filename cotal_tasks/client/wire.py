@@ -5,7 +5,7 @@ nonce, before the request is published; the request's reply-to is a sentinel on 
 rail that only the broker's no-responders status can reach. After publishing, a flush
 tells a publish the broker refused (a permissions violation arrives before the flush's
 answer) from a request nobody answered, so a missing grant is reported as such at once,
-not as a timeout.
+not as a timeout, and the request is not sent again.
 """
 
 from __future__ import annotations
@@ -62,6 +62,20 @@ class DenialWatch:
         new = min(self._count - since, len(self._seen))
         wanted = f'permissions violation for {verb} to "{subject.lower()}"'
         return any(wanted in text for text in list(self._seen)[len(self._seen) - new :])
+
+
+async def flush_queued(nc: NATS, timeout: int = 10) -> None:  # noqa: ASYNC109
+    """Return once the broker has read every command queued on ``nc`` before the call.
+
+    ``nc.flush()`` alone does not promise that: nats-py writes the flush's PING straight
+    to the socket, ahead of the commands (a publish, a subscription) its flusher task has
+    not written yet, so the PONG can come back before the broker read them, and before a
+    permissions violation for them. The first round trip lets the flusher write what was
+    queued; the second PING follows it on the socket, so its PONG comes after the broker
+    processed (and answered any refusal of) every command queued before this call.
+    """
+    await nc.flush(timeout=timeout)
+    await nc.flush(timeout=timeout)
 
 
 _WATCHES: weakref.WeakKeyDictionary[NATS, DenialWatch] = weakref.WeakKeyDictionary()
@@ -142,7 +156,7 @@ async def exchange(
     try:
         while True:
             await nc.publish(subject, data, reply=sentinel)
-            await nc.flush(timeout=max(1, int(deadline - loop.time())))
+            await flush_queued(nc, max(1, int(deadline - loop.time())))
             _check_denied(watch, mark, subject, sub.subject, what)
             wait = deadline - loop.time()
             if repeat_s is not None:
@@ -163,6 +177,9 @@ async def exchange(
             if answer is not None:
                 return answer
             if repeat_s is None or loop.time() >= deadline:
+                # A refusal read after the flush still says nothing reached the endpoint:
+                # report it, so the caller does not send the refused request again.
+                _check_denied(watch, mark, subject, sub.subject, what)
                 raise unserved or _no_answer(what, wait_s)
     except NatsError as exc:
         raise TasksError(

@@ -25,6 +25,7 @@ from cotal_tasks.client.conformance.context import (
     page,
     triple,
 )
+from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import BOARD_CHANGED_TOPIC
 
 COMMIT_REF = "9f2c1e7 refs/heads/feat@{1}^~2 ✓ ünïcode"
@@ -57,7 +58,7 @@ async def positive_path(ctx: Context) -> PositiveRun:
     sub = await ctx.nc.subscribe(
         f"{ctx.prefix}.epe.{ctx.token}.*.*.{BOARD_CHANGED_TOPIC}", cb=queue.put
     )
-    await ctx.nc.flush()
+    await flush_queued(ctx.nc)
     pages = [await page(ctx)]
     created = await create(
         ctx,

@@ -22,6 +22,7 @@ from cotal_tasks.client.conformance.context import (
 )
 from cotal_tasks.client.conformance.raw import raw_call
 from cotal_tasks.client.errors import TasksError
+from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import CLUSTER_URN
 
 # Section 1's command table: capability and targeting shape per command.
@@ -124,7 +125,7 @@ async def check_05(ctx: Context) -> str:
     ]
     subs = [await ctx.nc.subscribe(rail, cb=spy) for rail in rails]
     try:
-        await ctx.nc.flush()
+        await flush_queued(ctx.nc)
         try:
             await ctx.client("me").invoke_answer("my-tasks", {})
         except TasksError as exc:
@@ -134,7 +135,7 @@ async def check_05(ctx: Context) -> str:
             )
         else:
             raise Failed("the client sent my-tasks without a mode")
-        await ctx.nc.flush()
+        await flush_queued(ctx.nc)
         ensure(spied == [], f"the refused my-tasks was published: {[m.subject for m in spied]}")
     finally:
         for sub in subs:
