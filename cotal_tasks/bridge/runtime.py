@@ -36,6 +36,7 @@ from cotal_tasks.bridge.wire.space import (
     ensure_space,
     publish_artifacts,
 )
+from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
 
 log = logging.getLogger(__name__)
@@ -185,7 +186,7 @@ async def running_bridge(
                     on_stop=context.close,
                 )
             )
-        await nc.flush()
+        await flush_queued(nc)  # every subscription is in place at the broker before serving
         yield bridge
 
 
