@@ -43,6 +43,7 @@ from cotal_tasks.core import (
     endpoint_token,
     json_schema,
 )
+from cotal_tasks.providers.store import deadline_at
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +179,9 @@ class EndpointServer:
         else:
             try:
                 request = envelope.parse_request(raw)
-                data = await self._dispatch(subject, request)
+                budget = request.deadline_ms
+                with deadline_at(None if budget is None else started + budget / 1000):
+                    data = await self._dispatch(subject, request)
                 reply = envelope.ok_reply(request.id, data)
             except ContractError as exc:
                 reply = envelope.error_reply(envelope.request_id_of(raw), exc)

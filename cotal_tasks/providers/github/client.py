@@ -127,16 +127,20 @@ class GitHubClient:
         body: dict[str, Any] = response.json()
         return body
 
-    async def timeline(self, number: int) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
-        url: str | None = self._path(f"/issues/{number}/timeline")
+    async def _every_page(self, tail: str) -> list[dict[str, Any]]:
+        """Every item of a paginated listing, following the ``Link`` header."""
+        items: list[dict[str, Any]] = []
+        url: str | None = self._path(tail)
         params: Mapping[str, Any] | None = {"per_page": PER_PAGE}
         while url is not None:
             response = await self.http.request("GET", url, params=params)
-            events.extend(response.json())
+            items.extend(response.json())
             url = response.links.get("next", {}).get("url")
             params = None
-        return events
+        return items
+
+    async def timeline(self, number: int) -> list[dict[str, Any]]:
+        return await self._every_page(f"/issues/{number}/timeline")
 
     async def get_pull(self, number: int) -> dict[str, Any]:
         response = await self.http.request("GET", self._path(f"/pulls/{number}"))
@@ -203,6 +207,10 @@ class GitHubClient:
                     statuses[int(node["number"])] = str(value["name"])
                     break
         return statuses
+
+    async def comments(self, number: int) -> list[dict[str, Any]]:
+        """Every comment on the issue, oldest first."""
+        return await self._every_page(f"/issues/{number}/comments")
 
     async def comment(self, number: int, body: str) -> None:
         await self.http.request(

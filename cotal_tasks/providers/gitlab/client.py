@@ -152,6 +152,16 @@ class GitLabClient:
         issue: dict[str, Any] = response.json()
         return issue
 
+    async def recent_notes(self, iid: int) -> list[dict[str, Any]]:
+        """The newest notes on the issue, newest first (one page)."""
+        response = await self.http.request(
+            "GET",
+            self._path(f"/issues/{iid}/notes"),
+            params={"sort": "desc", "order_by": "created_at", "per_page": PER_PAGE},
+        )
+        found: list[dict[str, Any]] = response.json()
+        return found
+
     async def note(self, iid: int, body: str) -> None:
         await self.http.request("POST", self._path(f"/issues/{iid}/notes"), json={"body": body})
 

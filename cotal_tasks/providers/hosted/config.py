@@ -103,3 +103,7 @@ class GitLabConfig(HostedConfig):
     dropped_label: str | None = "workflow::won't do"
     status_rules: tuple[StatusRule, ...] = Field(default_factory=gitlab_default_rules)
     pagination: Literal["auto", "keyset", "offset"] = "auto"
+    # GitLab Free keeps one assignee per issue. ``true``: claim by the claimed label alone
+    # while someone else is assigned (a human assignee is never replaced); ``None``: learn
+    # it from the first claim GitLab answers with only the first assignee kept.
+    single_assignee: bool | None = None
