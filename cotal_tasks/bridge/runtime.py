@@ -190,9 +190,9 @@ async def running_bridge(
 
 
 async def _start_sync(stack: AsyncExitStack, hosted: Hosted) -> None:
-    """Run the endpoint's sync loop until the bridge stops."""
+    """Run the endpoint's sync loop (on the elected instance) until the bridge stops."""
     stop = asyncio.Event()
-    task = asyncio.create_task(hosted.sync.run(hosted.tracker_config.poll_interval_s, stop))
+    task = asyncio.create_task(hosted.election.run(stop))
 
     async def halt() -> None:
         stop.set()

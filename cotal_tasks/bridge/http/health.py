@@ -6,7 +6,9 @@ a cached counter). It carries the endpoint's ``changeSeq``, the ``stale`` marker
 the store reports one (``freshness()``), and ``lastSync`` when the store reports the
 time of its last successful sync (a hosted tracker's mirror: see ``ReportsLastSync``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
-ready (it serves labelled reads), and says so.
+ready (it serves labelled reads), and says so. A hosted endpoint also says whether this
+instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
+exactly one instance per endpoint should say leader.
 """
 
 from __future__ import annotations
@@ -67,6 +69,9 @@ async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
             "message": f"the store did not answer within {PROBE_TIMEOUT_S:g} s; check the "
             "database, then retry",
         }
+    if endpoint.hosted is not None:
+        election = endpoint.hosted.election
+        entry["sync"] = {"role": election.role, "since": election.since_ms}
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up
     entry["ready"] = readable and broker_up

@@ -245,12 +245,16 @@ class HostedStore:
                 "the mirror kept changing under the sync; the next poll retries",
             )
         if committed:
-            for hook in self._on_change:
-                try:
-                    await hook(committed[-1].change_seq)
-                except Exception:
-                    log.exception("change hook failed after a sync of %d task(s)", len(committed))
+            await self.announce_change(committed[-1].change_seq)
         return len(committed)
+
+    async def announce_change(self, change_seq: int) -> None:
+        """Tell the hooks the mirror reached ``change_seq`` through a sync."""
+        for hook in self._on_change:
+            try:
+                await hook(change_seq)
+            except Exception:
+                log.exception("change hook failed at changeSeq %d", change_seq)
 
     async def _mirror_page(
         self, issues: Sequence[TrackedIssue], read_mark: int | None
