@@ -45,10 +45,17 @@ _BACKOFF_CAP_S = 10.0
 
 
 def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Server | None, float]:
-    """Reconnect delay: exponential in the attempts so far, capped, with full jitter."""
+    """The next server (the one tried least, so a cluster's other nodes are tried in turn)
+    and the reconnect delay: exponential in the attempts so far, capped, with jitter."""
     attempts = min((server.reconnects for server in servers), default=0)
     ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempts)
-    return (servers[0] if servers else None), random.uniform(ceiling / 2, ceiling)
+    least = min(servers, key=lambda server: server.reconnects, default=None)
+    return least, random.uniform(ceiling / 2, ceiling)
+
+
+def server_urls(url: str) -> list[str]:
+    """``nats_url`` may list several nodes of a cluster, comma-separated, nearest first."""
+    return [part.strip() for part in url.split(",") if part.strip()]
 
 
 async def _log_nats_error(exc: Exception) -> None:
@@ -73,6 +80,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
         "max_reconnect_attempts": -1,
         "reconnect_to_server_handler": jittered_backoff,
         "connect_timeout": 5,
+        "dont_randomize": True,  # the listed order: the nearest node first
     }
     if config.nats_credentials is not None:
         options["user_credentials"] = str(config.nats_credentials)
@@ -88,7 +96,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
                 )
             options["password"] = password
     try:
-        await nc.connect(url, **options)
+        await nc.connect(server_urls(url), **options)
     except (OSError, nats.errors.Error, TimeoutError) as exc:
         raise ContractError(
             ErrorCode.UNAVAILABLE,

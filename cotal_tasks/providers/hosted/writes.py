@@ -55,7 +55,7 @@ from cotal_tasks.providers.store import (
 
 log = logging.getLogger(__name__)
 
-LEASE_MS = 15_000  # a write's hold on its task, renewed while it runs
+LEASE_MS = 6_000  # a write's hold on its task, renewed every third while it runs
 HOLD_MS = 120_000  # how long a pending write keeps the sync off its task
 _MIRROR_ATTEMPTS = 8
 _TAKE_EVERY_S = 0.05
@@ -115,10 +115,15 @@ class Writes:
                 work.cancel()
                 with contextlib.suppress(BaseException):
                     await work
+                what = (
+                    "an earlier attempt of this create"
+                    if write.expected_revision is None
+                    else f"an earlier write to {write.task.taskId}"
+                )
                 raise ContractError(
                     ErrorCode.DEADLINE_EXCEEDED,
-                    f"an earlier write to {write.task.taskId} held the task past this "
-                    "request's deadline; retry with a longer deadlineMs",
+                    f"{what} held its turn past this request's deadline; retry (the same "
+                    "envelope id is safe) or give a longer deadlineMs",
                     outcome="not-executed",
                 ) from None
             self._keep(work)
