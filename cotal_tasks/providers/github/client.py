@@ -107,12 +107,13 @@ class GitHubClient:
             yield response
             url = response.links.get("next", {}).get("url")
 
-    async def recent_issues(self, count: int) -> list[dict[str, Any]]:
-        """The most recently updated issues and pull requests, newest first, one page."""
+    async def recent_issues(self, count: int, order: str = "updated") -> list[dict[str, Any]]:
+        """The most recently updated (or ``created``) issues and pull requests, newest
+        first, one page."""
         response = await self.http.request(
             "GET",
             self._path("/issues"),
-            params={"state": "all", "sort": "updated", "direction": "desc", "per_page": count},
+            params={"state": "all", "sort": order, "direction": "desc", "per_page": count},
         )
         items: list[dict[str, Any]] = response.json()
         return items

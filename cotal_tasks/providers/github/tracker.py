@@ -123,7 +123,7 @@ class GitHubTracker:
         return mapping.tracked(self.repo, await self.client.create_issue(payload))
 
     async def find_marked(self, marker: str) -> TrackedIssue | None:
-        for item in await self.client.recent_issues(PER_PAGE):
+        for item in await self.client.recent_issues(PER_PAGE, order="created"):
             if not mapping.is_pull_request(item) and carries_marker(item.get("body"), marker):
                 return mapping.tracked(self.repo, item)
         return None

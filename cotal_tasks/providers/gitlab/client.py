@@ -105,15 +105,15 @@ class GitLabClient:
     async def _get(self, tail: str) -> Any:
         return (await self.http.request("GET", self._path(tail))).json()
 
-    async def recent_issues(self, count: int) -> list[dict[str, Any]]:
-        """The most recently updated issues, newest first, one page."""
+    async def recent_issues(self, count: int, order: str = "updated_at") -> list[dict[str, Any]]:
+        """The most recently updated (or ``created_at``) issues, newest first, one page."""
         found: list[dict[str, Any]] = (
             await self.http.request(
                 "GET",
                 self._path("/issues"),
                 params={
                     "state": "all",
-                    "order_by": "updated_at",
+                    "order_by": order,
                     "sort": "desc",
                     "per_page": count,
                 },

@@ -129,7 +129,7 @@ class GitLabTracker:
         return mapping.tracked(self._path_from(created), created)
 
     async def find_marked(self, marker: str) -> TrackedIssue | None:
-        for item in await self.client.recent_issues(100):
+        for item in await self.client.recent_issues(100, order="created_at"):
             if carries_marker(item.get("description"), marker):
                 return mapping.tracked(self._path_from(item), item)
         return None
