@@ -21,7 +21,7 @@ from nats.aio.client import Server
 
 from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig
-from cotal_tasks.bridge.embedded import EmbeddedNats
+from cotal_tasks.bridge.embedded import BrokerError, EmbeddedNats
 from cotal_tasks.bridge.hosted import Hosted
 from cotal_tasks.bridge.http.app import HttpContext, create_app
 from cotal_tasks.bridge.http.presence import KvPresenceView
@@ -136,7 +136,10 @@ async def running_bridge(
         broker: EmbeddedNats | None = None
         if url is None:
             broker = EmbeddedNats(config.data_dir / "nats")
-            url = await broker.start()
+            try:
+                url = await broker.start()
+            except BrokerError as exc:
+                raise ContractError(ErrorCode.FAILED_PRECONDITION, str(exc)) from exc
             stack.push_async_callback(broker.stop)
             # Local callers (cotal-tasks invoke/describe) find the private broker here.
             embedded_url_file(config).write_text(url + "\n", encoding="utf-8")

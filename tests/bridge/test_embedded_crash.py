@@ -110,6 +110,19 @@ def test_the_next_start_stops_the_broker_a_killed_bridge_left(
     assert (store / "nats-server.pid").read_text(encoding="utf-8").strip() == str(running)
     assert url.startswith("nats://127.0.0.1:")
 
+    log = tmp_path / "third.log"
+    with log.open("wb") as sink:  # a second bridge on the live one's data directory
+        third = subprocess.run(
+            [str(CLI), "serve", "--config", str(config(tmp_path))],
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+            timeout=60,
+            check=False,
+        )
+    assert third.returncode == 1
+    assert "another bridge runs the embedded broker" in log.read_text(encoding="utf-8")
+    assert brokers_of(store) == [running]
+
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=30) == 0
     assert brokers_of(store) == []  # a clean stop leaves nothing either
