@@ -24,12 +24,15 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from cotal_tasks.bridge.embedded import EmbeddedNats
-from cotal_tasks.bridge.wire.caller import CotalCaller, new_id, nonce
 from cotal_tasks.bridge.wire.space import ensure_space
-from cotal_tasks.core import Seat
+from cotal_tasks.client import Service, TasksClient, new_id
+from cotal_tasks.client.subjects import CallerRail
+from cotal_tasks.client.wire import nonce
+from cotal_tasks.core import Seat, endpoint_token
 
 SPACE = "bench"
 ENDPOINT = "com.example.bench"
+TOKEN = endpoint_token(ENDPOINT)
 ECHO_SUBJECT = "bench.echo"
 ECHO = (
     "import asyncio, nats, sys\n"
@@ -48,10 +51,9 @@ ECHO = (
 class FastCaller:
     """A lean Cotal caller: one reply subscription, replies matched by nonce."""
 
-    def __init__(self, nc: NATS, resolved: CotalCaller, seat: Seat) -> None:
+    def __init__(self, nc: NATS, service: Service, seat: Seat) -> None:
         self.nc = nc
-        self.proto = CotalCaller(nc, SPACE, ENDPOINT, seat)
-        self.proto.resolved = resolved.resolved
+        self.service = service
         self.seat = seat
         self.waiting: dict[str, asyncio.Future[bytes]] = {}
 
@@ -67,17 +69,28 @@ class FastCaller:
             future.set_result(msg.data)
 
     async def call(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
-        resolved = self.proto.resolved
-        assert resolved is not None
-        row = resolved.commands[command]
+        row = self.service.commands[command]
         request_nonce = nonce()
-        body = self.proto._envelope(command, new_id(), args)
-        body["op"].update(inputDigest=row.input_digest, outputDigest=row.output_digest)
-        body["bind"] = {"instanceId": resolved.instance_id, "epoch": resolved.epoch}
+        body = {
+            "v": 1,
+            "id": new_id(),
+            "op": {
+                "endpoint": ENDPOINT,
+                "command": command,
+                "inputDigest": row.input_digest,
+                "outputDigest": row.output_digest,
+            },
+            "class": "ephemeral",
+            "replyExpected": True,
+            "deadlineMs": 10_000,
+            "from": {"id": self.seat.principal, "name": "bench"},
+            "args": args,
+            "bind": self.service.bind(),
+        }
         future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self.waiting[request_nonce] = future
         await self.nc.publish(
-            self.proto.request_subject(command, request_nonce, None, None),
+            CallerRail(SPACE, self.seat).request(TOKEN, command, request_nonce),
             json.dumps(body).encode(),
         )
         reply: dict[str, Any] = json.loads(await asyncio.wait_for(future, 10))
@@ -132,15 +145,12 @@ async def main(rounds: int = 5, tasks: int = 500) -> None:
         try:
             assert echo.stdout is not None
             await echo.stdout.readline()
-            operator = CotalCaller(nc, SPACE, ENDPOINT, Seat("local", "operator", "0" * 26))
-            await operator.describe(wait_s=30)
-            ids = [
-                (await operator.invoke("create-task", {"title": f"bench {n}"}))["data"]["taskId"]
-                for n in range(tasks)
-            ]
+            operator = TasksClient(nc, SPACE, ENDPOINT, Seat("local", "operator", "0" * 26))
+            service = await operator.describe(timeout=30)
+            ids = [(await operator.create_task(f"bench {n}")).taskId for n in range(tasks)]
             callers: list[FastCaller] = []
             for n in range(50):
-                caller = FastCaller(nc, operator, Seat("local", f"bench{n}", f"{n:026d}"))
+                caller = FastCaller(nc, service, Seat("local", f"bench{n}", f"{n:026d}"))
                 await caller.start()
                 callers.append(caller)
 

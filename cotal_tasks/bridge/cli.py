@@ -13,9 +13,10 @@ import sys
 from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import click
+from nats.errors import Error as NatsError
 
 from cotal_tasks.bridge.announce import announcement
 from cotal_tasks.bridge.app import open_endpoint
@@ -23,9 +24,9 @@ from cotal_tasks.bridge.config import BridgeConfig, load_config
 from cotal_tasks.bridge.preview import preview, render
 from cotal_tasks.bridge.runtime import Bridge, broker_url, connect, serve_until_signalled
 from cotal_tasks.bridge.seed import Seeded, seed_examples
-from cotal_tasks.bridge.wire.caller import CotalCaller, UsageRefused
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
-from cotal_tasks.core import CAPABILITIES, ContractError, Seat, endpoint_token
+from cotal_tasks.client import Mode, TasksClient, TasksError
+from cotal_tasks.core import CAPABILITIES, ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.providers.hosted.sync import SyncReport
 
 T = TypeVar("T")
@@ -92,9 +93,10 @@ def serve(config_path: Path | None) -> None:
     click.echo("cotal-tasks: stopped cleanly")
 
 
-async def _caller(config: BridgeConfig, endpoint: str | None, seat: Seat) -> CotalCaller:
+async def _client(config: BridgeConfig, endpoint: str | None, seat: Seat) -> TasksClient:
+    """A client over the bridge's own broker connection settings (``nats_url``, creds)."""
     nc = await connect(config, broker_url(config))
-    return CotalCaller(nc, config.space, config.endpoint(endpoint).name, seat)
+    return TasksClient(nc, config.space, config.endpoint(endpoint).name, seat, name="cli")
 
 
 @main.command()
@@ -107,11 +109,11 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
     seat = _seat(as_seat, "--as")
 
     async def work() -> None:
-        caller = await _caller(config, endpoint, seat)
+        client = await _client(config, endpoint, seat)
         try:
-            resolved = await caller.describe()
+            resolved = await client.describe()
         finally:
-            await caller.nc.close()
+            await client.nc.close()
         click.echo(
             f"{resolved.endpoint} (owner {resolved.owner}) instance {resolved.instance_id} "
             f"epoch {resolved.epoch}"
@@ -156,24 +158,97 @@ def invoke(
         raise click.BadParameter("must be a JSON object", param_hint="--args")
 
     async def work() -> dict[str, Any]:
-        caller = await _caller(config, endpoint, seat)
+        client = await _client(config, endpoint, seat)
         try:
-            return await caller.invoke(
-                command, args, mode=mode, target=target_seat, request_id=request_id
+            answer = await client.invoke_answer(
+                command,
+                args,
+                mode=cast(Mode | None, mode),
+                target=target_seat,
+                envelope_id=request_id,
             )
         finally:
-            await caller.nc.close()
+            await client.nc.close()
+        return answer.reply
 
     try:
         reply = asyncio.run(work())
-    except ContractError as exc:
-        error: dict[str, Any] = {"code": exc.code.value, "message": exc.message}
-        if exc.outcome:
-            error["outcome"] = exc.outcome
-        click.echo(json.dumps({"v": 1, "id": request_id or "unsent", "ok": False, "error": error}))
-        sys.exit(2 if isinstance(exc, UsageRefused) else 1)
+    except TasksError as exc:
+        unsent = exc.reply is None
+        body = exc.reply or {"v": 1, "id": request_id or "unsent", "ok": False}
+        click.echo(json.dumps({**body, "error": exc.as_error()}, ensure_ascii=False))
+        sys.exit(2 if unsent and exc.code is ErrorCode.BAD_REQUEST else 1)
     click.echo(json.dumps(reply, ensure_ascii=False))
     sys.exit(0 if reply.get("ok") else 1)
+
+
+@main.command("mcp")
+@click.option(
+    "--as",
+    "as_seat",
+    required=True,
+    envvar="COTAL_TASKS_SEAT",
+    help="The agent's seat OWNER.ACTOR/UID (its lifecycle uid for this session).",
+)
+@click.option(
+    "--creds",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    envvar="COTAL_TASKS_CREDS",
+    help="The seat's own NATS credentials file (an auth mesh).",
+)
+@click.option("--nats", "nats_url", default=None, help="Broker URL (default: from the config).")
+@click.option("--space", default=None, help="Space (default: from the config).")
+@click.option("--endpoint", default=None, help="Endpoint name (default: the first configured).")
+@click.option(
+    "--http",
+    "http_address",
+    default=None,
+    metavar="HOST:PORT",
+    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
+)
+@config_option
+def mcp(
+    as_seat: str,
+    creds: Path | None,
+    nats_url: str | None,
+    space: str | None,
+    endpoint: str | None,
+    http_address: str | None,
+    config_path: Path | None,
+) -> None:
+    """Serve the seat's task tools to a coding agent over MCP (stdio by default)."""
+    from cotal_tasks.bridge.mcp_server import seat_tools, serve_http, serve_stdio
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the MCP wire
+    seat = _seat(as_seat, "--as")
+    config = _config(config_path)
+    name = endpoint or config.endpoint(None).name
+    host, port = "", 0
+    if http_address is not None:
+        host, _, port_text = http_address.rpartition(":")
+        if not host or not port_text.isdigit():
+            raise click.BadParameter("give HOST:PORT, e.g. 127.0.0.1:8765", param_hint="--http")
+        port = int(port_text)
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            click.echo(
+                f"cotal-tasks mcp: warning: {host} is not loopback, and the MCP transport has "
+                "no authentication: whoever reaches it acts as this seat",
+                err=True,
+            )
+
+    async def work() -> None:
+        url = nats_url or broker_url(config)
+        async with seat_tools(url, space or config.space, name, seat, creds) as tools:
+            for tool, why in tools.withheld.items():
+                click.echo(f"cotal-tasks mcp: {tool} withheld: {why}", err=True)
+            if http_address is None:
+                await serve_stdio(tools)
+            else:
+                click.echo(f"cotal-tasks mcp: serving http://{host}:{port}/mcp", err=True)
+                await serve_http(tools, host, port)
+
+    _run(work)
 
 
 @main.command()
@@ -269,6 +344,8 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
     if target.provider == "board":
         raise click.UsageError(f"{target.name} is a board; there is nothing to sync")
 
+    degraded: dict[str, int] = {}
+
     async def work() -> SyncReport:
         async with open_endpoint(config, target, serve=True) as opened:
             assert opened.hosted is not None
@@ -289,6 +366,7 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
             finally:
                 if bar is not None:
                     bar.__exit__(None, None, None)
+                degraded.update(opened.hosted.store.degradations()["counts"])
 
     report = _run(work)
     state = "unchanged (one conditional request)" if report.not_modified else "synced"
@@ -296,6 +374,12 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
         f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "
         f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
     )
+    if degraded:
+        counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
+        click.echo(
+            f"{target.name}: {sum(degraded.values())} item(s) degraded ({counts}); each kept "
+            "what was valid or was skipped; the log names the items"
+        )
 
 
 @main.command()
@@ -318,3 +402,135 @@ def history(task_id: str, endpoint: str | None, limit: int, config_path: Path | 
             click.echo(f"{when}  {entry.command:<15} {entry.status:<8} {entry.actor}{note}")
 
     _run(work)
+
+
+# -- conformance ------------------------------------------------------------------------------
+
+
+def _role_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
+    for value in values:
+        role, sep, rest = value.partition("=")
+        if not sep or not role or not rest:
+            raise click.BadParameter(f"{value!r} is not ROLE=VALUE", param_hint=option)
+        pairs[role] = rest
+    return pairs
+
+
+@main.command()
+@click.option("--nats", "nats_url", required=True, help="The broker URL of the space.")
+@click.option("--space", required=True, help="The space the endpoint serves.")
+@click.option("--endpoint", "endpoint_name", required=True, help="The endpoint name to judge.")
+@click.option(
+    "--creds",
+    "creds",
+    multiple=True,
+    metavar="ROLE=FILE",
+    help="A NATS credentials file per role (operator, seat, other, successor, self-only); "
+    "ROLE 'runner' is the runner's own connection.",
+)
+@click.option(
+    "--seat",
+    "seats",
+    multiple=True,
+    metavar="ROLE=OWNER.ACTOR/UID",
+    help="The seat a role's credentials publish as (needed with --creds).",
+)
+@click.option(
+    "--stage-space/--no-stage-space",
+    default=None,
+    help="Write lifecycle heads and presence cards for the runner's seats (default: on "
+    "without --creds, an open broker).",
+)
+@click.option(
+    "--store-unreadable",
+    is_flag=True,
+    help="The operator has made the endpoint's store unreadable: run check 03 against it.",
+)
+@click.option("--check", "only", multiple=True, help="Run only checks whose name starts so.")
+@click.option("--timeout", default=10.0, show_default=True, help="Seconds per request.")
+def conformance(
+    nats_url: str,
+    space: str,
+    endpoint_name: str,
+    creds: tuple[str, ...],
+    seats: tuple[str, ...],
+    stage_space: bool | None,
+    store_unreadable: bool,
+    only: tuple[str, ...],
+    timeout: float,
+) -> None:
+    """Judge any ai.cotal.tasks endpoint against section 6 of the contract.
+
+    Prints one PASS, FAIL or SKIP line per check and a closing count; exits 1 when a
+    check failed. It creates tasks on the endpoint it judges.
+    """
+    from cotal_tasks.client.conformance import (
+        Actor,
+        Context,
+        Hooks,
+        run_checks,
+        select,
+        summary,
+    )
+
+    creds_by_role = _role_pairs(creds, "--creds")
+    seat_by_role = {
+        role: _seat(text, "--seat") for role, text in _role_pairs(seats, "--seat").items()
+    }
+    missing = sorted(set(creds_by_role) - set(seat_by_role) - {"runner"})
+    if missing:
+        raise click.UsageError(f"--creds given without --seat for: {', '.join(missing)}")
+    try:
+        checks = select(only)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--check") from exc
+    open_broker = not creds_by_role
+
+    async def work() -> bool:
+        import nats
+
+        opened: list[Any] = []
+
+        async def connect_as(path: str | None) -> Any:
+            nc = await nats.connect(
+                nats_url, user_credentials=path, name="cotal-tasks-conformance",
+                max_reconnect_attempts=3,
+            )  # fmt: skip
+            opened.append(nc)
+            return nc
+
+        try:
+            runner_nc = await connect_as(creds_by_role.get("runner"))
+            given = {}
+            for role, seat in seat_by_role.items():
+                path = creds_by_role.get(role)
+                given[role] = Actor(seat, await connect_as(path) if path else runner_nc)
+            ctx = Context(
+                runner_nc,
+                space,
+                endpoint_name,
+                given=given,
+                invent=open_broker,
+                stage=open_broker if stage_space is None else stage_space,
+                hooks=Hooks(store_unreadable=store_unreadable),
+                timeout=timeout,
+            )
+            click.echo(
+                f"conformance of {endpoint_name} in space {space} at {nats_url} "
+                f"({'open broker: seats invented per check' if open_broker else 'given seats'}"
+                f"{', staging the space' if ctx.stage else ''})"
+            )
+            results = await run_checks(ctx, checks, lambda r: click.echo(r.line()))
+        finally:
+            for nc in opened:
+                await nc.close()
+        click.echo(summary(results))
+        return not any(r.status == "FAIL" for r in results)
+
+    try:
+        passed = asyncio.run(work())
+    except (OSError, NatsError) as exc:
+        click.echo(f"cotal-tasks: cannot reach {nats_url}: {exc}", err=True)
+        sys.exit(2)
+    sys.exit(0 if passed else 1)

@@ -86,6 +86,7 @@ def build_tracker(endpoint: EndpointConfig) -> tuple[Tracker, HostedConfig, Trac
     if endpoint.github is not None:
         cfg = endpoint.github
         http = _http(cfg, "GitHub", github_http_client, github_retry)
+        http.allow_origin(cfg.graphql_endpoint())
         return GitHubTracker(GitHubClient(http, cfg.repository), cfg), cfg, http
     if endpoint.gitlab is not None:
         lab = endpoint.gitlab
@@ -127,6 +128,7 @@ def build_hosted(
         name = endpoint.name
         http.on_response = lambda status: metrics.tracker_request(name, status)
         http.on_wait = lambda seconds: metrics.rate_limit_wait(name, seconds)
+        tracker.boundary.observers.append(lambda reason: metrics.degraded(name, reason))
     store = HostedStore(
         mirror,
         tracker,

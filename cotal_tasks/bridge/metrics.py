@@ -40,6 +40,14 @@ class Metrics:
             ["endpoint"],
             registry=self.registry,
         )
+        self.degraded_items = Counter(
+            "cotal_tasks_sync_degraded_items",
+            "Tracker items the sync mapped without a refused part, or skipped, by endpoint "
+            "and reason (text-refused, text-cut, evidence-refused, item-unmappable, "
+            "issue-unreadable, webhook-unmappable).",
+            ["endpoint", "reason"],
+            registry=self.registry,
+        )
         self.change_seq = Gauge(
             "cotal_tasks_change_seq",
             "The last changeSeq each endpoint committed or read.",
@@ -77,6 +85,9 @@ class Metrics:
 
     def rate_limit_wait(self, endpoint: str, seconds: float) -> None:
         self.rate_limit_waits.labels(endpoint).inc(seconds)
+
+    def degraded(self, endpoint: str, reason: str) -> None:
+        self.degraded_items.labels(endpoint, reason).inc()
 
     def changed(self, endpoint: str, change_seq: int) -> None:
         self.change_seq.labels(endpoint).set(change_seq)

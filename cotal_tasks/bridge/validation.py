@@ -1,7 +1,15 @@
-"""Turn a pydantic validation failure of command args into one remedy-naming message."""
+"""Turn a refused value into a bounded, remedy-naming message.
+
+``preview`` is the one way a refusal shows a value it refused: a short, escaped prefix of
+a string, a short number, the type of anything else. A refusal never quotes more, so
+neither a huge value (which would push the reply past the broker's payload limit once
+escaped) nor a deeply nested one (which would exhaust ``repr``'s recursion) can keep a
+caller from hearing why it was refused.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,6 +28,35 @@ _HINTS: dict[tuple[str, str], str] = {
     ),
 }
 _MAX_SHOWN = 3
+_MAX_MESSAGE = 300  # one validator message; pydantic's may quote a tag it refused
+PREVIEW_CHARS = 32
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
+_JSON_TYPES: dict[type, str] = {dict: "a JSON object", list: "a JSON array"}
+
+
+def preview(value: Any) -> str:
+    """A bounded rendering of ``value`` for a refusal message (under 100 characters).
+
+    A string shows as its ASCII-escaped first ``PREVIEW_CHARS`` characters, with its length
+    when cut; a boolean, null or short number as JSON spells it; anything else by its type.
+    """
+    if isinstance(value, str):
+        shown = ascii(value[:PREVIEW_CHARS])
+        return f"{shown}... ({len(value)} characters)" if len(value) > PREVIEW_CHARS else shown
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    if isinstance(value, int) and abs(value) < 10**18:
+        return str(value)
+    if isinstance(value, float):
+        return repr(value)[:PREVIEW_CHARS]
+    return _JSON_TYPES.get(type(value), "a number" if isinstance(value, int) else "a value")
+
+
+def field_name(name: int | str) -> str:
+    """A location part as a refusal names it: a plain name or index as is, else a preview."""
+    if isinstance(name, int) or _PLAIN_NAME.fullmatch(name):
+        return str(name)
+    return f"[{preview(name)}]"
 
 
 def hint_for(command: str, field: str) -> str | None:
@@ -30,11 +67,11 @@ def hint_for(command: str, field: str) -> str | None:
 def describe_validation_error(command: str, exc: ValidationError) -> str:
     parts: list[str] = []
     hints: list[str] = []
-    errors = exc.errors(include_url=False, include_input=False)
+    errors = exc.errors(include_url=False, include_input=False, include_context=False)
     for error in errors[:_MAX_SHOWN]:
-        loc = ".".join(str(part) for part in error["loc"])
+        loc = ".".join(field_name(part) for part in error["loc"])
         where = f"args.{loc}" if loc else "args"
-        message = error["msg"].removeprefix("Value error, ")
+        message = error["msg"].removeprefix("Value error, ")[:_MAX_MESSAGE]
         if error["type"] == "task_text":
             parts.append(f"args.{message}")
         else:
@@ -47,8 +84,8 @@ def describe_validation_error(command: str, exc: ValidationError) -> str:
         parts.append(f"and {more} more")
     text = f"{command} args refused: " + "; ".join(parts)
     if hints:
-        text += ". " + "; ".join(hints)
-    return text
+        return text + ". " + "; ".join(hints)
+    return text + ". Fix the named fields; describe the endpoint for the input schema"
 
 
 def args_refusal(command: str, args: Any) -> str:
@@ -64,4 +101,6 @@ def args_refusal(command: str, args: Any) -> str:
         COMMANDS[command].input.model_validate(args)
     except ValidationError as exc:
         return describe_validation_error(command, exc)
+    except RecursionError:
+        return f"{command} args nest too deeply to check; send the flat object the schema names"
     return f"{command} args do not fit its input schema; describe the endpoint for the schema"

@@ -42,7 +42,7 @@ from tests.conformance.test_section6 import (
 from tests.conftest import seat
 from tests.providers.hosted_support import HostedMesh, TrackerFake, first_sync
 from tests.support.bridge import ENDPOINT, broker, set_up_space
-from tests.support.cotal import collect, nonce
+from tests.support.cotal import collect
 
 Json = dict[str, Any]
 F = TypeVar("F", bound=TrackerFake)
@@ -92,52 +92,23 @@ async def permissioned_hosted_mesh(
 async def check_09_broker_refuses_self_only_bind_and_admits_the_operator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tracker: Tracker, fake: Any, api_url: str
 ) -> None:
+    """The runner's broker half of check 9, then what the tracker holds: the refused binds
+    never reached the bridge, and the operator's bind labelled the issue."""
     async with permissioned_hosted_mesh(tmp_path, monkeypatch, tracker, api_url) as mesh:
-        target = mesh.seat.seat
-        task = await create(mesh.operator, "Only an operator binds this")
-        request_nonce = nonce()
-        subject = mesh.seat.subject(
-            "bind-task", request_nonce, mode="owner", target_owner=target.owner
-        )
-        body = mesh.seat.envelope("bind-task", args={"taskId": task["taskId"]}, target=target)
-        got = await mesh.seat.exchange(subject, json.dumps(body).encode(), request_nonce, wait=1)
-        assert got is None, f"a reply came for a publish the broker should deny: {got}"
-        assert mesh.seat_errors.denied_publish(subject), mesh.seat_errors.seen
-        assert subject not in mesh.routed
-        # nothing reached the tracker either
-        assert tracker.labels_of(fake, "Only an operator binds this") == []
-
-        bound = await mesh.operator.ok(
-            "bind-task", {"taskId": task["taskId"]}, mode="owner", target=target
-        )
-        assert bound["status"] == "claimed"
-        assert binding_triple(bound) == {
-            "owner": target.owner,
-            "actor": target.actor,
-            "lifecycleUid": target.lifecycleUid,
-        }
+        await section6.passes(section6.permissioned_context(mesh.seat, mesh.operator), "09-broker")
+        denied = [e for e in mesh.seat_errors.seen if "publish" in str(e).lower()]
+        assert len(denied) == 2, mesh.seat_errors.seen
+        assert all(".bind-task." in str(e).lower() for e in denied)
+        assert not any(".bind-task." in s and ".local.seat." in s for s in mesh.routed)
         assert tracker.labels_of(fake, "Only an operator binds this") == [tracker.claimed]
-        assert await my_ids(mesh.seat) == [task["taskId"]]
+        assert len(await my_ids(mesh.seat)) == 1  # the one task the operator bound
         assert mesh.bridge_denials() == []
 
 
-async def checks_18_to_24(mesh: Mesh, monkeypatch: pytest.MonkeyPatch) -> PositiveRun:
-    """Checks 18 to 24 are section 6's own functions, each asserting its step of one run
-    of the positive path (run once here, where ``test_section6`` runs it per check)."""
-    run = await section6.positive_path(mesh)
-
-    async def the_run(_: Mesh) -> PositiveRun:
-        return run
-
-    monkeypatch.setattr(section6, "positive_path", the_run)
-    await section6.test_check_18_create_claim_get_names_caller(mesh)
-    await section6.test_check_19_update_blocked_keeps_binding(mesh)
-    await section6.test_check_20_commit_evidence_round_trips(mesh)
-    await section6.test_check_21_update_done_keeps_binding(mesh)
-    await section6.test_check_22_my_tasks_lists_claimed_and_done(mesh)
-    await section6.test_check_23_board_changed_carries_only_counter_and_time(mesh)
-    await section6.test_check_24_change_seq_monotone_and_applied_limit_always(mesh)
-    return run
+async def checks_18_to_24(mesh: Mesh) -> PositiveRun:
+    """Checks 18 to 24 of the runner, each required to pass, over one run of the
+    positive path; returns that run for what the tracker made of it."""
+    return await section6.positive_run(mesh)
 
 
 async def echoes_change_nothing(mesh: HostedMesh[F]) -> None:
@@ -174,7 +145,7 @@ async def check_13_import_filters_secrets(
     leaked = leak(section6.SECRETS["title"], section6.SECRETS["brief"])
     await mesh.poll()
     record = await get(mesh.caller("reader"), leaked)
-    section6._only_record_fields(record)
+    section6.only_record_fields(record)
     text = json.dumps(record, ensure_ascii=False)
     for secret in section6.SECRETS.values():
         assert secret not in text

@@ -1,8 +1,9 @@
 """Section 6 of the tasks endpoint contract against a GitHub-backed endpoint, over the
 real wire: a nats-server, the real bridge serving a ``provider = "github"`` endpoint
 whose store is a mirror of the fake GitHub (served on loopback), and callers speaking
-the wire. Each check runs the very function ``test_section6.py`` runs against the board
-(so the two suites cannot drift), then asserts what GitHub itself was made to hold.
+the wire. Each check runs the conformance runner's own check (``section6.passes``, the
+one ``cotal-tasks conformance`` and the board suite run, so they cannot drift), then
+asserts what GitHub itself was made to hold.
 Checks 18 to 24 assert their steps of one run of the positive path, run once.
 
 The seat directory maps two of the callers the checks use to GitHub accounts
@@ -134,17 +135,17 @@ TRACKER = Tracker(
 
 
 async def test_check_01_describe_lists_eight_commands(mesh: GitHubMesh) -> None:
-    await section6.test_check_01_describe_lists_eight_commands(mesh)
+    await section6.passes(mesh, "01")
 
 
 async def test_check_02_list_tasks_on_empty_board(mesh: GitHubMesh) -> None:
-    await section6.test_check_02_list_tasks_on_empty_board(mesh)
+    await section6.passes(mesh, "02")
     (listing,) = mesh.fake.calls("GET", ISSUES)  # the empty board is an empty repository
     assert listing.status == 200
 
 
 async def test_check_03_unreadable_store_is_unavailable(mesh: GitHubMesh) -> None:
-    await section6.test_check_03_unreadable_store_is_unavailable(mesh)
+    await section6.passes(mesh, "03")
 
 
 async def test_check_03_github_failing_reads_stale_not_empty(mesh: GitHubMesh) -> None:
@@ -164,17 +165,17 @@ async def test_check_03_github_failing_reads_stale_not_empty(mesh: GitHubMesh) -
 
 
 async def test_check_04_get_absent_task_is_not_found(mesh: GitHubMesh) -> None:
-    await section6.test_check_04_get_absent_task_is_not_found(mesh)
+    await section6.passes(mesh, "04")
     reply = await mesh.caller("reader").call("get-task", {"taskId": f"{REPO}#999"})
     assert refusal(reply)[0] == "not-found"
 
 
 async def test_check_05_my_tasks_self_and_untargeted(mesh: GitHubMesh) -> None:
-    await section6.test_check_05_my_tasks_self_and_untargeted(mesh)
+    await section6.passes(mesh, "05")
 
 
 async def test_check_06_claim_binds_caller_and_repeats_same_record(mesh: GitHubMesh) -> None:
-    await section6.test_check_06_claim_binds_caller_and_repeats_same_record(mesh)
+    await section6.passes(mesh, "06")
     issue = issue_titled(mesh.fake, "Claim me")
     assert (issue.assignees, issue.labels) == (["octobot"], ["in-progress"])
     n = issue.number
@@ -186,7 +187,7 @@ async def test_check_06_claim_binds_caller_and_repeats_same_record(mesh: GitHubM
 
 
 async def test_check_07_claim_of_foreign_task_is_conflict(mesh: GitHubMesh) -> None:
-    await section6.test_check_07_claim_of_foreign_task_is_conflict(mesh)
+    await section6.passes(mesh, "07")
     issue = issue_titled(mesh.fake, "Contested")
     assert shape(writes_to(mesh.fake, issue)) == [("POST", f"/{issue.number}/labels")]
 
@@ -194,19 +195,19 @@ async def test_check_07_claim_of_foreign_task_is_conflict(mesh: GitHubMesh) -> N
 async def test_check_08_update_of_foreign_task_is_denied_and_unchanged(
     mesh: GitHubMesh,
 ) -> None:
-    await section6.test_check_08_update_of_foreign_task_is_denied_and_unchanged(mesh)
+    await section6.passes(mesh, "08")
     issue = issue_titled(mesh.fake, "Not yours")
     assert (issue.state, issue.comments, unmarked(issue.body)) == ("open", [], None)
     assert shape(writes_to(mesh.fake, issue)) == [("POST", f"/{issue.number}/labels")]
 
 
 async def test_check_09_operator_bind_records_target_triple(mesh: GitHubMesh) -> None:
-    await section6.test_check_09_operator_bind_records_target_triple(mesh)
+    await section6.passes(mesh, "09-operator")
     assert issue_titled(mesh.fake, "Bind me").labels == ["in-progress"]
 
 
 async def test_check_10_new_incarnation_does_not_inherit_binding(mesh: GitHubMesh) -> None:
-    await section6.test_check_10_new_incarnation_does_not_inherit_binding(mesh)
+    await section6.passes(mesh, "10")
     issue = issue_titled(mesh.fake, "Outlives its seat")
     assert issue.assignees == ["octobot"]  # local.worker's account, whichever incarnation
     task_id = f"{REPO}#{issue.number}"
@@ -220,7 +221,7 @@ async def test_check_10_new_incarnation_does_not_inherit_binding(mesh: GitHubMes
 
 
 async def test_check_11_environment_three_outcomes(mesh: GitHubMesh) -> None:
-    await section6.test_check_11_environment_three_outcomes(mesh)
+    await section6.passes(mesh, "11")
     # Each claim and bind labelled its issue; no environment reached GitHub.
     for issue in mesh.fake.repos[REPO].issues.values():
         assert issue.labels == ["in-progress"]
@@ -233,12 +234,12 @@ async def test_check_12_list_limit_is_capped_at_ceiling(
     async with github_mesh(
         tmp_path, fake, github_url, page_ceiling=SMALL_PAGE_CEILING, seats=SEATS
     ) as small:
-        await section6.test_check_12_list_limit_is_capped_at_ceiling(small)
-        assert len(fake.repos[REPO].issues) == SMALL_PAGE_CEILING + 2
+        await section6.passes(small, "12")
+        assert len(fake.repos[REPO].issues) == SMALL_PAGE_CEILING + 1
 
 
 async def test_check_13_records_carry_no_secret(mesh: GitHubMesh) -> None:
-    await section6.test_check_13_records_carry_no_secret(mesh)
+    await section6.passes(mesh, "13")
     # Refused before GitHub: the only issue created is the harmless one.
     assert [i.title for i in mesh.fake.repos[REPO].issues.values()] == [
         "Rotate the staging certificates"
@@ -252,25 +253,25 @@ async def test_check_13_records_carry_no_secret(mesh: GitHubMesh) -> None:
 
 
 async def test_check_14_create_with_pinned_id_creates_one_task(mesh: GitHubMesh) -> None:
-    await section6.test_check_14_create_with_pinned_id_creates_one_task(mesh)
+    await section6.passes(mesh, "14")
     assert len(mesh.fake.calls("POST", ISSUES)) == 1
     assert [i.title for i in mesh.fake.repos[REPO].issues.values()] == ["Only once"]
 
 
 async def test_check_15_create_refuses_bound_statuses(mesh: GitHubMesh) -> None:
-    await section6.test_check_15_create_refuses_bound_statuses(mesh)
+    await section6.passes(mesh, "15")
     assert mesh.fake.writes == []
 
 
 async def test_check_16_update_to_open_while_bound_is_bad_request(mesh: GitHubMesh) -> None:
-    await section6.test_check_16_update_to_open_while_bound_is_bad_request(mesh)
+    await section6.passes(mesh, "16")
     issue = issue_titled(mesh.fake, "Stay bound")
     assert (issue.state, issue.assignees, issue.labels) == ("open", ["octobot"], ["in-progress"])
     assert [r.method for r in writes_to(mesh.fake, issue)] == ["POST", "POST"]
 
 
 async def test_check_17_administer_unbind_reopens_and_clears_binding(mesh: GitHubMesh) -> None:
-    await section6.test_check_17_administer_unbind_reopens_and_clears_binding(mesh)
+    await section6.passes(mesh, "17")
     issue = issue_titled(mesh.fake, "Seat is gone")
     assert (issue.state, issue.assignees, issue.labels) == ("open", [], [])
     assert [unmarked(c.body) for c in issue.comments] == ["Seat is gone."]
@@ -290,13 +291,11 @@ async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
 # -- 18 to 24: the positive path -----------------------------------------------------------
 
 
-async def test_checks_18_to_24_and_what_github_shows(
-    mesh: GitHubMesh, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_checks_18_to_24_and_what_github_shows(mesh: GitHubMesh) -> None:
     """Checks 18 to 24 are section 6's own functions, each asserting its step of one run
     of the positive path (run once here, where ``test_section6`` runs it per check),
     then the same run as GitHub sees it: one issue, labelled, commented, closed."""
-    run = await hosted.checks_18_to_24(mesh, monkeypatch)
+    run = await hosted.checks_18_to_24(mesh)
 
     issue = issue_titled(mesh.fake, "Ship the parser")
     assert (issue.state, issue.state_reason) == ("closed", "completed")
@@ -313,7 +312,7 @@ async def test_checks_18_to_24_and_what_github_shows(
 
 
 async def test_section6_sequence_on_ep_v1(mesh: GitHubMesh) -> None:
-    await section6.test_section6_sequence_on_ep_v1(mesh)
+    await section6.passes(mesh, "ep-v1")
 
 
 async def test_check_23_a_change_made_on_github_is_announced(mesh: GitHubMesh) -> None:

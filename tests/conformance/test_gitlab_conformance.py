@@ -1,9 +1,10 @@
 """Section 6 of the tasks endpoint contract against a GitLab-backed endpoint, over the
 real wire: a nats-server, the real bridge serving a ``provider = "gitlab"`` endpoint whose
 store is a mirror of the fake GitLab (served on loopback, its sync loop running), and
-callers speaking the wire. Each check runs the very function ``test_section6.py`` runs
-against the board (so the suites cannot drift), then asserts what GitLab itself was made
-to hold. Checks 18 to 24 assert their steps of one run of the positive path, run once.
+callers speaking the wire. Each check runs the conformance runner's own check
+(``section6.passes``, the one ``cotal-tasks conformance`` and the board suite run, so they
+cannot drift), then asserts what GitLab itself was made to hold. Checks 18 to 24 assert
+their steps of one run of the positive path, run once.
 
 The seat directory maps three of the callers the checks use to GitLab accounts
 (``local.worker`` → ``worker-bot``, ``local.w`` → ``w-bot``, ``local.holder`` →
@@ -146,11 +147,11 @@ TRACKER = Tracker(
 
 
 async def test_check_01_describe_lists_eight_commands(mesh: GitLabMesh) -> None:
-    await section6.test_check_01_describe_lists_eight_commands(mesh)
+    await section6.passes(mesh, "01")
 
 
 async def test_check_02_list_tasks_on_empty_board(mesh: GitLabMesh) -> None:
-    await section6.test_check_02_list_tasks_on_empty_board(mesh)
+    await section6.passes(mesh, "02")
     (listing,) = mesh.fake.calls("GET", ISSUES)  # the empty board is an empty project
     assert listing.status == 200
 
@@ -171,11 +172,11 @@ async def test_check_02_before_the_first_sync_the_empty_page_is_stale(
         assert page["stale"]["staleAsOf"] == 0
         assert page["stale"]["reason"].startswith("GitLab sync is failing: ")
         await running.poll()  # GitLab answers again
-        await section6.test_check_02_list_tasks_on_empty_board(running)
+        await section6.passes(running, "02")
 
 
 async def test_check_03_unreadable_store_is_unavailable(mesh: GitLabMesh) -> None:
-    await section6.test_check_03_unreadable_store_is_unavailable(mesh)
+    await section6.passes(mesh, "03")
 
 
 async def test_check_03_gitlab_failing_reads_stale_not_empty(mesh: GitLabMesh) -> None:
@@ -200,17 +201,17 @@ async def test_check_03_gitlab_failing_reads_stale_not_empty(mesh: GitLabMesh) -
 
 
 async def test_check_04_get_absent_task_is_not_found(mesh: GitLabMesh) -> None:
-    await section6.test_check_04_get_absent_task_is_not_found(mesh)
+    await section6.passes(mesh, "04")
     reply = await mesh.caller("reader").call("get-task", {"taskId": f"{PROJECT}#999"})
     assert refusal(reply)[0] == "not-found"
 
 
 async def test_check_05_my_tasks_self_and_untargeted(mesh: GitLabMesh) -> None:
-    await section6.test_check_05_my_tasks_self_and_untargeted(mesh)
+    await section6.passes(mesh, "05")
 
 
 async def test_check_06_claim_binds_caller_and_repeats_same_record(mesh: GitLabMesh) -> None:
-    await section6.test_check_06_claim_binds_caller_and_repeats_same_record(mesh)
+    await section6.passes(mesh, "06")
     issue = issue_titled(mesh.fake, "Claim me")
     assert (issue.assignees, issue.labels) == (["worker-bot"], [CLAIMED])
     # One PUT (GitLab replaces the assignee list and adds the label at once); the
@@ -219,7 +220,7 @@ async def test_check_06_claim_binds_caller_and_repeats_same_record(mesh: GitLabM
 
 
 async def test_check_07_claim_of_foreign_task_is_conflict(mesh: GitLabMesh) -> None:
-    await section6.test_check_07_claim_of_foreign_task_is_conflict(mesh)
+    await section6.passes(mesh, "07")
     issue = issue_titled(mesh.fake, "Contested")
     assert issue.assignees == ["holder-bot"]
     assert shape(writes_to(mesh.fake, issue)) == [("PUT", f"/{issue.iid}")]
@@ -228,20 +229,20 @@ async def test_check_07_claim_of_foreign_task_is_conflict(mesh: GitLabMesh) -> N
 async def test_check_08_update_of_foreign_task_is_denied_and_unchanged(
     mesh: GitLabMesh,
 ) -> None:
-    await section6.test_check_08_update_of_foreign_task_is_denied_and_unchanged(mesh)
+    await section6.passes(mesh, "08")
     issue = issue_titled(mesh.fake, "Not yours")
     assert (issue.state, user_notes(issue), unmarked(issue.description)) == ("opened", [], None)
     assert shape(writes_to(mesh.fake, issue)) == [("PUT", f"/{issue.iid}")]
 
 
 async def test_check_09_operator_bind_records_target_triple(mesh: GitLabMesh) -> None:
-    await section6.test_check_09_operator_bind_records_target_triple(mesh)
+    await section6.passes(mesh, "09-operator")
     issue = issue_titled(mesh.fake, "Bind me")
     assert (issue.assignees, issue.labels) == (["worker-bot"], [CLAIMED])
 
 
 async def test_check_10_new_incarnation_does_not_inherit_binding(mesh: GitLabMesh) -> None:
-    await section6.test_check_10_new_incarnation_does_not_inherit_binding(mesh)
+    await section6.passes(mesh, "10")
     issue = issue_titled(mesh.fake, "Outlives its seat")
     assert issue.assignees == ["worker-bot"]  # local.worker's account, whichever incarnation
     task_id = f"{PROJECT}#{issue.iid}"
@@ -255,7 +256,7 @@ async def test_check_10_new_incarnation_does_not_inherit_binding(mesh: GitLabMes
 
 
 async def test_check_11_environment_three_outcomes(mesh: GitLabMesh) -> None:
-    await section6.test_check_11_environment_three_outcomes(mesh)
+    await section6.passes(mesh, "11")
     # Each claim and bind labelled its issue; no environment reached GitLab.
     sent = json.dumps([r.body for r in mesh.fake.writes])
     for issue in mesh.fake.project(PROJECT).issues.values():
@@ -270,12 +271,12 @@ async def test_check_12_list_limit_is_capped_at_ceiling(
     async with gitlab_mesh(
         tmp_path, fake, gitlab_url, page_ceiling=SMALL_PAGE_CEILING, seats=SEATS
     ) as small:
-        await section6.test_check_12_list_limit_is_capped_at_ceiling(small)
-        assert len(fake.project(PROJECT).issues) == SMALL_PAGE_CEILING + 2
+        await section6.passes(small, "12")
+        assert len(fake.project(PROJECT).issues) == SMALL_PAGE_CEILING + 1
 
 
 async def test_check_13_records_carry_no_secret(mesh: GitLabMesh) -> None:
-    await section6.test_check_13_records_carry_no_secret(mesh)
+    await section6.passes(mesh, "13")
     # Refused before GitLab: the only issue created is the harmless one.
     assert [i.title for i in mesh.fake.project(PROJECT).issues.values()] == [
         "Rotate the staging certificates"
@@ -292,25 +293,25 @@ async def test_check_13_records_carry_no_secret(mesh: GitLabMesh) -> None:
 
 
 async def test_check_14_create_with_pinned_id_creates_one_task(mesh: GitLabMesh) -> None:
-    await section6.test_check_14_create_with_pinned_id_creates_one_task(mesh)
+    await section6.passes(mesh, "14")
     assert len(mesh.fake.calls("POST", ISSUES)) == 1
     assert [i.title for i in mesh.fake.project(PROJECT).issues.values()] == ["Only once"]
 
 
 async def test_check_15_create_refuses_bound_statuses(mesh: GitLabMesh) -> None:
-    await section6.test_check_15_create_refuses_bound_statuses(mesh)
+    await section6.passes(mesh, "15")
     assert mesh.fake.writes == []
 
 
 async def test_check_16_update_to_open_while_bound_is_bad_request(mesh: GitLabMesh) -> None:
-    await section6.test_check_16_update_to_open_while_bound_is_bad_request(mesh)
+    await section6.passes(mesh, "16")
     issue = issue_titled(mesh.fake, "Stay bound")
     assert (issue.state, issue.assignees, issue.labels) == ("opened", ["worker-bot"], [CLAIMED])
     assert [r.method for r in writes_to(mesh.fake, issue)] == ["PUT"]
 
 
 async def test_check_17_administer_unbind_reopens_and_clears_binding(mesh: GitLabMesh) -> None:
-    await section6.test_check_17_administer_unbind_reopens_and_clears_binding(mesh)
+    await section6.passes(mesh, "17")
     issue = issue_titled(mesh.fake, "Seat is gone")
     assert (issue.state, issue.assignees, issue.labels) == ("opened", [], [])
     assert user_notes(issue) == ["Seat is gone."]
@@ -330,13 +331,11 @@ async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
 # -- 18 to 24: the positive path -----------------------------------------------------------
 
 
-async def test_checks_18_to_24_and_what_gitlab_shows(
-    mesh: GitLabMesh, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_checks_18_to_24_and_what_gitlab_shows(mesh: GitLabMesh) -> None:
     """Checks 18 to 24 are section 6's own functions, each asserting its step of one run
     of the positive path (run once here, where ``test_section6`` runs it per check),
     then the same run as GitLab sees it: one issue, assigned, noted, closed."""
-    run = await hosted.checks_18_to_24(mesh, monkeypatch)
+    run = await hosted.checks_18_to_24(mesh)
 
     issue = issue_titled(mesh.fake, "Ship the parser")
     assert (issue.state, issue.closed_by) == ("closed", mesh.fake.username)
@@ -353,7 +352,7 @@ async def test_checks_18_to_24_and_what_gitlab_shows(
 
 
 async def test_section6_sequence_on_ep_v1(mesh: GitLabMesh) -> None:
-    await section6.test_section6_sequence_on_ep_v1(mesh)
+    await section6.passes(mesh, "ep-v1")
     assert [i.title for i in mesh.fake.project(PROJECT).issues.values()] == [
         "On the versioned rail"
     ]

@@ -197,6 +197,8 @@ class Issue:
     assignees: list[str] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
     confidential: bool = False
+    moved_to_id: int | None = None  # the id (not iid) of the issue it was moved to
+    duplicate_of: str | None = None  # the API URL of the issue it was closed as a duplicate of
 
     @property
     def user_notes_count(self) -> int:

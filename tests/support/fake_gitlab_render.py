@@ -219,7 +219,7 @@ class Shapes:
                 "notes": f"{i}/notes",
                 "award_emoji": f"{i}/award_emoji",
                 "project": f"{self.api}/projects/{project.id}",
-                "closed_as_duplicate_of": None,
+                "closed_as_duplicate_of": issue.duplicate_of,
             },
             "references": {
                 "short": f"#{issue.iid}",
@@ -227,7 +227,7 @@ class Shapes:
                 "full": f"{project.path_with_namespace}#{issue.iid}",
             },
             "severity": "UNKNOWN",
-            "moved_to_id": None,
+            "moved_to_id": issue.moved_to_id,
             "imported": False,
             "imported_from": "none",
             "service_desk_reply_to": None,

@@ -4,7 +4,9 @@
 endpoint: the broker connection is up and the store answers a one-task page read (not
 a cached counter). It carries the endpoint's ``changeSeq``, the ``stale`` marker when
 the store reports one (``freshness()``), and ``lastSync`` when the store reports the
-time of its last successful sync (a hosted tracker's mirror: see ``ReportsLastSync``).
+time of its last successful sync (a hosted tracker's mirror: see ``ReportsLastSync``),
+and ``degraded`` (counts by reason and the latest few) when the store counts the tracker
+items it mapped without a refused part or skipped (``ReportsDegradations``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
 ready (it serves labelled reads), and says so. A hosted endpoint also says whether this
 instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
@@ -38,6 +40,15 @@ class ReportsLastSync(Protocol):
         ...
 
 
+@runtime_checkable
+class ReportsDegradations(Protocol):
+    """A store that mirrors a tracker and counts the items it could not map in full."""
+
+    def degradations(self) -> dict[str, Any]:
+        """``{"counts": {reason: n}, "recent": [...]}`` since the process started."""
+        ...
+
+
 async def _last_sync(store: TaskStore) -> int | None:
     if isinstance(store, ReportsLastSync):
         return await asyncio.wait_for(store.last_sync(), PROBE_TIMEOUT_S)
@@ -58,6 +69,8 @@ async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
         last = await _last_sync(store)
         if last is not None:
             entry["lastSync"] = last
+        if isinstance(store, ReportsDegradations):
+            entry["degraded"] = store.degradations()
         readable = True
     except ContractError as exc:
         readable = False

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette.requests import Request
@@ -21,6 +21,7 @@ from cotal_tasks.bridge.app import Endpoint, wall_clock_ms
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.github import webhook as github
 from cotal_tasks.providers.gitlab import webhook as gitlab
+from cotal_tasks.providers.hosted.boundary import Reason
 
 log = logging.getLogger(__name__)
 
@@ -39,20 +40,94 @@ def _reply(status: int, message: str) -> JSONResponse:
     return JSONResponse({"message": message}, status_code=status)
 
 
+UNMAPPABLE: Reason = "webhook-unmappable"
+ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
+
+
+class Matcher:
+    """Finds the endpoint a delivery is for: by the repository's or project's stable id
+    first, then by path. Ids come from the configuration (a GitLab project id), from the
+    tracker (``known_id``: GitLab issues carry their project's id), and from earlier
+    verified deliveries matched by path, kept beside the mirror; so a repository or
+    project renamed after that keeps its deliveries."""
+
+    def __init__(self, endpoints: Sequence[Endpoint], path: Callable[[Endpoint], str]) -> None:
+        self.endpoints = [ep for ep in endpoints if ep.hosted is not None]
+        self.path = path
+        self.ids: dict[int, Endpoint] = {}
+        self._loaded = False
+
+    async def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for ep in self.endpoints:
+            assert ep.hosted is not None
+            configured = self.path(ep)
+            if configured.isdigit():
+                self.ids[int(configured)] = ep
+            try:
+                saved = await ep.hosted.store.mirror.state().load(ID_KEY)
+            except ContractError:
+                continue
+            if saved and isinstance(saved.get("id"), int):
+                self.ids.setdefault(saved["id"], ep)
+
+    def _by_id(self, pid: int) -> Endpoint | None:
+        if pid in self.ids:
+            return self.ids[pid]
+        for ep in self.endpoints:
+            tracker = ep.hosted.store.tracker if ep.hosted else None
+            if getattr(tracker, "known_id", None) == pid:
+                return ep
+        return None
+
+    async def find(
+        self, pid: int | None, path: str | None, verifies: Callable[[Endpoint], bool]
+    ) -> Endpoint | None:
+        await self._load()
+        if pid is not None and (found := self._by_id(pid)) is not None:
+            return found
+        named = [ep for ep in self.endpoints if path and self.path(ep).lower() == path.lower()]
+        if not named:
+            return None
+        found = named[0]
+        if pid is not None and verifies(found):  # learn the id, so a rename keeps working
+            self.ids[pid] = found
+            assert found.hosted is not None
+            try:
+                await found.hosted.store.mirror.state().save(ID_KEY, {"id": pid}, wall_clock_ms())
+            except ContractError as exc:
+                name = found.config.name
+                log.warning("could not keep the project id of %s: %s", name, exc.message)
+        return found
+
+
 def github_receiver(endpoints: Sequence[Endpoint]) -> Route:
-    by_repo = {
-        ep.config.github.repository.lower(): ep
-        for ep in endpoints
-        if ep.config.github is not None and ep.hosted is not None
-    }
+    matcher = Matcher(
+        [ep for ep in endpoints if ep.config.github is not None],
+        lambda ep: ep.config.github.repository if ep.config.github else "",
+    )
 
     async def receive(request: Request) -> JSONResponse:
         body = await request.body()
         payload = _json_object(body)
         if payload is None:
             return _reply(400, "the body is not a JSON object")
-        repo = github.repository_of(payload)
-        endpoint = by_repo.get(repo.lower()) if repo else None
+        signature = request.headers.get(github.SIGNATURE_HEADER)
+
+        def verifies(ep: Endpoint) -> bool:
+            secret = ep.hosted.webhook_secret if ep.hosted else None
+            return secret is not None and github.signature_valid(secret, body, signature)
+
+        event = request.headers.get(github.EVENT_HEADER, "")
+        repo, rid = github.repository_of(payload), github.repository_id(payload)
+        if event == github.PING and repo is None:
+            # An organisation's hook says hello: no repository, nothing to sync.
+            if any(verifies(ep) for ep in matcher.endpoints):
+                return _reply(200, "pong")
+            return _reply(401, "the X-Hub-Signature-256 signature matches no endpoint's secret")
+        endpoint = await matcher.find(rid, repo, verifies)
         if endpoint is None or endpoint.hosted is None:
             return _reply(404, "no endpoint of this bridge syncs that repository")
         hosted = endpoint.hosted
@@ -60,62 +135,61 @@ def github_receiver(endpoints: Sequence[Endpoint]) -> Route:
             return _reply(
                 401, "this endpoint has no webhook secret configured; set webhook_secret_env"
             )
-        if not github.signature_valid(
-            hosted.webhook_secret, body, request.headers.get(github.SIGNATURE_HEADER)
-        ):
+        if not verifies(endpoint):
             return _reply(401, "the X-Hub-Signature-256 signature does not match")
-        event = request.headers.get(github.EVENT_HEADER, "")
-        return await _accept(
-            endpoint,
-            request.headers.get(github.DELIVERY_HEADER),
-            github.issues_named(event, payload, repo or ""),
-            "github",
+        own = endpoint.config.github.repository if endpoint.config.github else ""
+        named = hosted.store.tracker.boundary.map(
+            f"{event} delivery", github.issues_named, event, payload, own, reason=UNMAPPABLE
         )
+        return await _accept(endpoint, request.headers.get(github.DELIVERY_HEADER), named, "github")
 
     return Route("/webhooks/github", receive, methods=["POST"])
 
 
 def gitlab_receiver(endpoints: Sequence[Endpoint]) -> Route:
-    hosted = [ep for ep in endpoints if ep.config.gitlab is not None and ep.hosted is not None]
-
-    def find(path: str | None, pid: int | None) -> Endpoint | None:
-        for ep in hosted:
-            project = ep.config.gitlab.project if ep.config.gitlab else ""
-            if project.lower() == (path or "").lower() or project == str(pid):
-                return ep
-        return None
+    matcher = Matcher(
+        [ep for ep in endpoints if ep.config.gitlab is not None],
+        lambda ep: ep.config.gitlab.project if ep.config.gitlab else "",
+    )
 
     async def receive(request: Request) -> JSONResponse:
         payload = _json_object(await request.body())
         if payload is None:
             return _reply(400, "the body is not a JSON object")
+        token = request.headers.get(gitlab.TOKEN_HEADER)
+
+        def verifies(ep: Endpoint) -> bool:
+            secret = ep.hosted.webhook_secret if ep.hosted else None
+            return secret is not None and gitlab.token_valid(secret, token)
+
         path, pid = gitlab.project_of(payload)
-        endpoint = find(path, pid)
+        endpoint = await matcher.find(pid, path, verifies)
         if endpoint is None or endpoint.hosted is None:
             return _reply(404, "no endpoint of this bridge syncs that project")
-        secret = endpoint.hosted.webhook_secret
-        if secret is None:
+        if endpoint.hosted.webhook_secret is None:
             return _reply(
                 401, "this endpoint has no webhook secret configured; set webhook_secret_env"
             )
-        if not gitlab.token_valid(secret, request.headers.get(gitlab.TOKEN_HEADER)):
+        if not verifies(endpoint):
             return _reply(401, "the X-Gitlab-Token does not match")
-        return await _accept(
-            endpoint,
-            gitlab.delivery_id(request.headers),
-            gitlab.issues_named(payload, path or ""),
-            "gitlab",
+        tracker = endpoint.hosted.store.tracker
+        own = getattr(tracker, "path", None) or path or ""
+        named = tracker.boundary.map(
+            "hook delivery", gitlab.issues_named, payload, own, reason=UNMAPPABLE
         )
+        return await _accept(endpoint, gitlab.delivery_id(request.headers), named, "gitlab")
 
     return Route("/webhooks/gitlab", receive, methods=["POST"])
 
 
 async def _accept(
-    endpoint: Endpoint, delivery: str | None, numbers: set[int], tracker: str
+    endpoint: Endpoint, delivery: str | None, named: set[int] | None, tracker: str
 ) -> JSONResponse:
-    """Deduplicate a verified delivery by its id, then wake the sync for what it names."""
+    """Deduplicate a verified delivery by its id, then wake the sync for what it names
+    (``None``: the payload named nothing readable; the poll finds the change)."""
     hosted = endpoint.hosted
     assert hosted is not None
+    numbers = named or set()
     if not delivery:
         return _reply(400, "the delivery id header is missing")
     try:

@@ -4,6 +4,12 @@
 anything else, then shape, digests presence, class/verb rules); ``check_agreement`` is
 the subject half (``op-mismatch``, ``target-mismatch``, ``sender-mismatch``). Unknown
 fields are ignored, as the wire says.
+
+Every refusal carries ``outcome: not-executed``, names the field and what is wrong with
+it, shows at most a short preview of the refused value (``validation.preview``) and says
+what to send instead. ``is_cast`` reads the verb before anything else is parsed: a body
+whose ``replyExpected`` is ``false`` is a cast, and a cast is never answered, not even
+when the rest of its envelope is malformed.
 """
 
 from __future__ import annotations
@@ -12,13 +18,15 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from cotal_tasks.bridge.validation import preview
 from cotal_tasks.bridge.wire.subjects import RequestSubject
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
-from cotal_tasks.core.identity import COMMAND_TOKEN, ID_TOKEN, LIFECYCLE_UID
+from cotal_tasks.core.identity import COMMAND_TOKEN, ID_TOKEN, LIFECYCLE_UID, OWNER_OR_ACTOR
 
 ENVELOPE_V = 1
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _MAX_SAFE = 2**53 - 1
+MAX_MESSAGE = 1000  # characters of an error message on the wire
 
 
 def _fail(code: ErrorCode, message: str) -> ContractError:
@@ -27,26 +35,39 @@ def _fail(code: ErrorCode, message: str) -> ContractError:
 
 def _record(value: Any, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise _fail(ErrorCode.BAD_REQUEST, f"{what} is not a JSON object; send an object")
+        raise _fail(
+            ErrorCode.BAD_REQUEST, f"{what} is {preview(value)}, not a JSON object; send an object"
+        )
     return value
 
 
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value:
-        raise _fail(ErrorCode.BAD_REQUEST, f"{what} is not a non-empty string")
+        shown = "missing" if value is None else preview(value)
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"{what} is {shown}, not a non-empty string; send it as the request envelope "
+            "defines it",
+        )
     return value
 
 
 def _uint(value: Any, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_SAFE:
-        raise _fail(ErrorCode.BAD_REQUEST, f"{what} is not a non-negative safe integer")
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"{what} is {preview(value)}, not an integer from 0 to 2^53-1; send such an integer",
+        )
     return value
 
 
 def _token(value: Any, pattern: re.Pattern[str], what: str, grammar: str) -> str:
     text = _text(value, what)
     if not pattern.fullmatch(text):
-        raise _fail(ErrorCode.BAD_REQUEST, f"{what} {text!r} is not a valid token ({grammar})")
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"{what} {preview(text)} is not a valid token; send one matching {grammar}",
+        )
     return text
 
 
@@ -80,6 +101,16 @@ class Request:
     from_id: str
 
 
+def is_cast(raw: Any) -> bool:
+    """Whether a decoded body is a cast: its ``replyExpected`` is ``false``.
+
+    Read before the envelope is parsed, so a cast stays unanswered even when the rest of
+    its envelope is refused. A body that is no object, or whose ``replyExpected`` is
+    missing or no boolean, states no cast and is answered.
+    """
+    return isinstance(raw, dict) and raw.get("replyExpected") is False
+
+
 def request_id_of(raw: Any) -> str:
     """The id to echo on an error reply: the request's, when it has a valid one."""
     if isinstance(raw, dict) and isinstance(raw.get("id"), str) and ID_TOKEN.fullmatch(raw["id"]):
@@ -93,7 +124,7 @@ def parse_request(raw: Any) -> Request:
     if isinstance(version, bool) or version != ENVELOPE_V:
         raise _fail(
             ErrorCode.UNSUPPORTED_VERSION,
-            f"request envelope version {version!r} is not {ENVELOPE_V}; send v: 1",
+            f"request envelope version {preview(version)} is not {ENVELOPE_V}; send v: 1",
         )
     request_id = _token(o.get("id"), ID_TOKEN, "id", "[A-Za-z0-9_-]{1,64}")
     op = _record(o.get("op"), "op")
@@ -101,7 +132,11 @@ def parse_request(raw: Any) -> Request:
     try:
         endpoint_token(endpoint)
     except ContractError as exc:
-        raise _fail(ErrorCode.BAD_REQUEST, exc.message) from exc
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"op.endpoint {preview(endpoint)} is not an endpoint name; send dot-separated "
+            "labels of [a-z0-9-] whose token fits 64 characters, as describe names it",
+        ) from exc
     command = _token(op.get("command"), COMMAND_TOKEN, "op.command", "[a-z0-9-]{1,32}")
     digests: dict[str, str | None] = {}
     for key in ("inputDigest", "outputDigest"):
@@ -122,22 +157,39 @@ def parse_request(raw: Any) -> Request:
             digests[key] = None
             continue
         if not isinstance(value, str) or not _DIGEST.fullmatch(value):
-            raise _fail(ErrorCode.BAD_REQUEST, f"op.{key} is not a sha256:<64 hex> digest")
+            raise _fail(
+                ErrorCode.BAD_REQUEST,
+                f"op.{key} {preview(value)} is not a sha256:<64 hex> digest; send the digest "
+                "the command's row in the describe answer names",
+            )
         digests[key] = value
     cls = o.get("class")
     if cls not in ("ephemeral", "journal"):
-        raise _fail(ErrorCode.BAD_REQUEST, f"class {cls!r} is not 'ephemeral' or 'journal'")
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"class {preview(cls)} is not 'ephemeral' or 'journal'; send the class the "
+            "command's row names (ephemeral for every ai.cotal.tasks command)",
+        )
     reply_expected = o.get("replyExpected")
     if not isinstance(reply_expected, bool):
-        raise _fail(ErrorCode.BAD_REQUEST, "replyExpected is not a boolean")
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"replyExpected is {preview(reply_expected)}, not a boolean; send true for a call "
+            "or false for a cast",
+        )
     if cls == "journal" and reply_expected:
-        raise _fail(ErrorCode.BAD_REQUEST, "a journal-class submission sets replyExpected: false")
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            "a journal-class submission sets replyExpected: false; send a call as class ephemeral",
+        )
     deadline = o.get("deadlineMs")
     deadline_ms: int | None = None
     if deadline is not None:
         deadline_ms = _uint(deadline, "deadlineMs")
         if deadline_ms == 0:
-            raise _fail(ErrorCode.BAD_REQUEST, "deadlineMs must be a positive budget, never zero")
+            raise _fail(
+                ErrorCode.BAD_REQUEST, "deadlineMs is 0; send a positive budget in milliseconds"
+            )
     elif reply_expected or cls == "journal":
         raise _fail(ErrorCode.BAD_REQUEST, "deadlineMs is required for a call; send a budget in ms")
     target = None
@@ -145,15 +197,17 @@ def parse_request(raw: Any) -> Request:
         t = _record(o["target"], "target")
         revision = t.get("mappingRevision")
         target = Target(
-            _text(t.get("owner"), "target.owner"),
-            _text(t.get("actor"), "target.actor"),
+            _token(t.get("owner"), OWNER_OR_ACTOR, "target.owner", "[A-Za-z0-9_]{1,64}"),
+            _token(t.get("actor"), OWNER_OR_ACTOR, "target.actor", "[A-Za-z0-9_]{1,64}"),
             _token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid", "[a-z0-9]{26,32}"),
             None if revision is None else _uint(revision, "target.mappingRevision"),
         )
     bind = None
     if o.get("bind") is not None:
         if command == "describe":
-            raise _fail(ErrorCode.BAD_REQUEST, "describe carries no bind: it produces one")
+            raise _fail(
+                ErrorCode.BAD_REQUEST, "describe carries no bind (it produces one); drop the bind"
+            )
         b = _record(o["bind"], "bind")
         bind = Bind(
             _token(b.get("instanceId"), LIFECYCLE_UID, "bind.instanceId", "[a-z0-9]{26,32}"),
@@ -186,22 +240,31 @@ def check_agreement(request: Request, subject: RequestSubject) -> None:
     if endpoint_token(request.endpoint) != subject.endpoint_token:
         raise _fail(
             ErrorCode.OP_MISMATCH,
-            f"op.endpoint {request.endpoint!r} does not agree with the subject's endpoint",
+            f"op.endpoint {preview(request.endpoint)} does not agree with the subject's "
+            "endpoint; send the endpoint name the subject addresses",
         )
     if request.command != subject.command:
         raise _fail(
             ErrorCode.OP_MISMATCH,
-            f"op.command {request.command!r} does not agree with the subject's {subject.command!r}",
+            f"op.command {preview(request.command)} does not agree with the subject's "
+            f"{preview(subject.command)}; name the same command in both",
         )
     if subject.route == "all" and request.deadline_ms is None:
-        raise _fail(ErrorCode.BAD_REQUEST, "deadlineMs is required on the scatter rail")
+        raise _fail(
+            ErrorCode.BAD_REQUEST, "deadlineMs is required on the scatter rail; send a budget"
+        )
     if request.bind is not None:
         if subject.route == "all":
-            raise _fail(ErrorCode.BAD_REQUEST, "a bind on the scatter rail has no coherent reading")
+            raise _fail(
+                ErrorCode.BAD_REQUEST,
+                "a bind on the scatter rail has no coherent reading; drop the bind, or send on "
+                "the one or inst rail",
+            )
         if subject.route == "inst" and request.bind.instanceId != subject.instance_id:
             raise _fail(
                 ErrorCode.BAD_REQUEST,
-                "bind.instanceId contradicts the instance the inst-rail subject names",
+                "bind.instanceId contradicts the instance the inst-rail subject names; bind "
+                "to the instance the subject addresses",
             )
     if subject.mode in (None, "self"):
         if request.target is not None:
@@ -214,12 +277,14 @@ def check_agreement(request: Request, subject: RequestSubject) -> None:
         if request.target is None:
             raise _fail(
                 ErrorCode.TARGET_MISMATCH,
-                f"the {subject.mode} form needs a body target (owner, actor, lifecycleUid)",
+                f"the {subject.mode} form needs a body target; send target with owner, actor "
+                "and lifecycleUid",
             )
         if request.target.owner != subject.target_owner:
             raise _fail(
                 ErrorCode.TARGET_MISMATCH,
-                "target.owner does not equal the subject's target owner token",
+                "target.owner does not equal the subject's target owner token; send the same "
+                "owner in both",
             )
         if (
             len(subject.target_tokens) == 3
@@ -231,13 +296,15 @@ def check_agreement(request: Request, subject: RequestSubject) -> None:
         ):
             raise _fail(
                 ErrorCode.TARGET_MISMATCH,
-                f"in {subject.mode} mode the body target must equal the subject's target triple",
+                f"in {subject.mode} mode the body target must equal the subject's target "
+                "triple; send the same seat in both",
             )
     sender = subject.caller.principal
     if request.from_id != sender:
         raise _fail(
             ErrorCode.SENDER_MISMATCH,
-            f"from.id {request.from_id!r} does not equal the subject's sender {sender!r}",
+            f"from.id {preview(request.from_id)} does not equal the subject's sender "
+            f"{sender}; send from.id as the principal your credential publishes as",
         )
 
 
@@ -249,9 +316,19 @@ def ok_reply(request_id: str, data: Any) -> dict[str, Any]:
 
 
 def error_reply(request_id: str, error: ContractError) -> dict[str, Any]:
-    body: dict[str, Any] = {"code": error.code.value, "message": error.message}
+    """The failure envelope: the message bounded, the outcome always stated.
+
+    An error whose raiser could not tell whether an effect ran says ``unknown``, which is
+    what an omitted outcome means on the wire anyway; saying it keeps every reply explicit.
+    """
+    message = error.message
+    if len(message) > MAX_MESSAGE:
+        message = message[: MAX_MESSAGE - 15] + " ... (shortened)"
+    body: dict[str, Any] = {
+        "code": error.code.value,
+        "message": message,
+        "outcome": error.outcome or "unknown",
+    }
     if error.details:
         body["details"] = list(error.details)
-    if error.outcome is not None:
-        body["outcome"] = error.outcome
     return {"v": ENVELOPE_V, "id": request_id, "ok": False, "error": body}

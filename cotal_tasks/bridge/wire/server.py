@@ -4,7 +4,14 @@ Per message, in the order ``serveEndpoint`` uses: parse the subject (a subject t
 no shape is dropped unanswered), parse the envelope, check subject agreement, class,
 digests, the bind fence, mode admission, the args schema and target currency; run the
 handler; check the output schema; publish the reply on the subject derived from the
-request (never ``msg.reply``). A cast (``replyExpected: false``) is never answered.
+request (never ``msg.reply``).
+
+A cast (``replyExpected: false``) is never answered, not even with an error: the verb is
+read from the decoded body before the envelope is parsed, so a malformed cast is as silent
+as a valid one. (Cotal's ``serveEndpoint`` answers a body whose envelope does not parse;
+the wire rule is stricter, and this follows the rule.) Every other request on a subject
+that parses is answered: a refusal before the handler says ``not-executed``, and a reply
+that would not fit the broker's payload limit is replaced by a short error that does.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from cotal_tasks.core import (
     endpoint_token,
     json_schema,
 )
+from cotal_tasks.core.errors import Outcome
 from cotal_tasks.providers.store import deadline_at
 
 log = logging.getLogger(__name__)
@@ -163,56 +171,113 @@ class EndpointServer:
             return  # fits no shape: never handled, never answered
         loop = asyncio.get_running_loop()
         started = loop.time()
-        request: envelope.Request | None = None
         raw: Any = None
         try:
             raw = orjson.loads(msg.data)
-        except orjson.JSONDecodeError:
-            reply = envelope.error_reply(
-                "invalid",
-                ContractError(
-                    ErrorCode.BAD_REQUEST,
-                    "the request body is not JSON; send a Cotal request envelope",
-                    outcome="not-executed",
-                ),
-            )
+        except orjson.JSONDecodeError as exc:
+            reply = envelope.error_reply("invalid", _not_json(exc))
         else:
-            try:
-                request = envelope.parse_request(raw)
-                budget = request.deadline_ms
-                with deadline_at(None if budget is None else started + budget / 1000):
-                    data = await self._dispatch(subject, request)
-                reply = envelope.ok_reply(request.id, data)
-            except ContractError as exc:
-                reply = envelope.error_reply(envelope.request_id_of(raw), exc)
-            except Exception as exc:
-                log.exception("internal error serving %s", subject.command)
-                reply = envelope.error_reply(
-                    envelope.request_id_of(raw),
-                    ContractError(
-                        ErrorCode.INTERNAL,
-                        f"the bridge failed unexpectedly ({type(exc).__name__}); retry, and "
-                        "report it if it persists",
-                        outcome="unknown",
-                    ),
-                )
-        if request is not None and not request.reply_expected:
-            return  # a cast is never answered, not even with an error
+            cast = envelope.is_cast(raw)
+            reply = await self._answer(subject, raw, started)
+            if cast:
+                return  # a cast is never answered, not even with an error
         if self.on_served is not None:
             code = "ok" if reply["ok"] else str(reply["error"]["code"])
             self.on_served(subject.command, code, loop.time() - started)
         target = reply_subject(self.space, subject, self.identity.instance_id, self.identity.epoch)
-        await self.nc.publish(target, orjson.dumps(reply))
+        await self.nc.publish(target, self._encode(reply))
+
+    async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
+        """Parse, admit and serve one decoded body (received at loop time ``received``, so
+        a write answers by its ``deadlineMs``); return its reply envelope."""
+        request_id = envelope.request_id_of(raw)
+        started = False  # whether the command may have begun: an internal error says so
+        try:
+            request = envelope.parse_request(raw)
+            started = True
+            budget = request.deadline_ms
+            with deadline_at(None if budget is None else received + budget / 1000):
+                data = await self._dispatch(subject, request)
+            return envelope.ok_reply(request.id, data)
+        except ContractError as exc:
+            return envelope.error_reply(request_id, exc)
+        except Exception as exc:
+            log.exception("internal error serving %s", subject.command)
+            return envelope.error_reply(
+                request_id,
+                ContractError(
+                    ErrorCode.INTERNAL,
+                    f"the bridge failed unexpectedly ({type(exc).__name__}); retry, and "
+                    "report it if it persists",
+                    outcome="unknown" if started else "not-executed",
+                ),
+            )
+
+    def _encode(self, reply: dict[str, Any]) -> bytes:
+        """The reply's bytes, replaced by a short error when they would not fit the broker."""
+        data = orjson.dumps(reply)
+        limit = self.nc.max_payload or len(data)
+        if len(data) <= limit:
+            return data
+        outcome: Outcome = "executed" if reply["ok"] else reply["error"]["outcome"]
+        log.error("a %d-byte reply exceeds the %d-byte payload limit", len(data), limit)
+        error = ContractError(
+            ErrorCode.RESOURCE_EXHAUSTED,
+            f"the reply is {len(data)} bytes, over the broker's {limit}-byte payload limit; "
+            "ask for less (a smaller list limit), and report it if it persists",
+            outcome=outcome,
+        )
+        return orjson.dumps(envelope.error_reply(str(reply["id"]), error))
 
     async def _dispatch(self, subject: RequestSubject, request: envelope.Request) -> Any:
+        try:
+            contract, target = await self._admit(subject, request)
+        except ContractError as exc:
+            raise exc.with_outcome("not-executed") from None
+        except Exception as exc:
+            log.exception("internal error admitting %s", request.command)
+            raise ContractError(
+                ErrorCode.INTERNAL,
+                f"the bridge failed checking the request ({type(exc).__name__}) before "
+                "serving it; retry, and report it if it persists",
+                outcome="not-executed",
+            ) from exc
+        if request.command == DESCRIBE:
+            return self.describe_answer()
+        assert contract is not None
+        data = await self.service.handle(
+            Call(
+                command=request.command,
+                caller=subject.caller,
+                envelope_id=request.id,
+                args=request.args,
+                mode=subject.mode,  # type: ignore[arg-type]
+                target=target,
+            )
+        )
+        if not contract.output.is_valid(data):
+            raise ContractError(
+                ErrorCode.INTERNAL,
+                f"the {request.command} result does not match its output schema; this is a "
+                "bridge bug, report it",
+                outcome="executed",
+            )
+        return data
+
+    async def _admit(
+        self, subject: RequestSubject, request: envelope.Request
+    ) -> tuple[_Contract | None, Seat | None]:
+        """Every check before the effect; the command's contract and the current target."""
         envelope.check_agreement(request, subject)
         if request.cls != "ephemeral":
             raise _refused(
                 ErrorCode.CLASS_MISMATCH,
-                f"class {request.cls!r} does not equal the command's contract class 'ephemeral'",
+                f"class {request.cls!r} does not equal the command's contract class "
+                "'ephemeral'; send class ephemeral",
             )
         if request.command == DESCRIBE:
-            return self._describe(subject, request)
+            self._check_describe(subject, request)
+            return None, None
         contract = self._contracts.get(request.command)
         if contract is None:
             raise _refused(
@@ -239,32 +304,13 @@ class EndpointServer:
             )
         if not contract.args.is_valid(request.args):
             raise _refused(ErrorCode.BAD_REQUEST, args_refusal(request.command, request.args))
-        target = await self._current_target(subject, request)
-        data = await self.service.handle(
-            Call(
-                command=request.command,
-                caller=subject.caller,
-                envelope_id=request.id,
-                args=request.args,
-                mode=subject.mode,  # type: ignore[arg-type]
-                target=target,
-            )
-        )
-        if not contract.output.is_valid(data):
-            raise ContractError(
-                ErrorCode.INTERNAL,
-                f"the {request.command} result does not match its output schema; this is a "
-                "bridge bug, report it",
-                outcome="executed",
-            )
-        return data
+        return contract, await self._current_target(subject, request)
 
-    def _describe(self, subject: RequestSubject, request: envelope.Request) -> Any:
+    def _check_describe(self, subject: RequestSubject, request: envelope.Request) -> None:
         if subject.mode is not None:
             raise _refused(ErrorCode.PERMISSION_DENIED, "describe is untargeted; send no target")
         if request.args is not None:
             raise _refused(ErrorCode.BAD_REQUEST, "describe takes no args; send none")
-        return self.describe_answer()
 
     def _check_bind(self, request: envelope.Request) -> None:
         bind = request.bind
@@ -335,6 +381,16 @@ class EndpointServer:
                     "(target_check = presence); start the seat or check the triple",
                 )
         return seat
+
+
+def _not_json(exc: orjson.JSONDecodeError) -> ContractError:
+    reason = "it nests too deeply" if "recursion" in str(exc) else "it is not JSON"
+    return ContractError(
+        ErrorCode.BAD_REQUEST,
+        f"the request body does not decode ({reason}); send a Cotal request envelope, a "
+        "JSON object of UTF-8 text",
+        outcome="not-executed",
+    )
 
 
 def _refused(code: ErrorCode, message: str) -> ContractError:

@@ -18,6 +18,7 @@ from cotal_tasks.providers.hosted.http import (
     message_of,
     retry_after,
 )
+from cotal_tasks.providers.hosted.tracker import IssueGone
 
 PER_PAGE = 100
 PROJECT_STATUS_QUERY = """
@@ -34,6 +35,7 @@ query($ids: [ID!]!) {
 }
 """
 API_VERSION = "2022-11-28"
+GONE = {301: "transferred", 410: "deleted"}  # what GitHub's answer for one issue says
 
 
 def github_retry(response: httpx.Response, attempt: int, now_s: float) -> float | None:
@@ -122,11 +124,31 @@ class GitHubClient:
         try:
             response = await self.http.request("GET", self._path(f"/issues/{number}"))
         except TrackerHttpError as exc:
-            if exc.status in (301, 404, 410):
-                return None  # deleted, or transferred to another repository
+            if exc.status == 404:
+                return None  # not an issue this token can read
+            if exc.status == 301:
+                await self._repository_in_place()
+            if exc.status in GONE:
+                raise IssueGone(GONE[exc.status]) from exc
             raise
         body: dict[str, Any] = response.json()
         return body
+
+    async def _repository_in_place(self) -> None:
+        """Tell a transferred issue from a renamed repository: both answer 301 for the
+        issue, but only a renamed (or transferred) repository answers 301 for itself."""
+        try:
+            await self.http.request("GET", self._path())
+        except TrackerHttpError as exc:
+            if exc.status == 301:
+                raise TrackerHttpError(
+                    301,
+                    f"the repository {self.repo} was renamed or moved; set `repository` to "
+                    "its new name",
+                    method="GET",
+                    path=exc.path,
+                ) from exc
+            raise
 
     async def _every_page(self, tail: str) -> list[dict[str, Any]]:
         """Every item of a paginated listing, following the ``Link`` header."""

@@ -12,26 +12,33 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cotal_tasks.providers.hosted import taskids
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms, as_str
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
-from cotal_tasks.providers.hosted.tracker import (
-    Evidence,
-    NativeState,
-    TrackedIssue,
-    epoch_ms,
-    number_in,
-)
+from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 
 
 def task_id(repository: str, number: int) -> str:
-    return f"{repository}#{number}"
+    return taskids.task_id(repository, number)
 
 
 def number_of(repository: str, task: str) -> int | None:
-    return number_in(repository, task)
+    return taskids.number_in(repository, task)
 
 
 def is_pull_request(item: Mapping[str, Any]) -> bool:
-    return "pull_request" in item
+    """True for a pull request as the issues API shows it. An issue from before 2013 carries
+    ``"pull_request": {"html_url": null, ...}``: with no URL it is an issue."""
+    pull = as_dict(item.get("pull_request"))
+    return bool(as_str(pull.get("html_url")) or as_str(pull.get("url")))
+
+
+def issue_number(item: Mapping[str, Any]) -> int:
+    """The issue's number; an item without one cannot be a task (``ValueError``)."""
+    number = as_int(item.get("number"))
+    if number is None or number >= 10**taskids.NUMBER_DIGITS:
+        raise ValueError("the item has no issue number")
+    return number
 
 
 def tracked(
@@ -40,60 +47,79 @@ def tracked(
     evidence: Iterable[Evidence] = (),
     project_status: str | None = None,
 ) -> TrackedIssue:
-    number = int(item["number"])
+    """An issue in neutral terms; a field of the wrong shape is read as absent."""
+    number = issue_number(item)
     return TrackedIssue(
         number=number,
         task_id=task_id(repository, number),
-        title=str(item.get("title") or ""),
-        body=item.get("body"),
+        title=as_str(item.get("title")) or "",
+        body=as_str(item.get("body")),
         native=NativeState(
-            state=str(item.get("state") or "open"),
-            state_reason=item.get("state_reason"),
-            labels=tuple(
-                str(label["name"] if isinstance(label, dict) else label)
-                for label in item.get("labels") or ()
-            ),
+            state=as_str(item.get("state")) or "open",
+            state_reason=as_str(item.get("state_reason")),
+            labels=labels_of(item.get("labels")),
             project_status=project_status,
         ),
         assignees=tuple(
-            str(user["login"]) for user in item.get("assignees") or () if user.get("login")
+            login
+            for user in as_list(item.get("assignees"))
+            if (login := as_str(as_dict(user).get("login")))
         ),
-        created_at=epoch_ms(item.get("created_at")),
-        updated_at=epoch_ms(item.get("updated_at")),
+        created_at=as_ms(item.get("created_at")),
+        updated_at=as_ms(item.get("updated_at")),
         evidence=tuple(evidence),
     )
 
 
+def gone(repository: str, number: int, fate: str) -> TrackedIssue:
+    """An issue the tracker answered for with "transferred" (301) or "deleted" (410)."""
+    return TrackedIssue(
+        number, task_id(repository, number), "", None, NativeState("closed"), (), 0, 0, gone=fate
+    )
+
+
+def labels_of(value: Any) -> tuple[str, ...]:
+    """Label names from a list of label objects or names."""
+    names = (
+        as_str(as_dict(label).get("name") if isinstance(label, dict) else label)
+        for label in as_list(value)
+    )
+    return tuple(name for name in names if name)
+
+
 def mentioned_issues(repository: str, pull: Mapping[str, Any]) -> set[int]:
     """The issue numbers of this repository a pull request's title or body mentions."""
-    text = f"{pull.get('title') or ''}\n{pull.get('body') or ''}"
-    return mentioned_numbers(text, repository, exclude=int(pull.get("number") or 0))
+    text = f"{as_str(pull.get('title')) or ''}\n{as_str(pull.get('body')) or ''}"
+    return mentioned_numbers(text, repository, exclude=as_int(pull.get("number")) or 0)
 
 
-def timeline_evidence(events: Iterable[Mapping[str, Any]]) -> tuple[list[Evidence], list[int]]:
+def timeline_evidence(events: Iterable[Any]) -> tuple[list[Evidence], list[int]]:
     """Evidence from an issue's timeline, and the numbers of the pull requests it names
-    (whose head branches are evidence too, one request each)."""
+    (whose head branches are evidence too, one request each). An event of another shape
+    is passed over."""
     found: list[Evidence] = []
     pulls: list[int] = []
     for event in events:
+        event = as_dict(event)
         kind = event.get("event")
-        at = epoch_ms(event.get("created_at") or event.get("submitted_at"))
+        at = as_ms(event.get("created_at") or event.get("submitted_at"))
         if kind == "cross-referenced":
-            issue = (event.get("source") or {}).get("issue") or {}
-            if "pull_request" in issue:
-                url = issue.get("html_url") or (issue.get("pull_request") or {}).get("html_url")
+            issue = as_dict(as_dict(event.get("source")).get("issue"))
+            if is_pull_request(issue):
+                pull = as_dict(issue.get("pull_request"))
+                url = as_str(issue.get("html_url")) or as_str(pull.get("html_url"))
                 if url:
-                    found.append(Evidence("review", str(url), at))
-                if issue.get("number"):
-                    pulls.append(int(issue["number"]))
-        elif kind in ("referenced", "closed", "merged") and event.get("commit_id"):
-            found.append(Evidence("commit", str(event["commit_id"]), at))
+                    found.append(Evidence("review", url, at))
+                if (number := as_int(issue.get("number"))) is not None:
+                    pulls.append(number)
+        elif kind in ("referenced", "closed", "merged") and (sha := as_str(event.get("commit_id"))):
+            found.append(Evidence("commit", sha, at))
     return found, pulls
 
 
 def branch_evidence(pull: Mapping[str, Any]) -> Evidence | None:
-    head = pull.get("head") or {}
-    ref = head.get("ref")
+    pull = as_dict(pull)
+    ref = as_str(as_dict(pull.get("head")).get("ref"))
     if not ref:
         return None
-    return Evidence("branch", str(ref), epoch_ms(pull.get("created_at")))
+    return Evidence("branch", ref, as_ms(pull.get("created_at")))

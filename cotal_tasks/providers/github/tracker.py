@@ -12,9 +12,11 @@ import httpx
 
 from cotal_tasks.providers.github import mapping
 from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
 from cotal_tasks.providers.hosted.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
+    IssueGone,
     ListPage,
     NewIssue,
     TrackedIssue,
@@ -39,6 +41,7 @@ class GitHubTracker:
         self.client = client
         self.config = config
         self.repo = config.repository
+        self.boundary = ItemBoundary(self.name)
 
     def number_of(self, task_id: str) -> int | None:
         return mapping.number_of(self.repo, task_id)
@@ -58,22 +61,26 @@ class GitHubTracker:
                 return
             items: list[dict[str, Any]] = []
             linked: set[int] = set()
-            raw = response.json()
+            raw = self.boundary.page(response.json(), "the issue listing")
             for item in raw:
-                stamp = item.get("updated_at")
-                if stamp and (highest is None or epoch_ms(stamp) > epoch_ms(highest)):
+                if not isinstance(item, dict):
+                    self.boundary.note("item-unmappable", "an item of the issue listing")
+                    continue
+                stamp = as_stamp(item.get("updated_at"))
+                if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
                 if mapping.is_pull_request(item):
                     # Only a pull request changed since the last poll (not one re-read in the
                     # overlap) is worth the evidence requests for the issues it mentions.
-                    if cursor is None or epoch_ms(stamp) > epoch_ms(cursor):
+                    if cursor is None or as_ms(stamp) > epoch_ms(cursor):
                         linked |= mapping.mentioned_issues(self.repo, item)
                 else:
                     items.append(item)
             statuses = await self._project_statuses(items)
             issues = [
-                mapping.tracked(self.repo, item, project_status=statuses.get(item["number"]))
+                issue
                 for item in items
+                if (issue := self._tracked(item, (), statuses.get(as_int(item.get("number")) or 0)))
             ]
             page_etag = None
             # A page with room to spare is the last one: remember its ETag, so the next
@@ -90,11 +97,26 @@ class GitHubTracker:
 
     async def recent(self, count: int) -> list[TrackedIssue]:
         items = await self.client.recent_issues(min(count, PER_PAGE))
-        return [mapping.tracked(self.repo, i) for i in items if not mapping.is_pull_request(i)]
+        return [
+            issue
+            for item in items
+            if isinstance(item, dict) and not mapping.is_pull_request(item)
+            if (issue := self._tracked(item))
+        ]
+
+    def _tracked(
+        self, item: dict[str, Any], found: Any = (), status: str | None = None
+    ) -> TrackedIssue | None:
+        """One issue through the boundary: mapped, or recorded as unmappable."""
+        ref = f"issue {as_int(item.get('number'))}"
+        return self.boundary.map(ref, mapping.tracked, self.repo, item, found, status)
 
     async def fetch(self, number: int) -> TrackedIssue | None:
-        item = await self.client.get_issue(number)
-        if item is None or mapping.is_pull_request(item):
+        try:
+            item = await self.client.get_issue(number)
+        except IssueGone as exc:
+            return mapping.gone(self.repo, number, exc.fate)
+        if not isinstance(item, dict) or mapping.is_pull_request(item):
             return None
         found, pulls = mapping.timeline_evidence(await self.client.timeline(number))
         for pull_number in dict.fromkeys(pulls):
@@ -106,7 +128,7 @@ class GitHubTracker:
             if branch is not None:
                 found.append(branch)
         statuses = await self._project_statuses([item])
-        return mapping.tracked(self.repo, item, found, statuses.get(number))
+        return self._tracked(item, found, statuses.get(number))
 
     async def _project_statuses(self, items: list[dict[str, Any]]) -> dict[int, str]:
         if not self.config.project_status:

@@ -11,11 +11,13 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
-from cotal_tasks.providers.github.mapping import mentioned_issues
+from cotal_tasks.providers.github.mapping import is_pull_request, mentioned_issues
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
 
 SIGNATURE_HEADER = "x-hub-signature-256"
 DELIVERY_HEADER = "x-github-delivery"
 EVENT_HEADER = "x-github-event"
+PING = "ping"  # sent when a hook is created; an organisation's carries no repository
 
 
 def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -26,19 +28,23 @@ def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
 
 
 def repository_of(payload: Mapping[str, Any]) -> str | None:
-    repo = payload.get("repository")
-    if isinstance(repo, dict) and isinstance(repo.get("full_name"), str):
-        return str(repo["full_name"])
-    return None
+    name = as_str(as_dict(payload.get("repository")).get("full_name"))
+    return name or None
+
+
+def repository_id(payload: Mapping[str, Any]) -> int | None:
+    """The repository's stable id: it survives a rename or a transfer of the repository."""
+    return as_int(as_dict(payload.get("repository")).get("id"))
 
 
 def issues_named(event: str, payload: Mapping[str, Any], repository: str) -> set[int]:
     """The issue numbers a delivery is about (none for events the sync does not need)."""
     if event in ("issues", "issue_comment"):
-        issue = payload.get("issue") or {}
-        if "pull_request" in issue:
+        issue = as_dict(payload.get("issue"))
+        if is_pull_request(issue):
             return mentioned_issues(repository, issue)
-        return {int(issue["number"])} if issue.get("number") else set()
+        number = as_int(issue.get("number"))
+        return {number} if number else set()
     if event == "pull_request":
-        return mentioned_issues(repository, payload.get("pull_request") or {})
+        return mentioned_issues(repository, as_dict(payload.get("pull_request")))
     return set()

@@ -13,74 +13,117 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cotal_tasks.providers.hosted import taskids
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms, as_str
+from cotal_tasks.providers.hosted.mapping import WITHHELD
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
-from cotal_tasks.providers.hosted.tracker import (
-    Evidence,
-    NativeState,
-    TrackedIssue,
-    epoch_ms,
-    number_in,
-)
+from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
+
+CONFIDENTIAL_TITLE = "(confidential issue)"
 
 
 def task_id(path: str, iid: int) -> str:
-    return f"{path}#{iid}"
+    return taskids.task_id(path, iid)
 
 
 def iid_of(path: str, task: str) -> int | None:
-    return number_in(path, task)
+    return taskids.number_in(path, task)
 
 
 def path_of(issue: Mapping[str, Any]) -> str | None:
     """The project path from an issue's full reference (``group/project#12``)."""
-    full = (issue.get("references") or {}).get("full")
-    if isinstance(full, str) and "#" in full:
-        return full.rsplit("#", 1)[0]
+    full = as_str(as_dict(issue.get("references")).get("full"))
+    if full is not None and "#" in full:
+        return full.rsplit("#", 1)[0] or None
     return None
 
 
-def tracked(path: str, issue: Mapping[str, Any], evidence: Iterable[Evidence] = ()) -> TrackedIssue:
-    iid = int(issue["iid"])
+def issue_iid(issue: Mapping[str, Any]) -> int:
+    """The issue's iid; an item without one cannot be a task (``ValueError``)."""
+    iid = as_int(issue.get("iid"))
+    if iid is None or iid >= 10**taskids.NUMBER_DIGITS:
+        raise ValueError("the item has no issue iid")
+    return iid
+
+
+def is_duplicate(issue: Mapping[str, Any]) -> bool:
+    """Closed as a duplicate of another issue (``_links.closed_as_duplicate_of``)."""
+    return bool(as_str(as_dict(issue.get("_links")).get("closed_as_duplicate_of")))
+
+
+def tracked(
+    path: str,
+    issue: Mapping[str, Any],
+    evidence: Iterable[Evidence] = (),
+    *,
+    include_confidential: bool = False,
+) -> TrackedIssue:
+    """An issue in neutral terms; a field of the wrong shape is read as absent.
+
+    A duplicate reads as ``closed/duplicate`` (as on GitHub); an issue moved to another
+    project (``moved_to_id``) is gone as ``moved``. A confidential issue, unless the
+    operator opted in, is withheld: gone as ``confidential``, with no title, description,
+    assignees or evidence, so nothing of it reaches a board every reader can see.
+    """
+    iid = issue_iid(issue)
+    state = as_str(issue.get("state")) or "opened"
+    withheld = issue.get("confidential") is True and not include_confidential
+    fate = None
+    if withheld:
+        fate = WITHHELD
+    elif as_int(issue.get("moved_to_id")) is not None:
+        fate = "moved"
     return TrackedIssue(
         number=iid,
         task_id=task_id(path, iid),
-        title=str(issue.get("title") or ""),
-        body=issue.get("description"),
+        title=CONFIDENTIAL_TITLE if withheld else as_str(issue.get("title")) or "",
+        body=None if withheld else as_str(issue.get("description")),
         native=NativeState(
-            state=str(issue.get("state") or "opened"),
-            labels=tuple(
-                str(label["name"] if isinstance(label, dict) else label)
-                for label in issue.get("labels") or ()
-            ),
+            state=state,
+            state_reason="duplicate" if state == "closed" and is_duplicate(issue) else None,
+            labels=() if withheld else labels_of(issue.get("labels")),
         ),
-        assignees=tuple(
-            str(user["username"]) for user in issue.get("assignees") or () if user.get("username")
+        assignees=()
+        if withheld
+        else tuple(
+            name
+            for user in as_list(issue.get("assignees"))
+            if (name := as_str(as_dict(user).get("username")))
         ),
-        created_at=epoch_ms(issue.get("created_at")),
-        updated_at=epoch_ms(issue.get("updated_at")),
-        evidence=tuple(evidence),
+        created_at=as_ms(issue.get("created_at")),
+        updated_at=as_ms(issue.get("updated_at")),
+        evidence=() if withheld else tuple(evidence),
+        gone=fate,
     )
 
 
+def labels_of(value: Any) -> tuple[str, ...]:
+    """Label names from a list of label objects or names."""
+    names = (
+        as_str(as_dict(label).get("name") if isinstance(label, dict) else label)
+        for label in as_list(value)
+    )
+    return tuple(name for name in names if name)
+
+
 def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:
-    text = f"{merge_request.get('title') or ''}\n{merge_request.get('description') or ''}"
-    return mentioned_numbers(text, path)
+    title, text = as_str(merge_request.get("title")), as_str(merge_request.get("description"))
+    return mentioned_numbers(f"{title or ''}\n{text or ''}", path)
 
 
 def merge_request_evidence(merge_request: Mapping[str, Any], *, closed_it: bool) -> list[Evidence]:
-    at = epoch_ms(merge_request.get("updated_at") or merge_request.get("created_at"))
+    mr = as_dict(merge_request)
+    at = as_ms(mr.get("updated_at") or mr.get("created_at"))
     found: list[Evidence] = []
-    if merge_request.get("web_url"):
-        found.append(Evidence("review", str(merge_request["web_url"]), at))
-    if merge_request.get("source_branch"):
-        found.append(Evidence("branch", str(merge_request["source_branch"]), at))
-    pipeline = merge_request.get("head_pipeline") or merge_request.get("pipeline") or {}
-    if pipeline.get("web_url"):
-        found.append(Evidence("run", str(pipeline["web_url"]), at))
+    if url := as_str(mr.get("web_url")):
+        found.append(Evidence("review", url, at))
+    if branch := as_str(mr.get("source_branch")):
+        found.append(Evidence("branch", branch, at))
+    pipeline = as_dict(mr.get("head_pipeline") or mr.get("pipeline"))
+    if run := as_str(pipeline.get("web_url")):
+        found.append(Evidence("run", run, at))
     if closed_it:
-        sha = merge_request.get("merge_commit_sha") or merge_request.get("squash_commit_sha")
+        sha = as_str(mr.get("merge_commit_sha")) or as_str(mr.get("squash_commit_sha"))
         if sha:
-            found.append(
-                Evidence("commit", str(sha), epoch_ms(merge_request.get("merged_at")) or at)
-            )
+            found.append(Evidence("commit", sha, as_ms(mr.get("merged_at")) or at))
     return found

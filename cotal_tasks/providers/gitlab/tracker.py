@@ -10,6 +10,7 @@ from typing import Any
 
 from cotal_tasks.providers.gitlab import mapping
 from cotal_tasks.providers.gitlab.client import GitLabClient
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_int, as_ms, as_stamp
 from cotal_tasks.providers.hosted.config import GitLabConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
@@ -41,11 +42,31 @@ class GitLabTracker:
         self.single_assignee: bool | None = config.single_assignee
         # The project's path names its tasks; a numeric project id learns it from issues.
         self.path: str | None = config.project if "/" in config.project else None
+        self.boundary = ItemBoundary(self.name)
+        # The project's stable id, learned from its issues: webhook deliveries match on it.
+        self.known_id: int | None = int(config.project) if config.project.isdigit() else None
 
     def _path_from(self, issue: dict[str, Any]) -> str:
+        if self.known_id is None:
+            self.known_id = as_int(issue.get("project_id"))
         if self.path is None:
             self.path = mapping.path_of(issue) or self.config.project
         return self.path
+
+    def _tracked(self, item: Any, found: Any = ()) -> TrackedIssue | None:
+        """One issue through the boundary: mapped, or recorded as unmappable."""
+        if not isinstance(item, dict):
+            self.boundary.note("item-unmappable", "an item of an issue answer")
+            return None
+        return self.boundary.map(
+            f"issue {as_int(item.get('iid'))}",
+            lambda: mapping.tracked(
+                self._path_from(item),
+                item,
+                found,
+                include_confidential=self.config.include_confidential,
+            ),
+        )
 
     def number_of(self, task_id: str) -> int | None:
         return mapping.iid_of(self.path or self.config.project, task_id)
@@ -63,13 +84,14 @@ class GitLabTracker:
         highest = cursor
         first = True
         async for response in self.client.issue_pages(since):
-            items = response.json()
+            items = self.boundary.page(response.json(), "the issue listing")
             issues: list[TrackedIssue] = []
             for item in items:
-                stamp = item.get("updated_at")
-                if stamp and (highest is None or epoch_ms(stamp) > epoch_ms(highest)):
+                stamp = as_stamp(item.get("updated_at")) if isinstance(item, dict) else None
+                if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
-                issues.append(mapping.tracked(self._path_from(item), item))
+                if issue := self._tracked(item):
+                    issues.append(issue)
             total = response.headers.get("x-total-pages") if first else None
             first = False
             yield ListPage(
@@ -84,11 +106,14 @@ class GitLabTracker:
         path = self.path or self.config.project
         async for response in self.client.merge_request_pages(self._since(swept)):
             linked: set[int] = set()
-            for merge_request in response.json():
-                stamp = merge_request.get("updated_at")
-                if swept is None or epoch_ms(stamp) > epoch_ms(swept):
+            for merge_request in self.boundary.page(response.json(), "the merge request listing"):
+                if not isinstance(merge_request, dict):
+                    self.boundary.note("item-unmappable", "an item of the merge request listing")
+                    continue
+                stamp = as_stamp(merge_request.get("updated_at"))
+                if swept is None or as_ms(stamp) > epoch_ms(swept):
                     linked |= mapping.mentioned_issues(path, merge_request)
-                if stamp and (newest is None or epoch_ms(stamp) > epoch_ms(newest)):
+                if stamp and (newest is None or as_ms(stamp) > epoch_ms(newest)):
                     newest = stamp
             yield ListPage(
                 (),
@@ -100,15 +125,19 @@ class GitLabTracker:
 
     async def recent(self, count: int) -> list[TrackedIssue]:
         items = await self.client.recent_issues(min(count, 100))
-        return [mapping.tracked(self._path_from(item), item) for item in items]
+        return [issue for item in items if (issue := self._tracked(item))]
 
     async def fetch(self, number: int) -> TrackedIssue | None:
         issue = await self.client.get_issue(number)
-        if issue is None:
+        if not isinstance(issue, dict):
             return None
+        if issue.get("confidential") is True and not self.config.include_confidential:
+            return self._tracked(issue)  # withheld: its links are not read either
         found: list[Evidence] = []
-        closers = {mr.get("iid") for mr in await self.client.closed_by(number)}
+        closers = {as_dict(mr).get("iid") for mr in await self.client.closed_by(number)}
         for merge_request in await self.client.related_merge_requests(number):
+            if not isinstance(merge_request, dict):
+                continue
             if "head_pipeline" not in merge_request and merge_request.get("iid"):
                 try:
                     merge_request = await self.client.merge_request(int(merge_request["iid"]))
@@ -117,7 +146,7 @@ class GitLabTracker:
             found += mapping.merge_request_evidence(
                 merge_request, closed_it=merge_request.get("iid") in closers
             )
-        return mapping.tracked(self._path_from(issue), issue, found)
+        return self._tracked(issue, found)
 
     async def create(self, issue: NewIssue) -> TrackedIssue:
         payload: dict[str, Any] = {"title": issue.title}
@@ -126,7 +155,7 @@ class GitLabTracker:
         if issue.labels:
             payload["labels"] = ",".join(issue.labels)
         created = await self.client.create_issue(payload)
-        return mapping.tracked(self._path_from(created), created)
+        return mapping.tracked(self._path_from(created), created, include_confidential=True)
 
     async def find_marked(self, marker: str) -> TrackedIssue | None:
         for item in await self.client.recent_issues(100, order="created_at"):

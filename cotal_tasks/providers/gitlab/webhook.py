@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cotal_tasks.providers.gitlab.mapping import mentioned_issues
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
 
 TOKEN_HEADER = "x-gitlab-token"
 EVENT_HEADER = "x-gitlab-event"
@@ -35,20 +36,27 @@ def delivery_id(headers: Mapping[str, str]) -> str | None:
 
 
 def project_of(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
-    project = payload.get("project") or {}
-    path = project.get("path_with_namespace")
-    pid = project.get("id")
-    return (str(path) if path else None, int(pid) if isinstance(pid, int) else None)
+    """The project's path and its stable id (the id survives a rename or a move)."""
+    project = as_dict(payload.get("project"))
+    path = as_str(project.get("path_with_namespace"))
+    pid = as_int(project.get("id"))
+    if pid is None:
+        pid = as_int(payload.get("project_id"))
+    return (path or None, pid)
 
 
 def issues_named(payload: Mapping[str, Any], path: str) -> set[int]:
+    """The issue iids a hook is about. A work item (a task, or an issue edited in the new
+    UI on GitLab 17.x) comes as an Issue Hook with ``object_kind: "work_item"``: its iid is
+    an issue iid of the project like any other."""
     kind = payload.get("object_kind")
-    attributes = payload.get("object_attributes") or {}
-    if kind == "issue" and attributes.get("iid"):
-        return {int(attributes["iid"])}
+    attributes = as_dict(payload.get("object_attributes"))
+    if kind in ("issue", "work_item"):
+        iid = as_int(attributes.get("iid"))
+        return {iid} if iid else set()
     if kind == "note":
-        issue = payload.get("issue") or {}
-        return {int(issue["iid"])} if issue.get("iid") else set()
+        iid = as_int(as_dict(payload.get("issue")).get("iid"))
+        return {iid} if iid else set()
     if kind == "merge_request":
         return mentioned_issues(path, attributes)
     return set()

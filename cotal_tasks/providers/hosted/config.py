@@ -65,6 +65,7 @@ def github_default_rules() -> tuple[StatusRule, ...]:
 
 def gitlab_default_rules() -> tuple[StatusRule, ...]:
     return (
+        StatusRule(status="dropped", state="closed", state_reasons=("duplicate",)),
         StatusRule(status="dropped", state="closed", label="workflow::won't do"),
         StatusRule(status="dropped", state="closed", label="workflow::cancelled"),
         StatusRule(status="done", state="closed"),
@@ -103,6 +104,9 @@ class GitLabConfig(HostedConfig):
     dropped_label: str | None = "workflow::won't do"
     status_rules: tuple[StatusRule, ...] = Field(default_factory=gitlab_default_rules)
     pagination: Literal["auto", "keyset", "offset"] = "auto"
+    # Confidential issues are withheld from the board (which every tasks.read holder can
+    # read) unless the operator opts in here.
+    include_confidential: bool = False
     # GitLab Free keeps one assignee per issue. ``true``: claim by the claimed label alone
     # while someone else is assigned (a human assignee is never replaced); ``None``: learn
     # it from the first claim GitLab answers with only the first assignee kept.

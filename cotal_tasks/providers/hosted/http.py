@@ -73,6 +73,12 @@ def retry_after(headers: Mapping[str, str], now_s: float) -> float | None:
         return None
 
 
+def origin(url: httpx.URL) -> str:
+    """``scheme://host[:port]`` of a URL, the port only when it is not the default."""
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}".lower()
+
+
 def message_of(response: httpx.Response) -> str:
     """The tracker's own error message, short, never the request's headers."""
     try:
@@ -102,6 +108,7 @@ class TrackerHttp:
     on_wait: Callable[[float], None] = field(default=lambda seconds: None)
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     clock_s: Callable[[], float] = time.time
+    extra_origins: set[str] = field(default_factory=set)
 
     async def request(
         self,
@@ -112,8 +119,14 @@ class TrackerHttp:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
-        """The response (2xx or 304), after retries; else ``TrackerHttpError``."""
+        """The response (2xx or 304), after retries; else ``TrackerHttpError``.
+
+        An absolute ``url`` on another origin than the API base (a ``Link`` next URL, a
+        recorded ETag probe) is refused before anything is sent: the client carries the
+        token, and the token only ever goes to the configured tracker.
+        """
         path = httpx.URL(url).path
+        self._check_origin(method, url, path)
 
         def wait(state: RetryCallState) -> float:
             outcome = state.outcome
@@ -160,6 +173,26 @@ class TrackerHttp:
                 self.clock_s() + wait_s, status=response.status_code, method=method, path=path
             )
         raise TrackerHttpError(response.status_code, message_of(response), method=method, path=path)
+
+    def allow_origin(self, url: str) -> None:
+        """Also send requests (with the token) to ``url``'s origin (a GraphQL endpoint)."""
+        self.extra_origins.add(origin(httpx.URL(url)))
+
+    def _check_origin(self, method: str, url: str, path: str) -> None:
+        target = httpx.URL(url)
+        if not target.is_absolute_url:
+            return  # relative to the API base
+        base = origin(self.client.base_url)
+        if origin(target) == base or origin(target) in self.extra_origins:
+            return
+        raise TrackerHttpError(
+            None,
+            f"refused to follow a URL on {origin(target)}, not the configured API origin "
+            f"{base}: the token is only sent there; check api_url (a proxy or an Enterprise "
+            "server must hand out links on its own origin)",
+            method=method,
+            path=path,
+        )
 
     async def _send(
         self,

@@ -11,7 +11,7 @@ or blocked without a binding is ``open`` (the native name kept in ``statusSource
 
 from __future__ import annotations
 
-import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -29,16 +29,18 @@ from cotal_tasks.core import (
     check_task_text,
 )
 from cotal_tasks.core.models import NEEDS_BINDING
+from cotal_tasks.providers.hosted.boundary import Reason
 from cotal_tasks.providers.hosted.config import StatusRule
 from cotal_tasks.providers.hosted.tracker import NativeState, TrackedIssue, evidence_entries
 
-log = logging.getLogger(__name__)
-
 TITLE_BYTES, BRIEF_BYTES, SOURCE_BYTES = 200, 4096, 64
+MAX_MS = 2**53 - 1
+WITHHELD = "confidential"  # the fate of an issue the operator did not opt in to mirror
 # Who a binding read from the tracker was made by: the tracker's assignment, not a caller.
 SYNC_BINDER = "tracker-sync"
 
 UidLookup = Callable[[str, str], str | None]  # (owner, actor) -> current lifecycle uid
+Note = Callable[[Reason, str], None]  # (reason, field): one degradation of the item at hand
 
 
 def evaluate(rules: Sequence[StatusRule], native: NativeState) -> tuple[TaskStatus, str]:
@@ -68,30 +70,41 @@ def evaluate(rules: Sequence[StatusRule], native: NativeState) -> tuple[TaskStat
     return "open", native.state
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def safe_cut(text: str, max_bytes: int) -> str:
-    """``text`` cut to at most ``max_bytes`` of UTF-8 on a character boundary."""
+    """``text`` cut to at most ``max_bytes`` of UTF-8 on a character boundary; a lone
+    surrogate (``"\\ud83d"`` in a tracker's JSON) becomes U+FFFD first."""
+    text = _SURROGATE.sub("\ufffd", text)
     data = text.encode("utf-8")
     if len(data) <= max_bytes:
         return text
     return data[: max_bytes - 3].decode("utf-8", errors="ignore").rstrip() + "…"
 
 
-def clean_text(value: str | None, max_bytes: int, *, field: str, task: str) -> str | None:
+def _no_note(reason: Reason, detail: str) -> None:
+    return None
+
+
+def clean_text(
+    value: str | None, max_bytes: int, *, field: str, task: str, note: Note = _no_note
+) -> str | None:
     """A tracker value as TaskText: control characters become spaces, an over-long value is
     cut at a safe boundary, and a value still refused (credential-shaped) is omitted; each
-    loss is logged so it is visible, and no issue ever stops the sync."""
-    if value is None:
+    loss goes to ``note`` (which logs and counts it), and no issue ever stops the sync."""
+    if not isinstance(value, str):
         return None
     text = "".join(" " if ch < " " or "\x7f" <= ch <= "\x9f" else ch for ch in value).strip()
     if not text:
         return None
     cut = safe_cut(text, max_bytes)
-    if cut != text:
-        log.warning("%s of %s is over %d bytes; kept its first part", field, task, max_bytes)
+    if len(cut.encode("utf-8")) < len(text.encode("utf-8", errors="surrogatepass")):
+        note("text-cut", field)
     try:
         return check_task_text(cut, max_bytes, field=field, task=task)
-    except TextRefused as exc:
-        log.warning("%s; the field is left out of the task", exc.message)
+    except TextRefused:
+        note("text-refused", field)
         return None
 
 
@@ -143,42 +156,65 @@ def project(
     existing: Task | None,
     uid_of: UidLookup,
     now: int,
+    note: Note = _no_note,
 ) -> Task:
-    """The task record an issue maps to, given the record already held for it."""
+    """The task record an issue maps to, given the record already held for it.
+
+    What the record refuses is left out and noted (a field, an evidence entry), never the
+    task. An issue that left the project (``issue.gone``) is ``dropped`` with the fate as
+    ``statusSource``; read only as gone, it keeps the rest of the existing record.
+    """
     status, source = evaluate(rules, issue.native)
     binding = resolve_binding(
         issue.assignees, existing.binding if existing else None, seats, uid_of, now
     )
-    if status in NEEDS_BINDING and binding is None:
+    if issue.gone is not None:
+        status, source = "dropped", issue.gone
+    elif status in NEEDS_BINDING and binding is None:
         status = "open"  # the invariant: no seat is known to be working on it
     elif status == "open" and binding is not None:
         status = "claimed"  # a known seat is assigned: someone is working on it
-    title = clean_text(issue.title, TITLE_BYTES, field="title", task=issue.task_id)
+    tid = issue.task_id
+
+    def text(value: str | None, size: int, field: str) -> str | None:
+        return clean_text(value, size, field=field, task=tid, note=note)
+
+    title, brief = text(issue.title, TITLE_BYTES, "title"), text(issue.body, BRIEF_BYTES, "brief")
+    updated = max(issue.updated_at, existing.updatedAt if existing else 0)
+    if issue.gone is not None and not issue.title and existing is not None:
+        title, brief, updated = existing.title, existing.brief, max(now, existing.updatedAt)
+    # A withheld issue (confidential) keeps nothing it published before, evidence included.
+    held_evidence = existing.evidence if existing and issue.gone != WITHHELD else ()
+    found = evidence_entries(
+        issue.evidence, lambda e: note("evidence-refused", f"{e.kind} at {e.at}")
+    )
     data: dict[str, Any] = {
         "version": TASK_VERSION,
-        "taskId": issue.task_id,
+        "taskId": tid,
         "space": space,
-        "title": title or f"(untitled {issue.task_id})",
-        "brief": clean_text(issue.body, BRIEF_BYTES, field="brief", task=issue.task_id),
+        "title": title or f"(untitled {tid})",
+        "brief": brief,
         "status": status,
-        "statusSource": clean_text(source, SOURCE_BYTES, field="statusSource", task=issue.task_id),
+        "statusSource": text(source, SOURCE_BYTES, "statusSource"),
         "binding": binding.model_dump() if binding is not None else None,
-        "evidence": [
-            e.model_dump()
-            for e in merge_evidence(
-                existing.evidence if existing else (), evidence_entries(issue.evidence)
-            )
-        ],
-        "createdAt": issue.created_at,
-        "updatedAt": max(issue.updated_at, existing.updatedAt if existing else 0),
+        "evidence": [e.model_dump() for e in merge_evidence(held_evidence, found)],
+        "createdAt": _ms(issue.created_at or (existing.createdAt if existing else 0)),
+        "updatedAt": _ms(updated),
     }
     try:
         return Task.model_validate(data)
-    except ValidationError:
+    except ValidationError as exc:
         # A value slipped past the cleaning above: keep the task with the bare minimum.
-        log.warning("issue %s does not map cleanly; kept with title and status only", issue.number)
-        data.update(brief=None, evidence=[])
+        fields = sorted({str(error["loc"][0]) for error in exc.errors() if error["loc"]})
+        for name in fields:
+            note("text-refused", name)
+        data.update(brief=None, evidence=[], statusSource=None)
         return Task.model_validate(data)
+
+
+def _ms(value: int) -> int:
+    """An epoch-ms stamp within the record's bounds (a date before 1970 reads as 0)."""
+    return min(max(value, 0), MAX_MS)
 
 
 def same_record(a: Task, b: Task) -> bool:

@@ -14,9 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task
 from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.mapping import project, same_record
@@ -149,6 +151,10 @@ class HostedStore:
         await self.writes.drain()
         await self.mirror.close()
 
+    def degradations(self) -> dict[str, Any]:
+        """Items the sync mapped without a refused part, or skipped: counts by reason."""
+        return self.tracker.boundary.snapshot()
+
     async def freshness(self) -> StaleMarker | None:
         now = self.clock()
         health = self.health
@@ -181,6 +187,7 @@ class HostedStore:
             if principal is not None:
                 owner, actor = principal.split(".", 1)
                 uids[(owner, actor)] = await self.seat_uids(owner, actor)
+        boundary = self.tracker.boundary
         return project(
             issue,
             space=self.space,
@@ -189,6 +196,7 @@ class HostedStore:
             existing=existing,
             uid_of=lambda owner, actor: uids.get((owner, actor)),
             now=self.clock(),
+            note=lambda reason, detail: boundary.note(reason, issue.task_id, detail),
         )
 
     def _seats_for(self, issue: TrackedIssue, existing: Task | None) -> Mapping[str, str]:
@@ -211,6 +219,17 @@ class HostedStore:
         if principal in assigned or not labels & riding:
             return seats
         return {login: who for login, who in seats.items() if who != principal}
+
+    async def _synced_record(self, issue: TrackedIssue, existing: Task | None) -> Task | None:
+        """The record a synced issue maps to, through the item boundary: ``None`` for an
+        issue that left before it was ever mirrored, or one that does not map (counted)."""
+        if issue.gone is not None and existing is None:
+            return None
+        try:
+            return await self._project(issue, existing)
+        except Exception as exc:  # one item never costs the page its other issues
+            self.tracker.boundary.note("item-unmappable", issue.task_id, where(exc))
+            return None
 
     # -- sync: the tracker's view into the mirror ---------------------------------------
     async def read_mark(self) -> int:
@@ -269,7 +288,9 @@ class HostedStore:
             if issue.task_id in echoes:
                 continue
             stored = held.get(issue.task_id)
-            record = await self._project(issue, stored.task if stored else None)
+            record = await self._synced_record(issue, stored.task if stored else None)
+            if record is None:
+                continue
             if stored is not None and same_record(record, stored.task):
                 continue  # nothing new, or the echo of the bridge's own write
             writes.append(

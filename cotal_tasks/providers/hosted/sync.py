@@ -19,6 +19,7 @@ from typing import Any
 
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.store import HostedStore
 
@@ -105,12 +106,15 @@ class SyncEngine:
             try:
                 mark = await self.store.read_mark()
                 issue = await self.store.tracker.fetch(number)
-            except RateLimited:
-                raise
+            except (RateLimited, ContractError):
+                raise  # the tracker's limit or the mirror's failure: the whole poll waits
             except TrackerHttpError as exc:
-                # One unreadable issue (moved, hidden) must not cost the others their
-                # evidence: the poll goes on, and says so in the log.
-                log.warning("%s: issue %d not readable (%s); skipped", self.key, number, exc)
+                # One unreadable issue (hidden, refused) must not cost the others their
+                # evidence: the poll goes on, and counts it.
+                self.store.tracker.boundary.note("issue-unreadable", f"issue {number}", str(exc))
+                continue
+            except Exception as exc:  # the boundary: one item never stops the sync
+                self.store.tracker.boundary.note("item-unmappable", f"issue {number}", where(exc))
                 continue
             fetched += 1
             if issue is not None and await self.store.upsert(issue, mark):

@@ -8,12 +8,15 @@ the contract, retries, webhook dedup) is shared and lives in ``providers/hosted`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from cotal_tasks.core import TaskEvidence
+
+if TYPE_CHECKING:
+    from cotal_tasks.providers.hosted.boundary import ItemBoundary
 
 EvidenceKind = Literal["commit", "branch", "run", "review"]
 
@@ -50,6 +53,10 @@ class TrackedIssue:
     created_at: int  # epoch ms
     updated_at: int  # epoch ms
     evidence: tuple[Evidence, ...] = ()
+    # The issue left the project: "transferred", "deleted" or "moved". A task for it
+    # becomes ``dropped`` with this as ``statusSource``; an issue read only as gone (no
+    # title, the tracker answered 301 or 410) keeps the rest of the record as it was.
+    gone: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,7 @@ class Tracker(Protocol):
     """The tracker-specific half of a hosted provider."""
 
     name: str  # "github", "gitlab": names the tracker in messages and metrics
+    boundary: ItemBoundary  # where an item that does not map is recorded, by reason
     # An issue keeps only one assignee (GitLab Free): a claim then rides on the claimed
     # label alone when someone else is assigned. ``None``: not known yet.
     single_assignee: bool | None
@@ -157,23 +165,35 @@ def epoch_ms(stamp: str | None) -> int:
     return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
 
 
-def number_in(project: str, task_id: str) -> int | None:
-    """The issue number of ``project#number``, or ``None`` for another project's task."""
-    prefix = f"{project}#"
-    if not task_id.startswith(prefix) or not task_id[len(prefix) :].isdigit():
-        return None
-    return int(task_id[len(prefix) :])
+def evidence_entries(
+    found: Sequence[Evidence], refused: Callable[[Evidence], None] | None = None
+) -> tuple[TaskEvidence, ...]:
+    """Tracker evidence as record entries: deduplicated by kind and ref, the newest 32.
 
-
-def evidence_entries(found: Sequence[Evidence]) -> tuple[TaskEvidence, ...]:
-    """Tracker evidence as record entries: deduplicated by kind and ref, the newest 32."""
+    An entry the record refuses (a branch named like a credential, ``fix/token=refresh``)
+    is left out and handed to ``refused``; the others stay.
+    """
     latest: dict[tuple[str, str], Evidence] = {}
     for item in found:
         key = (item.kind, item.ref)
         if key not in latest or latest[key].at < item.at:
             latest[key] = item
-    ordered = sorted(latest.values(), key=lambda e: e.at)[-32:]
-    return tuple(TaskEvidence(kind=e.kind, ref=e.ref, addedAt=e.at) for e in ordered)
+    entries: list[TaskEvidence] = []
+    for e in sorted(latest.values(), key=lambda e: e.at):
+        try:
+            entries.append(TaskEvidence(kind=e.kind, ref=e.ref, addedAt=e.at))
+        except ValueError:  # pydantic's ValidationError is one
+            if refused is not None:
+                refused(e)
+    return tuple(entries[-32:])
+
+
+class IssueGone(Exception):
+    """The tracker says an issue left the project (GitHub: 301 transferred, 410 deleted)."""
+
+    def __init__(self, fate: str) -> None:
+        super().__init__(fate)
+        self.fate = fate
 
 
 class TrackerRefused(Exception):

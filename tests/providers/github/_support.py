@@ -15,7 +15,7 @@ from typing import Any
 
 from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.hosted.config import GitHubConfig
-from tests.bridge._support import DictPresence
+from tests.bridge._support import OPERATOR, DictPresence
 from tests.conftest import seat
 from tests.providers.hosted_support import (
     HostedEndpoint,
@@ -79,6 +79,10 @@ class GitHubEndpoint(HostedEndpoint[FakeGitHub]):
 
     async def checkpoint(self) -> Json:
         return await self.sync.checkpoint()
+
+    async def all_tasks(self) -> list[Json]:
+        pages = await self.client.page_all("list-tasks", OPERATOR, {"limit": 100})
+        return [task for page in pages for task in page["tasks"]]
 
 
 @asynccontextmanager

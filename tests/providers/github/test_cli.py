@@ -154,3 +154,14 @@ async def test_preview_shows_the_mapping_and_writes_nothing(
     assert "status done (statusSource 'closed'), unbound" in again.out
     assert {p.name: digest(p) for p in mirror.parent.iterdir()} == before
     assert fake.writes == []
+
+
+async def test_sync_summary_counts_degraded_items(fake: FakeGitHub, config_file: Path) -> None:
+    fake.bulk_issues(REPO, 3)
+    fake.add_pull(REPO, "Refresh tokens", head_ref="fix/token=refresh", closes=[1])
+
+    run = await cotal_tasks("sync", "--config", str(config_file))
+
+    assert run.code == 0, run.err  # before: the sync failed on the refused branch
+    assert f"{ENDPOINT_NAME}: 1 item(s) degraded (1 evidence-refused)" in run.out
+    assert "fix/token=refresh" not in run.out + run.err

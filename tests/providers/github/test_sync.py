@@ -457,9 +457,12 @@ async def test_a_task_is_never_closed_because_its_issue_is_missing(gh: GitHubEnd
     assert report.issues == 2  # #5 (the overlap) and #4; #3 is not on the page
     assert await gh.get(3) == kept
 
-    assert await gh.sync.refresh([3]) == (1, 0)  # a webhook names it: 410, nothing to do
-    assert await gh.get(3) == kept
-    assert await gh.seq() == seq + 1
+    # A webhook names it: 410, and the task says so (dropped, "deleted"), keeping the rest.
+    assert await gh.sync.refresh([3]) == (1, 1)
+    gone = await gh.get(3)
+    assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
+    assert (gone["title"], gone["createdAt"]) == (kept["title"], kept["createdAt"])
+    assert await gh.seq() == seq + 2
     assert len(await all_tasks(gh)) == 5
 
 

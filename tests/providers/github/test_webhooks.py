@@ -226,7 +226,11 @@ async def test_deliveries_it_cannot_use(hooked: GitHubMesh) -> None:
     ping = await deliver(hooked, "ping", ping_payload(fake, REPO))
     assert (ping.status_code, ping.json()["message"]) == (202, "accepted; 0 issue(s) to refresh")
     elsewhere = issues_payload(fake, "opened", REPO, 1)
-    elsewhere["repository"] = {**dict(elsewhere["repository"]), "full_name": "octo-org/other"}
+    elsewhere["repository"] = {
+        **dict(elsewhere["repository"]),
+        "full_name": "octo-org/other",
+        "id": 987_654_321,
+    }
     assert (await deliver(hooked, "issues", elsewhere)).status_code == 404
     no_id = await deliver(
         hooked, "issues", issues_payload(fake, "opened", REPO, 1), headers={"X-GitHub-Delivery": ""}
@@ -272,3 +276,69 @@ async def test_a_delivery_during_a_refresh_is_not_left_for_the_next_poll(
         return await status_of(hooked, 3) == "done"
 
     await eventually(three_done, within_s=2)  # actual: only after the 60 s poll interval
+
+
+async def test_an_organisations_ping_is_answered(hooked: GitHubMesh) -> None:
+    """An organisation's hook sends its ``ping`` with no ``repository``: 200, not 404.
+    The payload is GitHub's own example (``tests/fixtures/github``)."""
+    fixture = Path(__file__).parents[2] / "fixtures/github/webhook-ping-organization.json"
+    ping = fixture.read_bytes()
+
+    answer = await deliver(hooked, "ping", ping)
+
+    assert (answer.status_code, answer.json()) == (200, {"message": "pong"})
+    forged = await deliver(hooked, "ping", ping, headers={"X-Hub-Signature-256": "sha256=00"})
+    assert forged.status_code == 401
+
+
+async def test_a_renamed_repository_keeps_its_deliveries(hooked: GitHubMesh) -> None:
+    """The first delivery teaches the repository's stable id; after a rename (a new
+    ``full_name``, the same ``id``) deliveries still reach the endpoint."""
+    fake = hooked.fake
+    assert (await deliver(hooked, "issues", issues_payload(fake, "opened", REPO, 1))).status_code
+    fake.close_issue(REPO, 3)
+    renamed = issues_payload(fake, "closed", REPO, 3)
+    renamed["repository"] = {**dict(renamed["repository"]), "full_name": "octo-org/hello-2"}
+
+    answer = await deliver(hooked, "issues", renamed)
+
+    assert answer.status_code == 202  # before: 404
+
+    async def three_done() -> bool:
+        return await status_of(hooked, 3) == "done"
+
+    await eventually(three_done)
+
+
+async def test_an_issue_from_before_2013_is_an_issue_in_a_delivery(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    fake.close_issue(REPO, 4)
+    payload = issues_payload(fake, "closed", REPO, 4)
+    legacy = {"html_url": None, "diff_url": None, "patch_url": None}
+    payload["issue"] = {**dict(payload["issue"]), "pull_request": legacy}
+
+    answer = await deliver(hooked, "issues", payload)
+
+    assert answer.json() == {"message": "accepted; 1 issue(s) to refresh"}  # before: 0
+
+
+async def test_degradations_show_in_healthz_and_metrics(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    fake.add_pull(REPO, "Refresh tokens", head_ref="fix/token=refresh", closes=[2])
+    payload = pull_request_payload(fake, "opened", REPO, 6)
+    assert (await deliver(hooked, "pull_request", payload)).status_code == 202
+
+    async def refused() -> bool:
+        return bool(hooked.hosted.store.degradations()["counts"])
+
+    await eventually(refused)
+    async with httpx.AsyncClient(base_url=str(hooked.bridge.http_url)) as http:
+        health = (await http.get("/healthz")).json()
+        metrics = (await http.get("/metrics")).text
+    (entry,) = health["endpoints"].values()
+    assert entry["degraded"]["counts"] == {"evidence-refused": 1}
+    assert entry["degraded"]["recent"][0]["item"] == task_id(2)
+    assert "fix/token=refresh" not in str(health)
+    assert 'cotal_tasks_sync_degraded_items_total{endpoint="' in metrics
+    line = next(x for x in metrics.splitlines() if 'reason="evidence-refused"' in x)
+    assert line.endswith(" 1.0")

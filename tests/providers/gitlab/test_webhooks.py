@@ -329,3 +329,53 @@ async def test_the_listener_answers_without_nagles_delay(running: Running) -> No
         reply = await running.http.post("/webhooks/gitlab", content=body, headers=headers)
         assert reply.status_code == 401
     assert time.monotonic() - start < 0.4
+
+
+async def test_a_work_item_hook_refreshes_its_issue(running: Running) -> None:
+    """GitLab 17.x sends tasks, and issues edited in the new UI, as an Issue Hook whose
+    ``object_kind`` is ``work_item``: it wakes the sync like any Issue Hook."""
+    fake = running.fake
+    fake.advance(60)
+    fake.close_issue(PROJECT, 4)
+    mark = len(fake.requests)
+    payload = issue_hook_payload(fake, PROJECT, 4, "close")
+    payload["object_kind"] = payload["event_type"] = "work_item"
+    payload["object_attributes"] = {**payload["object_attributes"], "type": "Task"}
+
+    reply = await running.deliver(payload)
+
+    assert reply.status_code == 202
+    assert reply.json()["message"] == "accepted; 1 issue(s) to refresh"
+
+    async def refreshed() -> bool:
+        return await running.status(4) == "done"
+
+    await eventually(refreshed)
+    assert fetched_iids(fake, mark) == [4]
+
+
+async def test_a_renamed_project_keeps_its_deliveries(running: Running) -> None:
+    """Deliveries match on the stable project id (learned from the project's issues), so
+    after a rename (a new ``path_with_namespace``, the same ``id``) they keep working."""
+    fake = running.fake
+    fake.advance(60)
+    fake.close_issue(PROJECT, 2)
+    payload = issue_hook_payload(fake, PROJECT, 2, "close")
+    payload["project"] = {
+        **payload["project"],
+        "path_with_namespace": "acme/widgets-renamed",
+        "name": "Widgets Renamed",
+    }
+
+    reply = await running.deliver(payload)
+
+    assert reply.status_code == 202  # before: 404, and GitLab disables a failing hook
+
+    async def refreshed() -> bool:
+        return await running.status(2) == "done"
+
+    await eventually(refreshed)
+    # Another project (another id) under any path is still not ours.
+    stranger = issue_hook_payload(fake, PROJECT, 2, "close")
+    stranger["project"] = {**stranger["project"], "id": 999_999, "path_with_namespace": "x/y"}
+    assert (await running.deliver(stranger)).status_code == 404

@@ -1,0 +1,86 @@
+"""``cotal-tasks describe`` and ``invoke``, built on the client, against a real bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import seat
+from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
+
+CLI = str(Path(sys.executable).parent / "cotal-tasks")
+
+
+async def cli(config: Path, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        CLI,
+        *args,
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_describe_and_invoke(tmp_path: Path) -> None:
+    async with broker(tmp_path) as server:
+        await set_up_space(server.url)
+        config = tmp_path / "tasks.toml"
+        config.write_text(
+            f'space = "{SPACE}"\nnats_url = "{server.url}"\ndata_dir = "{tmp_path}/cli"\n'
+            f'[[endpoints]]\nname = "{ENDPOINT}"\n',
+            encoding="utf-8",
+        )
+        async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
+            code, out, _ = await cli(config, "describe")
+            assert code == 0
+            assert f"{ENDPOINT} (owner " in out
+            assert "claim-task       tasks.self   targeted, mode self" in out
+
+            code, out, _ = await cli(
+                config, "invoke", "create-task", "--args", '{"title":"From the CLI"}'
+            )
+            assert code == 0, out
+            created: dict[str, Any] = json.loads(out)
+            assert created["ok"] is True
+            task_id = created["data"]["taskId"]
+
+            worker = str(seat("worker", 4))
+            code, out, _ = await cli(
+                config,
+                *("invoke", "claim-task", "--mode", "self", "--as", worker),
+                *("--args", json.dumps({"taskId": task_id}), "--id", "claim-from-cli"),
+            )
+            assert code == 0, out
+            claimed = json.loads(out)
+            assert claimed["id"] == "claim-from-cli"
+            assert claimed["data"]["binding"]["actor"] == "worker"
+
+            # A contract error: the endpoint's refusal, printed as its reply envelope.
+            other = str(seat("other", 4))
+            code, out, _ = await cli(
+                config,
+                *("invoke", "update-task", "--mode", "self", "--as", other),
+                *("--args", json.dumps({"taskId": task_id, "note": "not mine"})),
+            )
+            assert code == 1
+            refused = json.loads(out)
+            assert refused["ok"] is False
+            assert refused["error"]["code"] == "permission-denied"
+            assert refused["error"]["outcome"] == "not-executed"
+
+            # A usage error: refused by the client before sending.
+            code, out, _ = await cli(
+                config, "invoke", "create-task", "--args", '{"title":"x","status":"claimed"}'
+            )
+            assert code == 2
+            usage = json.loads(out)
+            assert usage["error"]["code"] == "bad-request"
+            assert usage["error"]["outcome"] == "not-executed"
+            assert "args.status" in usage["error"]["message"]

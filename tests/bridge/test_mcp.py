@@ -1,0 +1,215 @@
+"""``cotal-tasks mcp`` driven by the MCP SDK's own client over stdio, against a real bridge
+on a real nats-server: the tool list, a claim, an update with evidence, and the refusals
+of another seat's task."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp_types as types
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from cotal_tasks.bridge.config import EndpointConfig
+from cotal_tasks.bridge.embedded import free_port
+from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+from cotal_tasks.client import Seat, TasksClient
+from cotal_tasks.core import COMMANDS, json_schema
+from tests.conformance.permissioned import permissioned_bridge_config, permissioned_users
+from tests.conftest import seat
+from tests.support.bridge import (
+    ENDPOINT,
+    SPACE,
+    bridge_config,
+    bridge_on,
+    broker,
+    client,
+    set_up_space,
+)
+
+CLI = str(Path(sys.executable).parent / "cotal-tasks")
+AGENT = seat("agent", 5)
+SEAT_TOOLS = {"my_tasks", "get_task", "claim_task", "update_task"}
+
+
+@asynccontextmanager
+async def agent_tools(url: str, cwd: Path, as_seat: Seat = AGENT) -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=CLI,
+        args=["mcp", "--as", str(as_seat), "--nats", url, "--space", SPACE, "--endpoint", ENDPOINT],
+        cwd=cwd,
+    )
+    async with Client(params, read_timeout_seconds=60) as session:
+        yield session
+
+
+def structured(result: types.CallToolResult) -> Any:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+def refusal(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.is_error, result.structured_content
+    error: dict[str, Any] = result.structured_content["error"]
+    text = result.content[0]
+    assert isinstance(text, types.TextContent)
+    assert text.text.startswith(f"{error['code']} (outcome {error['outcome']}): ")
+    assert error["message"] in text.text  # the remedy travels with the code
+    return error
+
+
+async def test_an_agent_works_its_own_task_and_cannot_touch_another(tmp_path: Path) -> None:
+    async with broker(tmp_path) as server:
+        await set_up_space(server.url)
+        async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
+            nc = await client(server.url)
+            operator = TasksClient(nc, SPACE, ENDPOINT, seat("operator"))
+            other = TasksClient(nc, SPACE, ENDPOINT, seat("other", 2))
+            open_task = await operator.create_task("Fix the flaky login test")
+            held = await operator.create_task("Someone else's task")
+            await other.claim_task(held.taskId)
+            try:
+                async with agent_tools(server.url, tmp_path) as agent:
+                    listed = await agent.list_tools()
+                    tools = {tool.name: tool for tool in listed.tools}
+                    # An open mesh carries every command, so the seat has every tool.
+                    assert set(tools) == SEAT_TOOLS | {"list_tasks", "create_task"}
+                    claim_schema = json_schema(COMMANDS["claim-task"].input)
+                    assert tools["claim_task"].input_schema == claim_schema
+                    assert tools["update_task"].input_schema == json_schema(
+                        COMMANDS["update-task"].input
+                    )
+
+                    claimed = structured(
+                        await agent.call_tool("claim_task", {"taskId": open_task.taskId})
+                    )
+                    assert claimed["status"] == "claimed"
+                    assert claimed["binding"]["actor"] == "agent"
+                    assert claimed["binding"]["lifecycleUid"] == AGENT.lifecycleUid
+                    done = structured(
+                        await agent.call_tool(
+                            "update_task",
+                            {
+                                "taskId": open_task.taskId,
+                                "status": "done",
+                                "note": "Retried the race; fixed.",
+                                "evidence": [{"kind": "commit", "ref": "4be1c2d"}],
+                            },
+                        )
+                    )
+                    assert done["status"] == "done"
+                    assert [(e["kind"], e["ref"]) for e in done["evidence"]] == [
+                        ("commit", "4be1c2d")
+                    ]
+                    mine = structured(await agent.call_tool("my_tasks", {}))
+                    assert [t["taskId"] for t in mine["tasks"]] == [open_task.taskId]
+
+                    taken = refusal(await agent.call_tool("claim_task", {"taskId": held.taskId}))
+                    assert (taken["code"], taken["outcome"]) == ("conflict", "not-executed")
+                    foreign = refusal(
+                        await agent.call_tool("update_task", {"taskId": held.taskId, "note": "x"})
+                    )
+                    assert (foreign["code"], foreign["outcome"]) == (
+                        "permission-denied",
+                        "not-executed",
+                    )
+                    # No argument names a seat: a smuggled target is refused before sending.
+                    smuggled = refusal(
+                        await agent.call_tool(
+                            "update_task",
+                            {"taskId": held.taskId, "status": "done", "owner": "local"},
+                        )
+                    )
+                    assert (smuggled["code"], smuggled["outcome"]) == (
+                        "bad-request",
+                        "not-executed",
+                    )
+                after = await operator.get_task(held.taskId)
+                assert after.status == "claimed"
+                assert after.binding is not None
+                assert after.binding.actor == "other"
+                assert (await operator.get_task(open_task.taskId)).evidence[0].ref == "4be1c2d"
+            finally:
+                await nc.close()
+
+
+@pytest.mark.parametrize(
+    ("capabilities", "expected"),
+    [
+        (["tasks.self"], {"my_tasks", "claim_task", "update_task"}),
+        (["tasks.self", "tasks.read"], SEAT_TOOLS | {"list_tasks"}),
+    ],
+)
+async def test_tools_follow_the_seat_grants(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capabilities: list[str],
+    expected: set[str],
+) -> None:
+    """The tools are the ones the broker carries for the seat: without tasks.write the
+    create-task probe is refused, so create_task is withheld (and so on)."""
+    serve = serve_rows(SPACE, ENDPOINT, "*").as_nats()
+    agent_rows = caller_rows(SPACE, ENDPOINT, AGENT, capabilities).as_nats()
+    operator_rows = caller_rows(SPACE, ENDPOINT, seat("operator"), ["tasks.write"]).as_nats()
+    passwords, conf = permissioned_users(tmp_path, monkeypatch, serve, agent_rows, operator_rows)
+    async with broker(tmp_path, config_file=conf) as server:
+        await set_up_space(server.url, user="admin", password=passwords["admin"])
+        config = permissioned_bridge_config(
+            server.url, tmp_path / "bridge", EndpointConfig(name=ENDPOINT)
+        )
+        async with bridge_on(config):
+            as_seat = f"nats://seat:{passwords['seat']}@127.0.0.1:{server.port}"
+            async with agent_tools(as_seat, tmp_path) as agent:
+                listed = await agent.list_tools()
+                assert {tool.name for tool in listed.tools} == expected
+                refused = refusal(await agent.call_tool("create_task", {"title": "Not mine"}))
+                assert (refused["code"], refused["outcome"]) == ("not-found", "not-executed")
+                assert "broker refuses this seat's create-task" in refused["message"]
+                mine = structured(await agent.call_tool("my_tasks", {}))
+                assert mine["tasks"] == []
+
+
+async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
+    async with broker(tmp_path) as server:
+        await set_up_space(server.url)
+        async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
+            port = free_port()
+            process = await asyncio.create_subprocess_exec(
+                CLI,
+                *("mcp", "--as", str(AGENT), "--nats", server.url),
+                *("--space", SPACE, "--endpoint", ENDPOINT, "--http", f"127.0.0.1:{port}"),
+                cwd=tmp_path,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            try:
+                assert process.stderr is not None
+                line = await asyncio.wait_for(process.stderr.readline(), 60)
+                assert f"serving http://127.0.0.1:{port}/mcp" in line.decode()
+                await wait_listening(port)
+                async with Client(f"http://127.0.0.1:{port}/mcp") as agent:
+                    listed = await agent.list_tools()
+                    assert {tool.name for tool in listed.tools} >= SEAT_TOOLS
+                    mine = structured(await agent.call_tool("my_tasks", {}))
+                    assert mine["tasks"] == []
+            finally:
+                process.terminate()
+                await process.wait()
+
+
+async def wait_listening(port: int) -> None:
+    for _ in range(200):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.05)
+            continue
+        writer.close()
+        await writer.wait_closed()
+        return
+    raise AssertionError(f"nothing listens on {port}")
