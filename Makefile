@@ -35,7 +35,8 @@ imports: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-## bench: benchmarks, reported as medians and ratios against a baseline of the same run
+## bench: every performance figure beside its limit measured in the same run (medians, spread);
+##        BENCH_ARGS="board wire scale" picks parts, --rounds N sets the rounds
 bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 

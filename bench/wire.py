@@ -1,45 +1,51 @@
-"""Requests per second over the Cotal wire, beside a raw nats-py request/reply echo.
+"""Requests per second over the Cotal wire, beside a raw nats-py echo on the same broker.
 
-The broker, the bridge and the echo responder each run in their own process (the
-bridge as ``cotal-tasks serve``), so the load generator here competes with neither.
-Callers keep one reply subscription each and match replies by nonce, as an efficient
-Cotal client does; the echo baseline uses nats-py's muxed ``request``.
+The broker, the bridge (``cotal-tasks serve``) and the echo responder each run in their
+own process, so the load generator here competes with neither. Both sides are driven by
+the same lean client: one reply subscription for every caller, replies matched by nonce,
+JSON by orjson, and the same request bytes (a ``get-task`` envelope) sent to the echo.
+Rounds alternate echo and bridge so both see the same machine; each figure is the median
+of the rounds, with their spread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import itertools
 import os
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import nats
+import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from bench.figures import Rate, Table
 from cotal_tasks.bridge.embedded import EmbeddedNats
 from cotal_tasks.bridge.wire.space import ensure_space
 from cotal_tasks.client import Service, TasksClient, new_id
 from cotal_tasks.client.subjects import CallerRail
-from cotal_tasks.client.wire import nonce
 from cotal_tasks.core import Seat, endpoint_token
 
 SPACE = "bench"
 ENDPOINT = "com.example.bench"
 TOKEN = endpoint_token(ENDPOINT)
 ECHO_SUBJECT = "bench.echo"
+INBOX = "bench.inbox"
+CALLERS = 50
 ECHO = (
     "import asyncio, nats, sys\n"
     "async def main():\n"
     "    nc = await nats.connect(sys.argv[1])\n"
     "    async def echo(msg):\n"
-    "        await msg.respond(msg.data)\n"
+    "        await nc.publish(msg.reply, msg.data)\n"
     f"    await nc.subscribe('{ECHO_SUBJECT}', cb=echo)\n"
     "    await nc.flush()\n"
     "    print('ready', flush=True)\n"
@@ -48,29 +54,41 @@ ECHO = (
 )
 
 
-class FastCaller:
-    """A lean Cotal caller: one reply subscription, replies matched by nonce."""
+class Replies:
+    """One subscription for every caller's replies; a reply resolves its nonce's future."""
 
-    def __init__(self, nc: NATS, service: Service, seat: Seat) -> None:
+    def __init__(self, nc: NATS) -> None:
         self.nc = nc
-        self.service = service
-        self.seat = seat
         self.waiting: dict[str, asyncio.Future[bytes]] = {}
+        self._nonces = itertools.count()
 
     async def start(self) -> None:
-        s = self.seat
-        await self.nc.subscribe(
-            f"cotal.{SPACE}.ep.reply.*.*.*.{s.owner}.{s.actor}.{s.lifecycleUid}.*", cb=self._reply
-        )
+        await self.nc.subscribe(f"cotal.{SPACE}.ep.reply.>", cb=self._reply)
+        await self.nc.subscribe(f"{INBOX}.*", cb=self._reply)
 
     async def _reply(self, msg: Msg) -> None:
         future = self.waiting.pop(msg.subject.rsplit(".", 1)[1], None)
         if future is not None and not future.done():
             future.set_result(msg.data)
 
-    async def call(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
+    def expect(self) -> tuple[str, asyncio.Future[bytes]]:
+        request_nonce = f"bench{next(self._nonces):020d}"  # a nonce is 22 to 64 characters
+        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self.waiting[request_nonce] = future
+        return request_nonce, future
+
+
+class FastCaller:
+    """A lean Cotal caller: the envelope's fixed parts built once."""
+
+    def __init__(self, replies: Replies, service: Service, seat: Seat) -> None:
+        self.replies = replies
+        self.service = service
+        self.seat = seat
+        self.rail = CallerRail(SPACE, seat)
+
+    def body(self, command: str, args: dict[str, Any]) -> bytes:
         row = self.service.commands[command]
-        request_nonce = nonce()
         body = {
             "v": 1,
             "id": new_id(),
@@ -87,16 +105,21 @@ class FastCaller:
             "args": args,
             "bind": self.service.bind(),
         }
-        future: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self.waiting[request_nonce] = future
-        await self.nc.publish(
-            CallerRail(SPACE, self.seat).request(TOKEN, command, request_nonce),
-            json.dumps(body).encode(),
-        )
-        reply: dict[str, Any] = json.loads(await asyncio.wait_for(future, 10))
+        return orjson.dumps(body)
+
+    async def call(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
+        request_nonce, future = self.replies.expect()
+        subject = self.rail.request(TOKEN, command, request_nonce)
+        await self.replies.nc.publish(subject, self.body(command, args))
+        reply: dict[str, Any] = orjson.loads(await future)
         if not reply["ok"]:
             raise RuntimeError(reply["error"])
         return reply
+
+    async def echo(self, data: bytes) -> bytes:
+        request_nonce, future = self.replies.expect()
+        await self.replies.nc.publish(ECHO_SUBJECT, data, reply=f"{INBOX}.{request_nonce}")
+        return await future
 
 
 async def rate(op: Callable[[int], Awaitable[object]], callers: int, per_caller: int) -> float:
@@ -107,80 +130,129 @@ async def rate(op: Callable[[int], Awaitable[object]], callers: int, per_caller:
             await op(c * per_caller + i)
 
     start = time.perf_counter()
-    await asyncio.gather(*(run(c) for c in range(callers)))
+    await asyncio.wait_for(asyncio.gather(*(run(c) for c in range(callers))), 120)
     return callers * per_caller / (time.perf_counter() - start)
 
 
-async def median_rate(
-    op: Callable[[int], Awaitable[object]], callers: int, total: int, rounds: int
-) -> float:
+async def paired(
+    ops: dict[str, Callable[[int], Awaitable[object]]], callers: int, total: int, rounds: int
+) -> dict[str, Rate]:
+    """Each op in turn, round after round (after one warm-up round each)."""
     per_caller = max(1, total // callers)
-    await rate(op, callers, max(1, per_caller // 4))  # warm-up
-    return statistics.median([await rate(op, callers, per_caller) for _ in range(rounds)])
+    for op in ops.values():
+        await rate(op, callers, max(1, per_caller // 4))
+    samples: dict[str, list[float]] = {name: [] for name in ops}
+    for _ in range(rounds):
+        for name, op in ops.items():
+            samples[name].append(await rate(op, callers, per_caller))
+    return {name: Rate(tuple(values)) for name, values in samples.items()}
+
+
+@dataclass
+class Served:
+    """A bridge process serving one endpoint, and how long it took to answer describe."""
+
+    process: asyncio.subprocess.Process
+    operator: TasksClient
+    service: Service
+    start_s: float
+
+
+@asynccontextmanager
+async def broker() -> AsyncIterator[tuple[str, NATS, Path]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        server = EmbeddedNats(Path(tmp) / "nats")
+        url = await server.start()
+        nc = await nats.connect(url)
+        try:
+            await ensure_space(nc.jetstream(), SPACE)
+            yield url, nc, Path(tmp)
+        finally:
+            await nc.close()
+            await server.stop()
+
+
+@asynccontextmanager
+async def bridge(
+    url: str, nc: NATS, folder: Path, database: str | None = None
+) -> AsyncIterator[Served]:
+    """``cotal-tasks serve`` on the broker; ``start_s`` runs from the spawn to describe."""
+    config = folder / "bench.toml"
+    endpoint = f'[[endpoints]]\nname = "{ENDPOINT}"\n'
+    if database is not None:
+        endpoint += f'database = "{database}"\n'
+    config.write_text(
+        f'space = "{SPACE}"\nnats_url = "{url}"\ndata_dir = "{folder}/data"\n'
+        f"[http]\nport = 0\n{endpoint}",
+        encoding="utf-8",
+    )
+    started = time.perf_counter()
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "cotal-tasks"),
+        "serve",
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        operator = TasksClient(nc, SPACE, ENDPOINT, Seat("local", "operator", "0" * 26))
+        service = await operator.describe(timeout=120)
+        yield Served(process, operator, service, time.perf_counter() - started)
+    finally:
+        process.terminate()
+        await process.wait()
+
+
+@asynccontextmanager
+async def echo_process(url: str) -> AsyncIterator[None]:
+    echo = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", ECHO, url, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert echo.stdout is not None
+        await echo.stdout.readline()
+        yield
+    finally:
+        echo.terminate()
+        await echo.wait()
+
+
+async def callers_of(nc: NATS, served: Served, count: int = CALLERS) -> list[FastCaller]:
+    replies = Replies(nc)
+    await replies.start()
+    seats = [Seat("local", f"bench{n}", f"{n:026d}") for n in range(count)]
+    return [FastCaller(replies, served.service, s) for s in seats]
 
 
 async def main(rounds: int = 5, tasks: int = 500) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        broker = EmbeddedNats(Path(tmp) / "nats")
-        url = await broker.start()
-        nc = await nats.connect(url)
-        await ensure_space(nc.jetstream(), SPACE)
-        config = Path(tmp) / "bench.toml"
-        config.write_text(
-            f'space = "{SPACE}"\nnats_url = "{url}"\ndata_dir = "{tmp}/data"\n'
-            f'[http]\nport = 0\n[[endpoints]]\nname = "{ENDPOINT}"\n',
-            encoding="utf-8",
+    async with broker() as (url, nc, folder), bridge(url, nc, folder) as served, echo_process(url):
+        ids = [
+            (await served.operator.invoke("create-task", {"title": f"bench {n}"}))["taskId"]
+            for n in range(tasks)
+        ]
+        callers = await callers_of(nc, served)
+        request = callers[0].body("get-task", {"taskId": ids[0]})
+
+        def echo(i: int) -> Awaitable[object]:
+            return callers[i % CALLERS].echo(request)
+
+        def get(i: int) -> Awaitable[object]:
+            return callers[i % CALLERS].call("get-task", {"taskId": ids[i % tasks]})
+
+        def page(i: int) -> Awaitable[object]:
+            return callers[i % CALLERS].call("list-tasks", {"limit": 100})
+
+        table = Table(
+            f"Over the wire (bridge, broker and echo in their own processes, {tasks} tasks)"
         )
-        bridge = await asyncio.create_subprocess_exec(
-            str(Path(sys.executable).parent / "cotal-tasks"),
-            "serve",
-            "--config",
-            str(config),
-            stdout=asyncio.subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
-        echo = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", ECHO, url, stdout=asyncio.subprocess.PIPE
-        )
-        try:
-            assert echo.stdout is not None
-            await echo.stdout.readline()
-            operator = TasksClient(nc, SPACE, ENDPOINT, Seat("local", "operator", "0" * 26))
-            service = await operator.describe(timeout=30)
-            ids = [(await operator.create_task(f"bench {n}")).taskId for n in range(tasks)]
-            callers: list[FastCaller] = []
-            for n in range(50):
-                caller = FastCaller(nc, service, Seat("local", f"bench{n}", f"{n:026d}"))
-                await caller.start()
-                callers.append(caller)
-
-            async def echo_op(i: int) -> object:
-                return await nc.request(ECHO_SUBJECT, b'{"taskId":"t-0"}', timeout=10)
-
-            def get_op(i: int) -> Awaitable[object]:
-                return callers[i % 50].call("get-task", {"taskId": ids[i % tasks]})
-
-            def list_op(i: int) -> Awaitable[object]:
-                return callers[i % 50].call("list-tasks", {"limit": 100})
-
-            print(f"\nOver the wire (bridge in its own process, SQLite board of {tasks} tasks):")
-            for concurrency in (1, 50):
-                total = 400 if concurrency == 1 else 1000
-                echo_rate = await median_rate(echo_op, concurrency, total, rounds)
-                get_rate = await median_rate(get_op, concurrency, total, rounds)
-                list_rate = await median_rate(list_op, concurrency, total // 4, rounds)
-                print(f"  {concurrency:>2} caller(s): raw NATS echo {echo_rate:8.1f} req/s")
-                print(
-                    f"              get-task       {get_rate:8.1f} req/s  "
-                    f"= {get_rate / echo_rate:.2f} of the echo"
-                )
-                print(
-                    f"              list-tasks 100 {list_rate:8.1f} req/s  "
-                    f"= {list_rate / echo_rate:.2f} of the echo"
-                )
-        finally:
-            for process in (bridge, echo):
-                process.terminate()
-                await process.wait()
-            await nc.close()
-            await broker.stop()
+        one = await paired({"echo": echo, "get": get}, 1, 500, rounds)
+        table.limit("raw nats-py echo, 1 caller", one["echo"])
+        table.at_least("get-task, 1 caller", one["get"], one["echo"], 0.7)
+        many = await paired({"echo": echo, "get": get}, CALLERS, 2_000, rounds)
+        table.limit(f"raw nats-py echo, {CALLERS} callers", many["echo"])
+        table.at_least(f"get-task, {CALLERS} callers", many["get"], many["echo"], 0.6)
+        pages = await paired({"page": page}, CALLERS, 500, rounds)
+        table.at_least(f"list-tasks page of 100, {CALLERS} callers", pages["page"], None, 1_000)
+        table.print()

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import orjson
 from pydantic import ValidationError
 
 from cotal_tasks.bridge.paging import decode_cursor, encode_cursor
@@ -51,6 +52,7 @@ from cotal_tasks.core import (
 from cotal_tasks.providers.store import (
     IdempotencyKey,
     IdempotencyKeyTaken,
+    JsonReads,
     PageQuery,
     RevisionConflict,
     StoredTask,
@@ -64,6 +66,7 @@ DEFAULT_PAGE_CEILING = 100
 DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000
 _CAS_ATTEMPTS = 16
 PRUNE_EVERY_MS = 10 * 60 * 1000
+_READ_INPUTS_KEPT = 4096
 
 Json = dict[str, Any]
 ChangeListener = Callable[[int, int], Awaitable[None]]
@@ -124,6 +127,12 @@ class CommandService:
     new_task_id: Callable[[], str] = _new_task_id
     _listeners: list[ChangeListener] = field(default_factory=list)
     _last_prune: int = -PRUNE_EVERY_MS
+    # A store that hands out its stored wire form is read without rebuilding the models.
+    _json_reads: JsonReads | None = field(init=False, default=None)
+    _read_inputs: dict[tuple[str, bytes], Input] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._json_reads = self.store if isinstance(self.store, JsonReads) else None
 
     def add_listener(self, listener: ChangeListener) -> None:
         """Call ``listener(changeSeq, observedAt)`` after every committed change."""
@@ -141,10 +150,26 @@ class CommandService:
             )
         try:
             _admit(spec, call)
-            args = _parse(spec, call.args)
+            read = spec.effect == "read"
+            args = self._parse_read(spec, call.args) if read else _parse(spec, call.args)
             return await self._dispatch(spec, call, args)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
+
+    def _parse_read(self, spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:
+        """``_parse`` for the read commands, remembered: the same args validate the same
+        way, and a dashboard or seat asks for the same task or page over and over."""
+        try:
+            key = (spec.name, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+        except TypeError:
+            return _parse(spec, args)
+        parsed = self._read_inputs.get(key)
+        if parsed is None:
+            parsed = _parse(spec, args)  # a refusal raises, and is never remembered
+            if len(self._read_inputs) >= _READ_INPUTS_KEPT:
+                self._read_inputs.clear()
+            self._read_inputs[key] = parsed
+        return parsed
 
     async def _dispatch(self, spec: CommandSpec, call: Call, args: Input) -> Json:
         if isinstance(args, ListTasksInput):
@@ -152,6 +177,8 @@ class CommandService:
         if isinstance(args, MyTasksInput):
             return await self._page(spec.name, args.cursor, args.limit, None, call.caller)
         if isinstance(args, GetTaskInput):
+            if self._json_reads is not None:
+                return await self._json_reads.get_json(args.taskId)
             return (await self.store.get(args.taskId)).task.to_json()
         if spec.idempotency == "envelope-id":
             return await self._idempotent(spec, call, args)
@@ -169,28 +196,38 @@ class CommandService:
         after = decode_cursor(cursor, command, statuses) if cursor is not None else None
         change_seq = await self.store.change_seq()
         observed_at = self.clock()
-        page = await self.store.page(
-            PageQuery(
-                limit=applied,
-                after=after,
-                statuses=frozenset(statuses) if statuses else None,
-                bound_to=bound_to,
-            )
+        query = PageQuery(
+            limit=applied,
+            after=after,
+            statuses=frozenset(statuses) if statuses else None,
+            bound_to=bound_to,
         )
+        if self._json_reads is not None:
+            fast = await self._json_reads.page_json(query)
+            last, more = fast.last, fast.more
+        else:
+            page = await self.store.page(query)
+            last, more = page.last, page.more
         stale = await self.store.freshness()
-        next_cursor = (
-            encode_cursor(page.last, command, statuses)
-            if page.more and page.last is not None
-            else None
-        )
-        return TaskPage(
-            tasks=tuple(page.tasks),
-            appliedLimit=applied,
-            nextCursor=next_cursor,
-            observedAt=observed_at,
-            changeSeq=change_seq,
-            stale=stale,
-        ).to_json()
+        next_cursor = encode_cursor(last, command, statuses) if more and last is not None else None
+        if self._json_reads is None:
+            return TaskPage(
+                tasks=tuple(page.tasks),
+                appliedLimit=applied,
+                nextCursor=next_cursor,
+                observedAt=observed_at,
+                changeSeq=change_seq,
+                stale=stale,
+            ).to_json()
+        # ``TaskPage.to_json()`` of the same values, without validating stored records again.
+        answer: Json = {"tasks": list(fast.tasks), "appliedLimit": applied}
+        if next_cursor is not None:
+            answer["nextCursor"] = next_cursor
+        answer["observedAt"] = observed_at
+        answer["changeSeq"] = change_seq
+        if stale is not None:
+            answer["stale"] = stale.to_json()
+        return answer
 
     async def _idempotent(self, spec: CommandSpec, call: Call, args: Input) -> Json:
         key = f"{call.caller}:{call.envelope_id}"

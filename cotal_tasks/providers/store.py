@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from cotal_tasks.core import Seat, StaleMarker, Task, TaskStatus, TaskSummary
 
@@ -60,6 +60,15 @@ class Page:
     """``tasks`` in position order; ``last`` is the position to continue after."""
 
     tasks: Sequence[TaskSummary]
+    last: int | None
+    more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JsonPage:
+    """A ``Page`` whose tasks are already in their wire form (``TaskSummary.to_json()``)."""
+
+    tasks: Sequence[dict[str, Any]]
     last: int | None
     more: bool
 
@@ -165,3 +174,21 @@ class TaskStore(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class JsonReads(Protocol):
+    """Optional fast reads: the stored wire form, without rebuilding the models.
+
+    A store implements these when it keeps records in their wire form and only ever
+    wrote validated records (the board). The command service uses them for
+    ``get-task`` and the pages when the store offers them; the answer is the same.
+    """
+
+    async def get_json(self, task_id: str) -> dict[str, Any]:
+        """``get(task_id).task.to_json()``, or ``ContractError(not-found)``."""
+        ...
+
+    async def page_json(self, query: PageQuery) -> JsonPage:
+        """``page(query)`` with each task as ``to_json()``."""
+        ...

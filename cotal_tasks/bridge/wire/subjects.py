@@ -11,6 +11,7 @@ A subject that fits no shape parses to ``None`` and is never handled or answered
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,8 +52,14 @@ class RequestSubject:
         return self.target_tokens[0] if self.target_tokens else None
 
 
+@functools.lru_cache(maxsize=64)
 def prefix(space: str) -> str:
     return f"cotal.{space_token(space)}"
+
+
+# A caller's seat is validated once per triple, not once per request (``Seat`` is frozen;
+# an invalid triple raises, and a raise is never cached).
+_seat = functools.lru_cache(maxsize=4096)(Seat)
 
 
 def parse_request(subject: str, space: str) -> RequestSubject | None:
@@ -108,7 +115,7 @@ def parse_request(subject: str, space: str) -> RequestSubject | None:
     if not NONCE.fullmatch(nonce):
         return None
     try:
-        caller = Seat(owner, actor, uid)
+        caller = _seat(owner, actor, uid)
     except ContractError:
         return None
     return RequestSubject(

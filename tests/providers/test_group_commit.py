@@ -1,0 +1,119 @@
+"""Group commit on the board: writes that arrive together share a transaction, each keeps
+its compare-and-swap, history row, idempotency result, ``changeSeq`` and answer, and a
+refused write never fails its neighbours. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from cotal_tasks.core import Seat, claim_task
+from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.board import postgres as pg_hot
+from cotal_tasks.providers.board import sqlite as sqlite_hot
+from cotal_tasks.providers.store import (
+    Committed,
+    IdempotencyKey,
+    IdempotencyKeyTaken,
+    RevisionConflict,
+    Write,
+)
+from tests.providers.conftest import NOW, new_task
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def batch_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many calls each transaction carried (the real commit runs unchanged)."""
+    sizes: list[int] = []
+    commit_batch = sqlite_hot._commit_batch
+    run = pg_hot.PostgresBoard._run
+
+    def sqlite_spy(conn: Any, batch: list[Any]) -> Any:
+        sizes.append(len(batch))
+        return commit_batch(conn, batch)
+
+    async def pg_spy(self: pg_hot.PostgresBoard, batch: list[Any]) -> Any:
+        sizes.append(len(batch))
+        return await run(self, batch)
+
+    monkeypatch.setattr(sqlite_hot, "_commit_batch", sqlite_spy)
+    monkeypatch.setattr(pg_hot.PostgresBoard, "_run", pg_spy)
+    return sizes
+
+
+def seat(n: int) -> Seat:
+    return Seat("local", f"s{n}", f"{n:026d}")
+
+
+async def test_concurrent_writes_share_transactions_and_a_refusal_fails_only_itself(
+    board: BoardStore, batch_sizes: list[int]
+) -> None:
+    tasks = [new_task(n) for n in range(30)]
+    await board.commit_many([Write(t, None, "create-task", "local.op/x") for t in tasks])
+    await board.commit(  # an idempotency key the storm will try to take again
+        Write(
+            claim_task(tasks[29], seat(29), environment=None, now=NOW + 100),
+            1,
+            "claim-task",
+            "local.s29",
+            idempotency=IdempotencyKey("taken", "claim-task", "sha256:x"),
+        )
+    )
+    before = await board.change_seq()
+    batch_sizes.clear()
+
+    def claim(n: int, expected: int, key: str | None = None) -> Write:
+        task = claim_task(tasks[n], seat(n), environment=None, now=NOW + 200 + n)
+        idempotency = None if key is None else IdempotencyKey(key, "claim-task", "sha256:y")
+        return Write(task, expected, "claim-task", f"local.s{n}", idempotency=idempotency)
+
+    writes = [claim(n, 1, key=f"k{n}") for n in range(20)]  # fine
+    writes += [claim(n, 7) for n in range(20, 25)]  # stale revision: a conflict
+    writes += [claim(n, 1, key="taken") for n in range(25, 29)]  # the key is taken
+    outcomes: list[Any] = await asyncio.gather(
+        *(board.commit(w) for w in writes), return_exceptions=True
+    )
+
+    assert len(batch_sizes) < len(writes), batch_sizes  # they shared transactions
+    fine = outcomes[:20]
+    assert all(isinstance(o, Committed) for o in fine), fine
+    assert sorted(o.change_seq for o in fine) == list(range(before + 1, before + 21))
+    assert [o.revision for o in fine] == [2] * 20
+    assert all(isinstance(o, RevisionConflict) for o in outcomes[20:25])
+    assert all(isinstance(o, IdempotencyKeyTaken) for o in outcomes[25:29])
+    assert await board.change_seq() == before + 20
+    for n in range(29):  # each kept its own record, history and idempotency result
+        stored = await board.get(tasks[n].taskId)
+        history = await board.history(tasks[n].taskId)
+        if n < 20:
+            assert stored.revision == 2
+            assert stored.task.status == "claimed"
+            assert [h.command for h in history] == ["create-task", "claim-task"]
+            recalled = await board.recall(f"k{n}", 0)
+            assert recalled is not None
+            assert recalled.command == "claim-task"
+        else:
+            assert stored.revision == 1
+            assert stored.task.status == "open"
+            assert [h.command for h in history] == ["create-task"]
+    taken = await board.recall("taken", 0)
+    assert taken is not None
+    assert taken.args_digest == "sha256:x"
+
+
+async def test_a_batch_where_every_write_is_refused_changes_nothing(board: BoardStore) -> None:
+    task = new_task(1)
+    await board.commit(Write(task, None, "create-task", "local.op/x"))
+    before = await board.change_seq()
+    stale = claim_task(task, seat(1), environment=None, now=NOW + 5)
+    outcomes = await asyncio.gather(
+        *(board.commit(Write(stale, 9, "claim-task", "local.s1")) for _ in range(5)),
+        return_exceptions=True,
+    )
+    assert all(isinstance(o, RevisionConflict) for o in outcomes)
+    assert await board.change_seq() == before
+    assert (await board.get(task.taskId)).revision == 1
