@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import asyncpg
@@ -59,6 +60,13 @@ def postgres_url() -> str:
 @pytest.fixture
 async def postgres_database(postgres_url: str) -> AsyncIterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards."""
+    async with fresh_database(postgres_url) as url:
+        yield url
+
+
+@asynccontextmanager
+async def fresh_database(postgres_url: str) -> AsyncIterator[str]:
+    """A fresh, empty PostgreSQL database, dropped on exit (a test that needs several)."""
     name = "ct_test_" + secrets.token_hex(6)
     dsn = _asyncpg_dsn(postgres_url)
     try:

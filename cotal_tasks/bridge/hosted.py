@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import httpx
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.bridge.leader import Election, process_holder
 from cotal_tasks.bridge.metrics import Metrics
 from cotal_tasks.bridge.service import PresenceSource
 from cotal_tasks.core import ContractError, ErrorCode
@@ -34,6 +35,7 @@ class Hosted:
     http: TrackerHttp
     tracker_config: HostedConfig
     webhook_secret: bytes | None
+    election: Election
 
     async def close(self) -> None:
         await self.http.client.aclose()
@@ -137,10 +139,12 @@ def build_hosted(
         seat_uids=presence_uids(presence),
     )
     webhook = secret(hosted_cfg.webhook_secret_env, "the webhook secret", required=False)
+    sync = SyncEngine(store, mirror.state(), key, clock)
     return Hosted(
         store,
-        SyncEngine(store, mirror.state(), key, clock),
+        sync,
         http,
         hosted_cfg,
         webhook.encode() if webhook is not None else None,
+        Election(sync, mirror.state(), hosted_cfg.poll_interval_s, clock, process_holder()),
     )

@@ -21,7 +21,7 @@ from nats.aio.client import Server
 
 from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig
-from cotal_tasks.bridge.embedded import EmbeddedNats
+from cotal_tasks.bridge.embedded import BrokerError, EmbeddedNats
 from cotal_tasks.bridge.hosted import Hosted
 from cotal_tasks.bridge.http.app import HttpContext, create_app
 from cotal_tasks.bridge.http.presence import KvPresenceView
@@ -46,10 +46,17 @@ _BACKOFF_CAP_S = 10.0
 
 
 def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Server | None, float]:
-    """Reconnect delay: exponential in the attempts so far, capped, with full jitter."""
+    """The next server (the one tried least, so a cluster's other nodes are tried in turn)
+    and the reconnect delay: exponential in the attempts so far, capped, with jitter."""
     attempts = min((server.reconnects for server in servers), default=0)
     ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempts)
-    return (servers[0] if servers else None), random.uniform(ceiling / 2, ceiling)
+    least = min(servers, key=lambda server: server.reconnects, default=None)
+    return least, random.uniform(ceiling / 2, ceiling)
+
+
+def server_urls(url: str) -> list[str]:
+    """``nats_url`` may list several nodes of a cluster, comma-separated, nearest first."""
+    return [part.strip() for part in url.split(",") if part.strip()]
 
 
 async def _log_nats_error(exc: Exception) -> None:
@@ -74,6 +81,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
         "max_reconnect_attempts": -1,
         "reconnect_to_server_handler": jittered_backoff,
         "connect_timeout": 5,
+        "dont_randomize": True,  # the listed order: the nearest node first
     }
     if config.nats_credentials is not None:
         options["user_credentials"] = str(config.nats_credentials)
@@ -89,7 +97,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
                 )
             options["password"] = password
     try:
-        await nc.connect(url, **options)
+        await nc.connect(server_urls(url), **options)
     except (OSError, nats.errors.Error, TimeoutError) as exc:
         raise ContractError(
             ErrorCode.UNAVAILABLE,
@@ -129,7 +137,10 @@ async def running_bridge(
         broker: EmbeddedNats | None = None
         if url is None:
             broker = EmbeddedNats(config.data_dir / "nats")
-            url = await broker.start()
+            try:
+                url = await broker.start()
+            except BrokerError as exc:
+                raise ContractError(ErrorCode.FAILED_PRECONDITION, str(exc)) from exc
             stack.push_async_callback(broker.stop)
             # Local callers (cotal-tasks invoke/describe) find the private broker here.
             embedded_url_file(config).write_text(url + "\n", encoding="utf-8")
@@ -191,9 +202,9 @@ async def running_bridge(
 
 
 async def _start_sync(stack: AsyncExitStack, hosted: Hosted) -> None:
-    """Run the endpoint's sync loop until the bridge stops."""
+    """Run the endpoint's sync loop (on the elected instance) until the bridge stops."""
     stop = asyncio.Event()
-    task = asyncio.create_task(hosted.sync.run(hosted.tracker_config.poll_interval_s, stop))
+    task = asyncio.create_task(hosted.election.run(stop))
 
     async def halt() -> None:
         stop.set()

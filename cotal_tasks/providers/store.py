@@ -9,11 +9,32 @@ writes the record, appends the history entry, records the envelope id's result
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from cotal_tasks.core import Seat, StaleMarker, Task, TaskStatus, TaskSummary
+
+# The request's deadline (``asyncio`` loop time, seconds) while a transport serves it: a
+# store whose writes can stall (a hosted tracker) answers by then. ``None``: no deadline.
+_DEADLINE: ContextVar[float | None] = ContextVar("cotal_tasks_deadline", default=None)
+
+
+@contextmanager
+def deadline_at(at: float | None) -> Iterator[None]:
+    """Serve what runs inside by ``at`` (loop time), as the request's ``deadlineMs`` asks."""
+    token = _DEADLINE.set(at)
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(token)
+
+
+def current_deadline() -> float | None:
+    """The deadline of the request being served, if its transport gave one."""
+    return _DEADLINE.get()
 
 
 @dataclass(frozen=True, slots=True)

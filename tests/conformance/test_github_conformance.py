@@ -69,6 +69,7 @@ from tests.providers.github._support import (
 from tests.support.bridge import ENDPOINT
 from tests.support.fake_github import FakeGitHub, RecordedRequest, serve_fake_github
 from tests.support.fake_github_model import Issue
+from tests.support.fake_tracker import unmarked
 
 Json = dict[str, Any]
 SEATS = {"octobot": "local.worker", "hubot": "local.w"}
@@ -196,7 +197,7 @@ async def test_check_08_update_of_foreign_task_is_denied_and_unchanged(
 ) -> None:
     await section6.passes(mesh, "08")
     issue = issue_titled(mesh.fake, "Not yours")
-    assert (issue.state, issue.comments, issue.body) == ("open", [], None)
+    assert (issue.state, issue.comments, unmarked(issue.body)) == ("open", [], None)
     assert shape(writes_to(mesh.fake, issue)) == [("POST", f"/{issue.number}/labels")]
 
 
@@ -273,7 +274,7 @@ async def test_check_17_administer_unbind_reopens_and_clears_binding(mesh: GitHu
     await section6.passes(mesh, "17")
     issue = issue_titled(mesh.fake, "Seat is gone")
     assert (issue.state, issue.assignees, issue.labels) == ("open", [], [])
-    assert [c.body for c in issue.comments] == ["Seat is gone."]
+    assert [unmarked(c.body) for c in issue.comments] == ["Seat is gone."]
 
 
 # -- 9, the broker half, with a GitHub-backed bridge ---------------------------------------
@@ -299,7 +300,7 @@ async def test_checks_18_to_24_and_what_github_shows(mesh: GitHubMesh) -> None:
     issue = issue_titled(mesh.fake, "Ship the parser")
     assert (issue.state, issue.state_reason) == ("closed", "completed")
     assert (issue.assignees, issue.labels) == (["hubot"], [])  # local.w is hubot
-    assert [c.body for c in issue.comments] == [
+    assert [unmarked(c.body) for c in issue.comments] == [
         f"Evidence:\n- run: {RUN_REF}",
         "Waiting on review.",
         f"Evidence:\n- commit: {COMMIT_REF}",

@@ -79,6 +79,7 @@ from tests.providers.hosted_support import eventually
 from tests.support.bridge import ENDPOINT
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest, serve_fake_gitlab
 from tests.support.fake_gitlab_model import Issue
+from tests.support.fake_tracker import unmarked
 
 Json = dict[str, Any]
 SEATS = {"worker-bot": "local.worker", "w-bot": "local.w", "holder-bot": "local.holder"}
@@ -121,7 +122,7 @@ def shape(requests: list[RecordedRequest]) -> list[tuple[str, str]]:
 
 
 def user_notes(issue: Issue) -> list[str]:
-    return [n.body for n in issue.notes if not n.system]
+    return [unmarked(n.body) for n in issue.notes if not n.system]
 
 
 def labels_titled(fake: FakeGitLab, title: str) -> list[str]:
@@ -230,7 +231,7 @@ async def test_check_08_update_of_foreign_task_is_denied_and_unchanged(
 ) -> None:
     await section6.passes(mesh, "08")
     issue = issue_titled(mesh.fake, "Not yours")
-    assert (issue.state, user_notes(issue), issue.description) == ("opened", [], None)
+    assert (issue.state, user_notes(issue), unmarked(issue.description)) == ("opened", [], None)
     assert shape(writes_to(mesh.fake, issue)) == [("PUT", f"/{issue.iid}")]
 
 

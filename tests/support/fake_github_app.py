@@ -7,6 +7,7 @@ The endpoints (and their validation) are in ``fake_github_endpoints``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import re
@@ -167,6 +168,10 @@ def create_app(fake: FakeGitHub) -> Starlette:
 
     async def dispatch(request: Request) -> Response:
         raw = await request.body()
+        stall = next((s for s in fake.stalls if s.applies(request.method, request.url.path)), None)
+        if stall is not None:
+            fake.stalls.remove(stall)
+            await asyncio.sleep(stall.seconds)
         reply = _answer(fake, ENDPOINTS, request, raw)
         try:
             parsed = json.loads(raw) if raw.strip() else None

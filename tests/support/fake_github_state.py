@@ -28,7 +28,7 @@ from tests.support.fake_github_model import (
     to_epoch,
 )
 from tests.support.fake_github_render import Shapes
-from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
+from tests.support.fake_tracker import RecordedRequest, ScriptedFailure, ScriptedStall
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -72,6 +72,7 @@ class FakeGitHub:
         self.primary_status = 403
         # scripted faults
         self.failures: deque[ScriptedFailure] = deque()
+        self.stalls: deque[ScriptedStall] = deque()
         self.refusal: tuple[int, str | None] | None = None
         # seconds during which a fresh update is not yet visible to ``since`` queries
         self.since_lag = 0
@@ -109,6 +110,13 @@ class FakeGitHub:
             self.failures.append(
                 ScriptedFailure(status, retry_after, message, method and method.upper(), path)
             )
+
+    def stall_next(
+        self, seconds: float, *, method: str | None = None, path: str | None = None
+    ) -> None:
+        """Hold the answer to the next request matching ``method``/``path`` for ``seconds``
+        of real time, then answer it (the write takes effect when it is answered)."""
+        self.stalls.append(ScriptedStall(seconds, method and method.upper(), path))
 
     def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
         """Refuse every POST/PATCH/PUT/DELETE with ``status`` (403 or 422) until called

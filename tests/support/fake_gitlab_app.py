@@ -8,6 +8,7 @@ The endpoints (and their validation) are in ``fake_gitlab_endpoints``.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import json
@@ -288,6 +289,10 @@ def create_app(fake: FakeGitLab) -> Starlette:
         raw = await request.body()
         raw_path = _raw_path(request)
         body, parsed = _parse_body(request, raw)
+        stall = next((s for s in fake.stalls if s.applies(request.method, raw_path)), None)
+        if stall is not None:
+            fake.stalls.remove(stall)
+            await asyncio.sleep(stall.seconds)
         reply = _answer(fake, ENDPOINTS, request, raw_path, body)
         fake.requests.append(
             RecordedRequest(

@@ -390,6 +390,8 @@ def _assignees(ctx: Ctx) -> list[str] | None:
         except (TypeError, ValueError):
             raise param_error("assignee_ids is invalid") from None
     users = [ctx.fake.user_by_id(i) for i in ids if i != 0]
+    if ctx.fake.single_assignee:
+        users = users[:1]  # IssuableBaseService: assignee_ids.first(1) without the licence
     return [u.username for u in users if u is not None]
 
 

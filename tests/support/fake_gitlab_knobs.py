@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 
 from tests.support.fake_gitlab_model import FakeClock
-from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
+from tests.support.fake_tracker import RecordedRequest, ScriptedFailure, ScriptedStall
 
 
 class FakeGitLabKnobs:
@@ -20,7 +20,9 @@ class FakeGitLabKnobs:
       ``pagination=keyset`` on project issues and answers with offset pagination),
     - ``count_limit`` (above it no ``x-total``/``x-total-pages``/``rel="last"``),
     - ``exclusive_scoped_labels`` (Premium: one label per ``scope::``; ``False``: Free,
-      where several ``workflow::`` labels coexist).
+      where several ``workflow::`` labels coexist),
+    - ``single_assignee`` (Free: an issue keeps only the first id of ``assignee_ids``, as
+      GitLab's issuable service does without the multiple-assignees licence).
     """
 
     def __init__(
@@ -46,6 +48,8 @@ class FakeGitLabKnobs:
         self.count_limit = 10_000
         self.exclusive_scoped_labels = exclusive_scoped_labels
         self.failures: deque[ScriptedFailure] = deque()
+        self.single_assignee = False
+        self.stalls: deque[ScriptedStall] = deque()
         self.refusal: tuple[int, str | None] | None = None
 
     # -- knobs -------------------------------------------------------------------------
@@ -87,6 +91,13 @@ class FakeGitLabKnobs:
             self.failures.append(
                 ScriptedFailure(status, retry_after, message, method and method.upper(), path)
             )
+
+    def stall_next(
+        self, seconds: float, *, method: str | None = None, path: str | None = None
+    ) -> None:
+        """Hold the answer to the next request matching ``method``/``path`` for ``seconds``
+        of real time, then answer it (the write takes effect when it is answered)."""
+        self.stalls.append(ScriptedStall(seconds, method and method.upper(), path))
 
     def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
         """Refuse every POST/PUT/DELETE with ``status`` (403, or 422, 404…) until called

@@ -51,3 +51,29 @@ class ScriptedFailure:
         return (self.method is None or self.method == method) and (
             self.path is None or fnmatchcase(path, self.path)
         )
+
+
+@dataclass
+class ScriptedStall:
+    seconds: float
+    method: str | None
+    path: str | None
+
+    def applies(self, method: str, path: str) -> bool:
+        return (self.method is None or self.method == method) and (
+            self.path is None or fnmatchcase(path, self.path)
+        )
+
+
+def unmarked(value: Any) -> Any:
+    """``value`` (a text, or a request body) without the write marks the bridge appends
+    to what it creates on a tracker (hidden comments naming the write)."""
+    from cotal_tasks.providers.hosted.writeback import strip_marker
+
+    if isinstance(value, str):
+        return strip_marker(value)
+    if isinstance(value, dict):  # a text that was only a mark was not sent at all
+        return {k: unmarked(v) for k, v in value.items() if unmarked(v) is not None}
+    if isinstance(value, list):
+        return [unmarked(v) for v in value]
+    return value

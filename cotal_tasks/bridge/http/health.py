@@ -8,7 +8,9 @@ time of its last successful sync (a hosted tracker's mirror: see ``ReportsLastSy
 and ``degraded`` (counts by reason and the latest few) when the store counts the tracker
 items it mapped without a refused part or skipped (``ReportsDegradations``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
-ready (it serves labelled reads), and says so.
+ready (it serves labelled reads), and says so. A hosted endpoint also says whether this
+instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
+exactly one instance per endpoint should say leader.
 """
 
 from __future__ import annotations
@@ -80,6 +82,9 @@ async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
             "message": f"the store did not answer within {PROBE_TIMEOUT_S:g} s; check the "
             "database, then retry",
         }
+    if endpoint.hosted is not None:
+        election = endpoint.hosted.election
+        entry["sync"] = {"role": election.role, "since": election.since_ms}
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up
     entry["ready"] = readable and broker_up

@@ -51,6 +51,7 @@ from cotal_tasks.core import (
     json_schema,
 )
 from cotal_tasks.core.errors import Outcome
+from cotal_tasks.providers.store import deadline_at
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +178,7 @@ class EndpointServer:
             reply = envelope.error_reply("invalid", _not_json(exc))
         else:
             cast = envelope.is_cast(raw)
-            reply = await self._answer(subject, raw)
+            reply = await self._answer(subject, raw, started)
             if cast:
                 return  # a cast is never answered, not even with an error
         if self.on_served is not None:
@@ -186,14 +187,17 @@ class EndpointServer:
         target = reply_subject(self.space, subject, self.identity.instance_id, self.identity.epoch)
         await self.nc.publish(target, self._encode(reply))
 
-    async def _answer(self, subject: RequestSubject, raw: Any) -> dict[str, Any]:
-        """Parse, admit and serve one decoded body; return its reply envelope."""
+    async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
+        """Parse, admit and serve one decoded body (received at loop time ``received``, so
+        a write answers by its ``deadlineMs``); return its reply envelope."""
         request_id = envelope.request_id_of(raw)
         started = False  # whether the command may have begun: an internal error says so
         try:
             request = envelope.parse_request(raw)
             started = True
-            data = await self._dispatch(subject, request)
+            budget = request.deadline_ms
+            with deadline_at(None if budget is None else received + budget / 1000):
+                data = await self._dispatch(subject, request)
             return envelope.ok_reply(request.id, data)
         except ContractError as exc:
             return envelope.error_reply(request_id, exc)

@@ -28,8 +28,9 @@ class SpaceNotSetUp(RuntimeError):
     """The space lacks a stream or bucket that Cotal's space setup creates."""
 
 
-async def ensure_space(js: JetStreamContext, space: str) -> None:
-    """Create the streams and buckets a Cotal space setup would. Embedded mode only."""
+async def ensure_space(js: JetStreamContext, space: str, *, replicas: int = 1) -> None:
+    """Create the streams and buckets a Cotal space setup would (embedded mode, and tests;
+    ``replicas`` on a JetStream cluster)."""
     names = stream_names(space)
     base = prefix(space)
     for name, subjects, extra in (
@@ -37,7 +38,12 @@ async def ensure_space(js: JetStreamContext, space: str) -> None:
         (names["events"], [f"{base}.epe.>"], {"max_age": 3600.0}),
     ):
         config = StreamConfig(
-            name=name, subjects=subjects, storage=StorageType.FILE, allow_direct=True, **extra
+            name=name,
+            subjects=subjects,
+            storage=StorageType.FILE,
+            allow_direct=True,
+            num_replicas=replicas,
+            **extra,
         )
         try:
             await js.stream_info(name)
@@ -48,7 +54,7 @@ async def ensure_space(js: JetStreamContext, space: str) -> None:
             await js.key_value(bucket)
         except BucketNotFoundError:
             await js.create_key_value(
-                KeyValueConfig(bucket=bucket, ttl=ttl, history=1, direct=True)
+                KeyValueConfig(bucket=bucket, ttl=ttl, history=1, direct=True, replicas=replicas)
             )
 
 

@@ -90,3 +90,32 @@ deliveries = Table(
 )
 
 CHANGE_SEQ = "change_seq"
+
+# Tracker writes of a hosted endpoint, keyed by the caller triple and envelope id: a row is
+# written ``pending`` before the tracker call and ``done`` (with the changeSeq the mirror
+# took it at, the echo mark the sync reads) after the mirror commit. A retry that finds
+# a pending row reconciles against the tracker instead of writing again.
+intents = Table(
+    "ct_intents",
+    metadata,
+    Column("key", String(600), primary_key=True),
+    Column("marker", String(64), nullable=False),
+    Column("task_id", String(512)),
+    Column("number", BigInteger),  # the tracker's issue number, once known
+    Column("state", String(16), nullable=False),  # pending | done
+    Column("holder", String(128), nullable=False),
+    Column("lease_until", BigInteger, nullable=False),
+    Column("change_seq", BigInteger),
+    Column("created_at", BigInteger, nullable=False),
+    Index("ct_intents_task", "task_id", "state"),
+    Index("ct_intents_created", "created_at"),
+)
+
+# Named leases with expiry: the hosted sync leader of an endpoint on a shared database.
+leases = Table(
+    "ct_leases",
+    metadata,
+    Column("name", String(256), primary_key=True),
+    Column("holder", String(128), nullable=False),
+    Column("until", BigInteger, nullable=False),
+)

@@ -26,6 +26,16 @@ class MirrorState:
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
 
+    @property
+    def engine(self) -> AsyncEngine:
+        """The mirror's database, for the write ledger and leases kept beside it."""
+        return self._engine
+
+    @property
+    def shared(self) -> bool:
+        """True on a database several bridge instances can share (PostgreSQL)."""
+        return self._engine.dialect.name != "sqlite"
+
     async def load(self, key: str) -> dict[str, Any] | None:
         s = schema.sync_state
         try:

@@ -109,12 +109,13 @@ class GitHubClient:
             yield response
             url = response.links.get("next", {}).get("url")
 
-    async def recent_issues(self, count: int) -> list[dict[str, Any]]:
-        """The most recently updated issues and pull requests, newest first, one page."""
+    async def recent_issues(self, count: int, order: str = "updated") -> list[dict[str, Any]]:
+        """The most recently updated (or ``created``) issues and pull requests, newest
+        first, one page."""
         response = await self.http.request(
             "GET",
             self._path("/issues"),
-            params={"state": "all", "sort": "updated", "direction": "desc", "per_page": count},
+            params={"state": "all", "sort": order, "direction": "desc", "per_page": count},
         )
         items: list[dict[str, Any]] = response.json()
         return items
@@ -149,16 +150,20 @@ class GitHubClient:
                 ) from exc
             raise
 
-    async def timeline(self, number: int) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
-        url: str | None = self._path(f"/issues/{number}/timeline")
+    async def _every_page(self, tail: str) -> list[dict[str, Any]]:
+        """Every item of a paginated listing, following the ``Link`` header."""
+        items: list[dict[str, Any]] = []
+        url: str | None = self._path(tail)
         params: Mapping[str, Any] | None = {"per_page": PER_PAGE}
         while url is not None:
             response = await self.http.request("GET", url, params=params)
-            events.extend(response.json())
+            items.extend(response.json())
             url = response.links.get("next", {}).get("url")
             params = None
-        return events
+        return items
+
+    async def timeline(self, number: int) -> list[dict[str, Any]]:
+        return await self._every_page(f"/issues/{number}/timeline")
 
     async def get_pull(self, number: int) -> dict[str, Any]:
         response = await self.http.request("GET", self._path(f"/pulls/{number}"))
@@ -225,6 +230,10 @@ class GitHubClient:
                     statuses[int(node["number"])] = str(value["name"])
                     break
         return statuses
+
+    async def comments(self, number: int) -> list[dict[str, Any]]:
+        """Every comment on the issue, oldest first."""
+        return await self._every_page(f"/issues/{number}/comments")
 
     async def comment(self, number: int, body: str) -> None:
         await self.http.request(

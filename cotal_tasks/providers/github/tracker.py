@@ -24,6 +24,7 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackerRefused,
     epoch_ms,
 )
+from cotal_tasks.providers.hosted.writeback import carries_marker
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,7 @@ def _iso(stamp: datetime) -> str:
 
 class GitHubTracker:
     name = "GitHub"
+    single_assignee: bool | None = False  # GitHub keeps up to ten assignees
 
     def __init__(self, client: GitHubClient, config: GitHubConfig) -> None:
         self.client = client
@@ -141,6 +143,16 @@ class GitHubTracker:
         if issue.labels:
             payload["labels"] = list(issue.labels)
         return mapping.tracked(self.repo, await self.client.create_issue(payload))
+
+    async def find_marked(self, marker: str) -> TrackedIssue | None:
+        for item in await self.client.recent_issues(PER_PAGE, order="created"):
+            if not mapping.is_pull_request(item) and carries_marker(item.get("body"), marker):
+                return mapping.tracked(self.repo, item)
+        return None
+
+    async def has_marked_comment(self, number: int, marker: str) -> bool:
+        comments = await self.client.comments(number)
+        return any(carries_marker(c.get("body"), marker) for c in comments)
 
     async def apply(self, number: int, change: TrackerChange) -> None:
         applied: list[str] = []

@@ -105,15 +105,15 @@ class GitLabClient:
     async def _get(self, tail: str) -> Any:
         return (await self.http.request("GET", self._path(tail))).json()
 
-    async def recent_issues(self, count: int) -> list[dict[str, Any]]:
-        """The most recently updated issues, newest first, one page."""
+    async def recent_issues(self, count: int, order: str = "updated_at") -> list[dict[str, Any]]:
+        """The most recently updated (or ``created_at``) issues, newest first, one page."""
         found: list[dict[str, Any]] = (
             await self.http.request(
                 "GET",
                 self._path("/issues"),
                 params={
                     "state": "all",
-                    "order_by": "updated_at",
+                    "order_by": order,
                     "sort": "desc",
                     "per_page": count,
                 },
@@ -151,6 +151,16 @@ class GitLabClient:
         response = await self.http.request("PUT", self._path(f"/issues/{iid}"), json=dict(payload))
         issue: dict[str, Any] = response.json()
         return issue
+
+    async def recent_notes(self, iid: int) -> list[dict[str, Any]]:
+        """The newest notes on the issue, newest first (one page)."""
+        response = await self.http.request(
+            "GET",
+            self._path(f"/issues/{iid}/notes"),
+            params={"sort": "desc", "order_by": "created_at", "per_page": PER_PAGE},
+        )
+        found: list[dict[str, Any]] = response.json()
+        return found
 
     async def note(self, iid: int, body: str) -> None:
         await self.http.request("POST", self._path(f"/issues/{iid}/notes"), json={"body": body})

@@ -22,6 +22,7 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackerRefused,
     epoch_ms,
 )
+from cotal_tasks.providers.hosted.writeback import carries_marker
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ class GitLabTracker:
     def __init__(self, client: GitLabClient, config: GitLabConfig) -> None:
         self.client = client
         self.config = config
+        self.single_assignee: bool | None = config.single_assignee
         # The project's path names its tasks; a numeric project id learns it from issues.
         self.path: str | None = config.project if "/" in config.project else None
         self.boundary = ItemBoundary(self.name)
@@ -155,20 +157,46 @@ class GitLabTracker:
         created = await self.client.create_issue(payload)
         return mapping.tracked(self._path_from(created), created, include_confidential=True)
 
+    async def find_marked(self, marker: str) -> TrackedIssue | None:
+        for item in await self.client.recent_issues(100, order="created_at"):
+            if carries_marker(item.get("description"), marker):
+                return mapping.tracked(self._path_from(item), item)
+        return None
+
+    async def has_marked_comment(self, number: int, marker: str) -> bool:
+        notes = await self.client.recent_notes(number)
+        return any(carries_marker(n.get("body"), marker) for n in notes)
+
+    async def _assignees(
+        self, number: int, change: TrackerChange
+    ) -> tuple[list[int] | None, list[str]]:
+        """The ``assignee_ids`` to send (the issue's own first, in GitLab's order, so a
+        single-assignee tier keeps them) and the seat accounts newly asked for."""
+        current = await self.client.get_issue(number)
+        if current is None:
+            raise TrackerHttpError(404, "the issue is gone", method="GET", path=str(number))
+        held = [(str(u["username"]), int(u["id"])) for u in current.get("assignees") or ()]
+        ids = dict(held)
+        names = [name for name, _ in held if name not in change.unassign]
+        added = [name for name in change.assign if name not in names]
+        if added and names and self.single_assignee:
+            added = []  # one assignee only, and it is someone's: claim by the label alone
+        for name in added:
+            ids[name] = await self.client.user_id(name)
+        names += added
+        if names == [name for name, _ in held]:
+            return None, []
+        return [ids[name] for name in names], added
+
     async def apply(self, number: int, change: TrackerChange) -> None:
         applied: list[str] = []
         try:
             update: dict[str, Any] = {}
+            added: list[str] = []
             if change.assign or change.unassign:
-                current = await self.client.get_issue(number)
-                if current is None:
-                    raise TrackerHttpError(404, "the issue is gone", method="GET", path=str(number))
-                held = {u["username"]: int(u["id"]) for u in current.get("assignees") or ()}
-                for username in change.unassign:
-                    held.pop(username, None)
-                for username in change.assign:
-                    held[username] = await self.client.user_id(username)
-                update["assignee_ids"] = sorted(held.values())
+                assignee_ids, added = await self._assignees(number, change)
+                if assignee_ids is not None:
+                    update["assignee_ids"] = assignee_ids
             if change.add_labels:
                 update["add_labels"] = ",".join(change.add_labels)
             if change.remove_labels:
@@ -181,16 +209,8 @@ class GitLabTracker:
                 update["description"] = change.body
             if update:
                 result = await self.client.update_issue(number, update)
-                usernames = {u.get("username") for u in result.get("assignees") or ()}
-                missing = [name for name in change.assign if name not in usernames]
-                if missing:
-                    raise TrackerHttpError(
-                        422,
-                        f"GitLab did not assign {', '.join(missing)} (no access to the project?)",
-                        method="PUT",
-                        path=f"issues/{number}",
-                    )
                 applied.append("update")
+                self._check_assigned(update.get("assignee_ids") or [], added, result, number)
             if change.comment:
                 if applied and self.config.mutation_spacing_s:
                     await asyncio.sleep(self.config.mutation_spacing_s)
@@ -198,3 +218,24 @@ class GitLabTracker:
                 applied.append("note")
         except TrackerHttpError as exc:
             raise TrackerRefused(exc, tuple(applied)) from exc
+
+    def _check_assigned(
+        self, sent: list[int], added: list[str], result: dict[str, Any], number: int
+    ) -> None:
+        got = [u.get("id") for u in result.get("assignees") or ()]
+        usernames = {u.get("username") for u in result.get("assignees") or ()}
+        missing = [name for name in added if name not in usernames]
+        if not missing:
+            return
+        if len(sent) > 1 and got == sent[:1]:
+            # GitLab kept only the first id it was sent: this tier has one assignee per
+            # issue. The human stays assigned; the claim rides on the label from now on.
+            log.info("GitLab keeps one assignee per issue here; claims use the label alone")
+            self.single_assignee = True
+            return
+        raise TrackerHttpError(
+            422,
+            f"GitLab did not assign {', '.join(missing)} (no access to the project?)",
+            method="PUT",
+            path=f"issues/{number}",
+        )

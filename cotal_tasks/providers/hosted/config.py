@@ -107,3 +107,7 @@ class GitLabConfig(HostedConfig):
     # Confidential issues are withheld from the board (which every tasks.read holder can
     # read) unless the operator opts in here.
     include_confidential: bool = False
+    # GitLab Free keeps one assignee per issue. ``true``: claim by the claimed label alone
+    # while someone else is assigned (a human assignee is never replaced); ``None``: learn
+    # it from the first claim GitLab answers with only the first assignee kept.
+    single_assignee: bool | None = None

@@ -1,17 +1,19 @@
 """A hosted tracker as a ``TaskStore``: reads from the local mirror, writes through the
 tracker first and into the mirror only once the tracker took them.
 
-The mirror is a board store; sync and write-back take turns on one lock, so a poll never
-interleaves with a write. Reads never call the tracker; they carry a ``stale`` marker
-when the last successful sync is older than the bound or the tracker is failing.
+The mirror is a board store, shared by every instance of the endpoint on PostgreSQL.
+Writes go through ``writes`` (one at a time per task, recorded in the write ledger); the
+sync skips the tasks the ledger says were written after the tracker was read, and reads
+a page again when a write lands while it commits. Reads never call the tracker; they
+carry a ``stale`` marker when the last successful sync is older than the bound or the
+tracker is failing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task
@@ -20,12 +22,12 @@ from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.mapping import project, same_record
-from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker, TrackerRefused
-from cotal_tasks.providers.hosted.writeback import WritePlan, plan_change, plan_new
+from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
+from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
+from cotal_tasks.providers.hosted.writes import Writes
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
-    IdempotencyKeyTaken,
     IdempotencyRecord,
     Page,
     PageQuery,
@@ -35,6 +37,8 @@ from cotal_tasks.providers.store import (
 )
 
 log = logging.getLogger(__name__)
+
+_SYNC_ATTEMPTS = 5
 
 SeatUids = Callable[[str, str], Awaitable[str | None]]  # (owner, actor) -> current uid
 ChangeHook = Callable[[int], Awaitable[None]]
@@ -96,6 +100,7 @@ class HostedStore:
         space: str,
         clock: Callable[[], int],
         seat_uids: SeatUids = no_uids,
+        instance: str | None = None,
     ) -> None:
         self.mirror = mirror
         self.tracker = tracker
@@ -105,9 +110,17 @@ class HostedStore:
         self.clock = clock
         self.seat_uids = seat_uids
         self.health = SyncHealth()
-        self.lock = asyncio.Lock()
-        # The changeSeq at which the bridge last wrote each task through the endpoint.
-        self._written_seq: dict[str, int] = {}
+        self.writes = Writes(
+            mirror,
+            tracker,
+            mirror.state(),
+            config=config,
+            plan=plan,
+            clock=clock,
+            project=self._project,
+            error=lambda exc, outcome: tracker_error(tracker.name, exc, outcome),
+            instance=instance,
+        )
         self._on_change: list[ChangeHook] = []
 
     def on_change(self, hook: ChangeHook) -> None:
@@ -125,6 +138,7 @@ class HostedStore:
         return await self.mirror.recall(key, not_before)
 
     async def prune(self, before: int) -> int:
+        await self.writes.ledger.prune(before)
         return await self.mirror.prune(before)
 
     async def change_seq(self) -> int:
@@ -134,6 +148,7 @@ class HostedStore:
         return await self.mirror.history(task_id, limit)
 
     async def close(self) -> None:
+        await self.writes.drain()
         await self.mirror.close()
 
     def degradations(self) -> dict[str, Any]:
@@ -159,93 +174,13 @@ class HostedStore:
             )
         return None
 
-    # -- writes: the tracker first, then the mirror --------------------------------------
+    # -- writes: the tracker first, then the mirror (see ``writes``) --------------------
     async def commit(self, write: Write) -> Committed:
-        async with self.lock:
-            if write.idempotency is not None and await self.mirror.recall(
-                write.idempotency.key, write.idempotency.expired_before
-            ):
-                raise IdempotencyKeyTaken(write.idempotency.key)
-            if write.expected_revision is None:
-                final = await self._create(write.task)
-            else:
-                final = await self._update(write)
-            committed = await self.mirror.commit(
-                Write(
-                    final,
-                    write.expected_revision,
-                    write.command,
-                    write.actor,
-                    write.note,
-                    write.idempotency,
-                )
-            )
-            self._written_seq[final.taskId] = committed.change_seq
-            return committed
-
-    async def _create(self, task: Task) -> Task:
-        issue, follow = plan_new(task, self.plan)
-        try:
-            created = await self.tracker.create(issue)
-        except (TrackerHttpError, TrackerRefused) as exc:
-            raise tracker_error(self.tracker.name, _cause(exc), "not-executed") from exc
-        if follow:
-            try:
-                await self.tracker.apply(created.number, follow)
-            except TrackerRefused as exc:
-                raise tracker_error(self.tracker.name, exc.error, "executed") from exc
-        tracked = await self._refetch(created)
-        projected = await self._project(tracked, None)
-        evidence = {(e.kind, e.ref): e for e in (*projected.evidence, *task.evidence)}
-        return Task.model_validate(
-            {
-                **projected.model_dump(),
-                "evidence": [e.model_dump() for e in evidence.values()][-32:],
-            }
-        )
-
-    async def _update(self, write: Write) -> Task:
-        stored = await self.mirror.get(write.task.taskId)
-        if stored.revision != write.expected_revision:
-            raise RevisionConflict(write.task.taskId)
-        number = self.tracker.number_of(write.task.taskId)
-        if number is None:
-            raise ContractError(
-                ErrorCode.FAILED_PRECONDITION,
-                f"{write.task.taskId!r} is not a {self.tracker.name} issue of this endpoint",
-                outcome="not-executed",
-            )
-        change = plan_change(
-            stored.task, write.task, plan=self.plan, seats=self.config.seats, note=write.note
-        )
-        if not change:
-            return write.task
-        try:
-            await self.tracker.apply(number, change)
-        except TrackerRefused as exc:
-            outcome: Outcome = "executed" if exc.applied else "not-executed"
-            raise tracker_error(self.tracker.name, exc.error, outcome) from exc
-        try:
-            tracked = await self.tracker.fetch(number)
-        except TrackerHttpError:
-            log.warning("re-reading %s after the write failed; the next sync will", number)
-            return write.task
-        if tracked is None:
-            return write.task
-        projected = await self._project(tracked, write.task)
-        return Task.model_validate(
-            {**write.task.model_dump(), "statusSource": projected.statusSource}
-        )
-
-    async def _refetch(self, created: TrackedIssue) -> TrackedIssue:
-        try:
-            tracked = await self.tracker.fetch(created.number)
-        except TrackerHttpError:
-            log.warning("re-reading new issue %s failed; using the create answer", created.number)
-            return created
-        return tracked or created
+        return await self.writes.commit(write)
 
     async def _project(self, issue: TrackedIssue, existing: Task | None) -> Task:
+        issue = replace(issue, body=strip_marker(issue.body))
+        seats = self._seats_for(issue, existing)
         uids: dict[tuple[str, str], str | None] = {}
         for login in issue.assignees:
             principal = self.config.seats.get(login)
@@ -257,12 +192,33 @@ class HostedStore:
             issue,
             space=self.space,
             rules=self.config.status_rules,
-            seats=self.config.seats,
+            seats=seats,
             existing=existing,
             uid_of=lambda owner, actor: uids.get((owner, actor)),
             now=self.clock(),
             note=lambda reason, detail: boundary.note(reason, issue.task_id, detail),
         )
+
+    def _seats_for(self, issue: TrackedIssue, existing: Task | None) -> Mapping[str, str]:
+        """The seat directory to read ``issue`` with. Where an issue keeps one assignee
+        (GitLab Free) a claim made through the endpoint rides on the claimed or blocked
+        label alone: while the label stays, the bound seat stays bound even though its
+        account is not the assignee."""
+        seats = self.config.seats
+        binding = existing.binding if existing is not None else None
+        if not self.tracker.single_assignee or binding is None:
+            return seats
+        principal = f"{binding.owner}.{binding.actor}"
+        labels = {label.casefold() for label in issue.native.labels}
+        riding = {
+            label.casefold()
+            for label in (self.plan.claimed_label, self.plan.blocked_label)
+            if label is not None
+        }
+        assigned = {seats.get(login) for login in issue.assignees}
+        if principal in assigned or not labels & riding:
+            return seats
+        return {login: who for login, who in seats.items() if who != principal}
 
     async def _synced_record(self, issue: TrackedIssue, existing: Task | None) -> Task | None:
         """The record a synced issue maps to, through the item boundary: ``None`` for an
@@ -296,36 +252,53 @@ class HostedStore:
         """
         if not issues:
             return 0
-        async with self.lock:
-            held = await self.mirror.get_many([issue.task_id for issue in issues])
-            writes: list[Write] = []
-            for issue in issues:
-                written = self._written_seq.get(issue.task_id)
-                if read_mark is not None and written is not None and written > read_mark:
-                    continue
-                stored = held.get(issue.task_id)
-                record = await self._synced_record(issue, stored.task if stored else None)
-                if record is None:
-                    continue
-                if stored is not None and same_record(record, stored.task):
-                    continue  # nothing new, or the echo of the bridge's own write
-                writes.append(
-                    Write(
-                        record,
-                        stored.revision if stored else None,
-                        "sync",
-                        f"{self.tracker.name}-sync",
-                    )
-                )
-            committed = await self.mirror.commit_many(writes)
+        for _ in range(_SYNC_ATTEMPTS):
+            try:
+                committed = await self._mirror_page(issues, read_mark)
+                break
+            except RevisionConflict:
+                continue  # a write through the endpoint landed meanwhile: read again
+        else:
+            raise ContractError(
+                ErrorCode.UNAVAILABLE,
+                "the mirror kept changing under the sync; the next poll retries",
+            )
         if committed:
-            for hook in self._on_change:
-                try:
-                    await hook(committed[-1].change_seq)
-                except Exception:
-                    log.exception("change hook failed after a sync of %d task(s)", len(writes))
+            await self.announce_change(committed[-1].change_seq)
         return len(committed)
 
+    async def announce_change(self, change_seq: int) -> None:
+        """Tell the hooks the mirror reached ``change_seq`` through a sync."""
+        for hook in self._on_change:
+            try:
+                await hook(change_seq)
+            except Exception:
+                log.exception("change hook failed at changeSeq %d", change_seq)
 
-def _cause(exc: Exception) -> Exception:
-    return exc.error if isinstance(exc, TrackerRefused) else exc
+    async def _mirror_page(
+        self, issues: Sequence[TrackedIssue], read_mark: int | None
+    ) -> list[Committed]:
+        ids = [issue.task_id for issue in issues]
+        held = await self.mirror.get_many(ids)
+        echoes = set()
+        if read_mark is not None:
+            echoes = await self.writes.ledger.echoes(ids, read_mark, self.clock())
+        writes: list[Write] = []
+        for issue in issues:
+            if issue.task_id in echoes:
+                continue
+            stored = held.get(issue.task_id)
+            record = await self._synced_record(issue, stored.task if stored else None)
+            if record is None:
+                continue
+            if stored is not None and same_record(record, stored.task):
+                continue  # nothing new, or the echo of the bridge's own write
+            writes.append(
+                Write(
+                    record,
+                    stored.revision if stored else None,
+                    "sync",
+                    f"{self.tracker.name}-sync",
+                )
+            )
+        return await self.mirror.commit_many(writes)

@@ -115,6 +115,9 @@ class Tracker(Protocol):
 
     name: str  # "github", "gitlab": names the tracker in messages and metrics
     boundary: ItemBoundary  # where an item that does not map is recorded, by reason
+    # An issue keeps only one assignee (GitLab Free): a claim then rides on the claimed
+    # label alone when someone else is assigned. ``None``: not known yet.
+    single_assignee: bool | None
 
     def number_of(self, task_id: str) -> int | None:
         """The issue number a task id of this tracker names, or ``None``."""
@@ -142,6 +145,15 @@ class Tracker(Protocol):
 
     async def apply(self, number: int, change: TrackerChange) -> None:
         """Apply ``change``; raise ``TrackerRefused`` with what was and was not done."""
+        ...
+
+    async def find_marked(self, marker: str) -> TrackedIssue | None:
+        """A recently created issue whose body carries ``marker`` (an earlier attempt of a
+        create), or ``None``."""
+        ...
+
+    async def has_marked_comment(self, number: int, marker: str) -> bool:
+        """Whether a comment carrying ``marker`` is on the issue already."""
         ...
 
 

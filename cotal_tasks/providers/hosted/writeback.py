@@ -9,12 +9,13 @@ any new evidence.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 from cotal_tasks.core import Task, TaskBinding
-from cotal_tasks.providers.hosted.tracker import NewIssue, TrackerChange
+from cotal_tasks.providers.hosted.tracker import NewIssue, TrackedIssue, TrackerChange
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,3 +123,56 @@ def plan_new(task: Task, plan: WritePlan) -> tuple[NewIssue, TrackerChange]:
             comment="Evidence:\n" + "\n".join(lines),
         )
     return NewIssue(task.title, task.brief, labels), follow
+
+
+# A tracker write carries a mark of its caller and envelope id, invisible when the tracker
+# renders markdown, so a retry can tell whether an earlier attempt already took effect.
+_MARK_PREFIX = "<!-- cotal-tasks:write "
+_MARK = re.compile(r"\s*<!-- cotal-tasks:write [0-9a-f]{8,64} -->\s*$")
+
+
+def with_marker(text: str | None, marker: str) -> str:
+    """``text`` with the write's mark at its end."""
+    mark = f"{_MARK_PREFIX}{marker} -->"
+    return f"{text}\n\n{mark}" if text else mark
+
+
+def strip_marker(text: str | None) -> str | None:
+    """``text`` without a write's mark; ``None`` when nothing else was there."""
+    if text is None:
+        return None
+    stripped = _MARK.sub("", text)
+    return stripped if stripped else None
+
+
+def carries_marker(text: str | None, marker: str) -> bool:
+    return text is not None and f"{_MARK_PREFIX}{marker} -->" in text
+
+
+def remaining(change: TrackerChange, issue: TrackedIssue, commented: bool) -> TrackerChange:
+    """What of ``change`` the issue does not show yet: a retry applies only that.
+
+    ``commented``: a comment carrying the write's mark is already on the issue.
+    """
+    held = set(issue.assignees)
+    labels = {label.casefold() for label in issue.native.labels}
+    closed = issue.native.state == "closed"
+    state, reason, reclose = change.state, change.state_reason, change.reclose
+    if state == "closed" and closed and (reason is None or issue.native.state_reason == reason):
+        state, reason, reclose = None, None, False
+    elif state == "open" and not closed:
+        state, reason = None, None
+    body = change.body
+    if body is not None and strip_marker(issue.body) == body:
+        body = None
+    return TrackerChange(
+        assign=tuple(a for a in change.assign if a not in held),
+        unassign=tuple(a for a in change.unassign if a in held),
+        add_labels=tuple(x for x in change.add_labels if x.casefold() not in labels),
+        remove_labels=tuple(x for x in change.remove_labels if x.casefold() in labels),
+        state=state,
+        state_reason=reason,
+        body=body,
+        comment=None if commented else change.comment,
+        reclose=reclose,
+    )

@@ -28,6 +28,7 @@ from tests.providers.github._support import (
     task_id,
 )
 from tests.support.fake_github import FakeGitHub
+from tests.support.fake_tracker import unmarked
 
 Json = dict[str, Any]
 WORKER = seat("worker", 4)  # a seat the directory does not map: no GitHub account
@@ -35,7 +36,7 @@ SHA = "9fceb02d0ae598e95dc970b74767f19372d61af8"
 
 
 def writes(fake: FakeGitHub, since: int) -> list[tuple[str, str, Any]]:
-    return [(r.method, r.path, r.body) for r in fake.requests[since:] if r.is_write]
+    return [(r.method, r.path, unmarked(r.body)) for r in fake.requests[since:] if r.is_write]
 
 
 async def synced(gh: GitHubEndpoint, *titles: str) -> None:
@@ -71,7 +72,7 @@ async def test_create_task_creates_an_issue(gh: GitHubEndpoint) -> None:
         ("POST", ISSUES, {"title": "Write the GitHub docs", "body": "Token scopes, webhooks."})
     ]
     issue = gh.fake.issue(REPO, 1)
-    assert (issue.title, issue.body, issue.state, issue.user) == (
+    assert (issue.title, unmarked(issue.body), issue.state, issue.user) == (
         "Write the GitHub docs",
         "Token scopes, webhooks.",
         "open",
@@ -241,7 +242,7 @@ async def test_done_with_a_note_closes_and_comments_once(gh: GitHubEndpoint) -> 
         ("PATCH", f"{ISSUES}/1"),
         ("POST", f"{ISSUES}/1/comments"),
     ]
-    assert [c.body for c in gh.fake.issue(REPO, 1).comments] == ["Merged."]
+    assert [unmarked(c.body) for c in gh.fake.issue(REPO, 1).comments] == ["Merged."]
     await assert_echo_is_quiet(gh, 1)
 
 
@@ -377,24 +378,32 @@ async def test_refused_writes_surface_and_leave_the_mirror_alone(
     assert report.changed == 0
 
 
-async def test_a_write_refused_halfway_says_executed_and_the_poll_catches_up(
+async def test_a_write_refused_halfway_says_executed_and_the_mirror_shows_it(
     gh: GitHubEndpoint,
 ) -> None:
+    """The close is taken, the comment after it refused: the error says ``executed`` and
+    the mirror shows the closed issue at once. A retry with the same envelope id posts
+    only the comment: the issue is not closed a second time."""
     claimed = await claimed_by_builder(gh)
     gh.fake.fail_next(status=422, message="Body is too long", method="POST", path="*/comments")
+    args = {"taskId": task_id(1), "status": "done", "note": "Merged."}
 
     with pytest.raises(ContractError) as refused:
-        await gh.client.update(BUILDER, task_id(1), status="done", note="Merged.")
+        await gh.client.call("update-task", BUILDER, args, mode="self", envelope_id="e-half")
 
     assert refused.value.code is ErrorCode.FAILED_PRECONDITION
     assert refused.value.outcome == "executed"  # the issue was closed before the comment
-    assert await gh.get(1) == claimed
     assert gh.fake.issue(REPO, 1).state == "closed"
-    gh.fake.advance(5)
-    await gh.poll()
-    caught_up = await gh.get(1)
-    assert (caught_up["status"], caught_up["statusSource"]) == ("done", "closed")
-    assert caught_up["binding"] == claimed["binding"]
+    shown = await gh.get(1)
+    assert (shown["status"], shown["statusSource"]) == ("done", "closed")
+    assert shown["binding"] == claimed["binding"]
+    mark = len(gh.fake.requests)
+
+    again = await gh.client.call("update-task", BUILDER, args, mode="self", envelope_id="e-half")
+
+    assert again["status"] == "done"
+    assert [(m, p) for m, p, _ in writes(gh.fake, mark)] == [("POST", f"{ISSUES}/1/comments")]
+    assert [unmarked(c.body) for c in gh.fake.issue(REPO, 1).comments] == ["Merged."]
 
 
 async def test_a_seat_login_github_cannot_assign_refuses_the_claim(
@@ -465,7 +474,7 @@ async def test_claim_and_update_over_the_wire_write_back(
         )
         issue = fake.issue(REPO, 1)
         assert (issue.state, issue.state_reason, issue.labels) == ("closed", "completed", [])
-        assert [c.body for c in issue.comments] == [f"Shipped.\n\n- commit: {SHA}"]
+        assert [unmarked(c.body) for c in issue.comments] == [f"Shipped.\n\n- commit: {SHA}"]
         assert (done["status"], done["statusSource"]) == ("done", "closed")
         # A refusal crosses the wire with its code and outcome.
         fake.refuse_writes(403)

@@ -28,6 +28,7 @@ from tests.providers.gitlab._support import (
     writes_to,
 )
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest
+from tests.support.fake_tracker import unmarked
 
 Json = dict[str, Any]
 WORKER = seat("worker", 5)  # a seat with no GitLab account
@@ -35,7 +36,8 @@ WORKER = seat("worker", 5)  # a seat with no GitLab account
 
 def body(request: RecordedRequest) -> Json:
     assert isinstance(request.body, dict), request
-    return request.body
+    found: Json = unmarked(request.body)
+    return found
 
 
 def assignees(fake: FakeGitLab, iid: int) -> list[str]:
@@ -80,7 +82,7 @@ async def test_create_task_creates_an_issue_named_by_its_reference(gl: GitLabEnd
     assert post.path == ISSUES
     assert body(post) == {"title": "Ship the parser", "description": "Ship it."}
     issue = fake.issue(PROJECT, 3)
-    assert (issue.title, issue.description, issue.state) == (
+    assert (issue.title, unmarked(issue.description), issue.state) == (
         "Ship the parser",
         "Ship it.",
         "opened",
@@ -118,7 +120,7 @@ async def test_create_task_with_evidence_posts_one_note(gl: GitLabEndpoint) -> N
         ("run", "https://ci.example/run/41")
     ]
     (note,) = [n for n in fake.issue(PROJECT, iid).notes if not n.system]
-    assert note.body == "Evidence:\n- run: https://ci.example/run/41"
+    assert unmarked(note.body) == "Evidence:\n- run: https://ci.example/run/41"
     assert [r.method for r in fake.writes] == ["POST", "POST"]
 
 
@@ -238,7 +240,7 @@ async def test_a_note_and_evidence_become_one_note(gl: GitLabEndpoint) -> None:
     (post,) = writes_to(fake, iid, mark)
     assert (post.method, post.path) == ("POST", f"{ISSUES}/{iid}/notes")
     assert body(post) == {"body": "Pushed the fix.\n\n- commit: 9f2c1e7\n- branch: fix/parser"}
-    assert [n.body for n in fake.issue(PROJECT, iid).notes if not n.system] == [
+    assert [unmarked(n.body) for n in fake.issue(PROJECT, iid).notes if not n.system] == [
         "Pushed the fix.\n\n- commit: 9f2c1e7\n- branch: fix/parser"
     ]
     assert [(e["kind"], e["ref"]) for e in updated["evidence"]] == [
@@ -274,7 +276,7 @@ async def test_administer_unbind_unassigns_and_removes_the_labels(gl: GitLabEndp
     assert body(put)["remove_labels"] == BLOCKED
     assert assignees(fake, iid) == [HUMAN]
     assert labels_of(fake, iid) == []
-    notes = [n.body for n in fake.issue(PROJECT, iid).notes if not n.system]
+    notes = [unmarked(n.body) for n in fake.issue(PROJECT, iid).notes if not n.system]
     assert notes == ["Seat is gone."]
     assert (freed["status"], freed["statusSource"]) == ("open", "opened")
     assert "binding" not in freed
@@ -366,11 +368,11 @@ async def test_a_refused_write_is_an_error_with_outcome_and_the_mirror_unchanged
     assert len(fake.project(PROJECT).issues) == 1
 
 
-async def test_a_write_half_taken_is_executed_and_the_poll_shows_what_gitlab_holds(
+async def test_a_write_half_taken_is_executed_and_the_mirror_shows_what_gitlab_holds(
     gl: GitLabEndpoint,
 ) -> None:
     """The PUT that closes the issue is taken, the note after it refused: the error says
-    ``executed``, the mirror still reads claimed, and the next poll reads the closed issue."""
+    ``executed`` and the mirror reads the closed issue at once; the poll agrees."""
     fake = gl.fake
     (iid,) = await imported(gl, 1)
     claimed = await gl.client.claim(BUILDER, task_id(iid))
@@ -382,8 +384,9 @@ async def test_a_write_half_taken_is_executed_and_the_poll_shows_what_gitlab_hol
 
     assert refused.value.code is ErrorCode.FAILED_PRECONDITION
     assert refused.value.outcome == "executed"
-    assert await gl.get(iid) == claimed
-    assert await gl.seq() == seq
+    shown = await gl.get(iid)
+    assert (shown["status"], shown["statusSource"]) == ("done", "closed")
+    assert await gl.seq() == seq + 1
     assert fake.issue(PROJECT, iid).state == "closed"
 
     await gl.poll()
