@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.bridge.hosted import Hosted, build_hosted
+from cotal_tasks.bridge.hosted import Hosted, build_hosted, presence_uids
 from cotal_tasks.bridge.metrics import Metrics
 from cotal_tasks.bridge.service import CommandService, NoPresence, PresenceSource, ServiceSettings
+from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import TaskStore
+from cotal_tasks.providers.tower_do import TowerDo
+from cotal_tasks.providers.tower_do import build as build_tower_do
 
 
 def wall_clock_ms() -> int:
@@ -26,6 +30,7 @@ class Endpoint:
     service: CommandService
     location: str
     hosted: Hosted | None = None  # a hosted tracker's sync loop, client and webhook secret
+    tower_do: TowerDo | None = None  # a tower-do board's store and its follower
 
 
 async def open_store(
@@ -50,8 +55,20 @@ async def open_endpoint(
     """
     board = await open_store(config, endpoint, serve=serve)
     hosted: Hosted | None = None
+    tower: TowerDo | None = None
     store: TaskStore = board
-    if endpoint.provider != "board":
+    if endpoint.tower_do is not None:
+        tower = build_tower_do(
+            endpoint.tower_do,
+            board,
+            space=config.space,
+            clock=wall_clock_ms,
+            seat_uids=presence_uids(presence),
+        )
+        store = tower.store
+        with contextlib.suppress(ContractError):  # unreadable: reads say stale, not empty
+            await tower.store.refresh()
+    elif endpoint.provider != "board":
         try:
             hosted = build_hosted(
                 config, endpoint, board, wall_clock_ms, presence=presence, metrics=metrics
@@ -70,7 +87,9 @@ async def open_endpoint(
         service = CommandService(store, settings, wall_clock_ms, presence or NoPresence())
         if hosted is not None:
             hosted.store.on_change(service.announce)
-        yield Endpoint(endpoint, store, service, board.label, hosted)
+        if tower is not None:
+            tower.store.on_change(service.announce)
+        yield Endpoint(endpoint, store, service, board.label, hosted, tower)
     finally:
         if hosted is not None:
             await hosted.close()

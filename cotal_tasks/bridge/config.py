@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.providers.hosted.config import GitHubConfig, GitLabConfig
+from cotal_tasks.providers.tower_do.config import TowerDoConfig
 
 DEFAULT_ENDPOINT = "com.example.tasks"
 Principal = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")]
@@ -27,7 +28,7 @@ class EndpointConfig(_Closed):
     """One endpoint the bridge serves."""
 
     name: str = DEFAULT_ENDPOINT
-    provider: Literal["board", "github", "gitlab"] = "board"
+    provider: Literal["board", "github", "gitlab", "tower-do"] = "board"
     # The board, or a hosted tracker's local mirror. Default: SQLite under data_dir.
     database: str | None = None
     page_ceiling: Annotated[int, Field(ge=1, le=1000)] = 100
@@ -38,6 +39,7 @@ class EndpointConfig(_Closed):
     target_check: Literal["lifecycle", "presence", "none"] = "lifecycle"
     github: GitHubConfig | None = None
     gitlab: GitLabConfig | None = None
+    tower_do: TowerDoConfig | None = None
 
     @field_validator("name")
     @classmethod
@@ -50,16 +52,16 @@ class EndpointConfig(_Closed):
 
     @model_validator(mode="after")
     def _provider_section(self) -> EndpointConfig:
-        for provider in ("github", "gitlab"):
-            has = getattr(self, provider) is not None
+        for provider, section in (("github",) * 2, ("gitlab",) * 2, ("tower-do", "tower_do")):
+            has = getattr(self, section) is not None
             if self.provider == provider and not has:
                 raise ValueError(
-                    f"provider {provider!r} needs an [endpoints.{provider}] section "
-                    "(at least the repository or project)"
+                    f"provider {provider!r} needs an [endpoints.{section}] section "
+                    "(at least the repository, project or board)"
                 )
             if self.provider != provider and has:
                 raise ValueError(
-                    f"an [endpoints.{provider}] section belongs to provider = {provider!r}, "
+                    f"an [endpoints.{section}] section belongs to provider = {provider!r}, "
                     f"not {self.provider!r}"
                 )
         return self

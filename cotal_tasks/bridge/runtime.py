@@ -38,6 +38,7 @@ from cotal_tasks.bridge.wire.space import (
 )
 from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
+from cotal_tasks.providers.tower_do import TowerDo
 
 log = logging.getLogger(__name__)
 
@@ -178,6 +179,8 @@ async def running_bridge(
             endpoint.service.add_listener(_gauge(metrics, name))
             if endpoint.hosted is not None:
                 await _start_sync(stack, endpoint.hosted)
+            if endpoint.tower_do is not None:
+                _start_follower(stack, endpoint.tower_do)
             bridge.endpoints.append(endpoint)
             bridge.servers.append(server)
         if config.http.enabled:
@@ -205,6 +208,18 @@ async def _start_sync(stack: AsyncExitStack, hosted: Hosted) -> None:
     """Run the endpoint's sync loop (on the elected instance) until the bridge stops."""
     stop = asyncio.Event()
     task = asyncio.create_task(hosted.election.run(stop))
+
+    async def halt() -> None:
+        stop.set()
+        await task
+
+    stack.push_async_callback(halt)
+
+
+def _start_follower(stack: AsyncExitStack, tower: TowerDo) -> None:
+    """Follow the tower-do board file until the bridge stops."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(tower.follower.run(stop))
 
     async def halt() -> None:
         stop.set()

@@ -1,0 +1,358 @@
+"""A tower-do board as a ``TaskStore``: reads from a local mirror (a board store that also
+keeps the idempotency results and ``changeSeq``), writes appended to the board file under
+tower-do's rules first and into the mirror only once they landed.
+
+``refresh`` folds what the file gained and mirrors it; the follower runs it whenever the
+file watcher (or, failing that, the poll) sees the file change. Writes and refreshes
+take turns on one lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task
+from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.hosted.mapping import same_record
+from cotal_tasks.providers.hosted.store import SeatUids, SyncHealth, no_uids
+from cotal_tasks.providers.store import (
+    Committed,
+    HistoryEntry,
+    IdempotencyKeyTaken,
+    IdempotencyRecord,
+    Page,
+    PageQuery,
+    RevisionConflict,
+    StoredTask,
+    Write,
+)
+from cotal_tasks.providers.tower_do import mapping, rules
+from cotal_tasks.providers.tower_do.boardfile import BoardFile, BoardMoved, LeaseTimeout
+from cotal_tasks.providers.tower_do.config import TowerDoConfig
+from cotal_tasks.providers.tower_do.fold import TOWER, Fold, Row
+
+log = logging.getLogger(__name__)
+ChangeHook = Callable[[int], Awaitable[None]]
+_ATTEMPTS = 3
+_REFUSED = {
+    "budget": ErrorCode.RESOURCE_EXHAUSTED,
+    "dependency": ErrorCode.FAILED_PRECONDITION,
+    "row": ErrorCode.BAD_REQUEST,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Landed:
+    row: Row | None  # None: the key was removed
+    fold: Fold
+
+
+class TowerDoStore:
+    """The ``TaskStore`` of one tower-do endpoint."""
+
+    def __init__(
+        self,
+        mirror: BoardStore,
+        config: TowerDoConfig,
+        *,
+        space: str,
+        clock: Callable[[], int],
+        seat_uids: SeatUids = no_uids,
+    ) -> None:
+        self.mirror = mirror
+        self.config = config
+        self.board = BoardFile(config.board_file())
+        self.space = space
+        self.clock = clock
+        self.seat_uids = seat_uids
+        self.health = SyncHealth()
+        self.lock = asyncio.Lock()
+        self._on_change: list[ChangeHook] = []
+        self._live_keys: set[str] | None = None  # mirror keys not dropped, once loaded
+
+    def on_change(self, hook: ChangeHook) -> None:
+        self._on_change.append(hook)
+
+    # -- reads: the mirror ------------------------------------------------------------------
+    async def get(self, task_id: str) -> StoredTask:
+        return await self.mirror.get(task_id)
+
+    async def page(self, query: PageQuery) -> Page:
+        return await self.mirror.page(query)
+
+    async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
+        return await self.mirror.recall(key, not_before)
+
+    async def prune(self, before: int) -> int:
+        return await self.mirror.prune(before)
+
+    async def change_seq(self) -> int:
+        return await self.mirror.change_seq()
+
+    async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
+        return await self.mirror.history(task_id, limit)
+
+    async def last_sync(self) -> int | None:
+        return self.health.last_success_ms
+
+    async def close(self) -> None:
+        await self.mirror.close()
+
+    async def freshness(self) -> StaleMarker | None:
+        if self.health.failing is not None:
+            return StaleMarker(
+                staleAsOf=self.health.last_success_ms or 0,
+                reason=f"the tower-do board cannot be read: {self.health.failing}"[:512],
+            )
+        if self.health.last_success_ms is None:
+            return StaleMarker(staleAsOf=0, reason="the tower-do board has not been read yet")
+        return None
+
+    # -- the board into the mirror ----------------------------------------------------------
+    async def refresh(self) -> int:
+        """Fold what the board file gained and mirror it; how many records changed."""
+        async with self.lock:
+            try:
+                changed = await asyncio.to_thread(self.board.refresh)
+            except OSError as exc:
+                self.health.failed(f"{self.board.path}: {exc.strerror or exc}", self.clock())
+                raise ContractError(
+                    ErrorCode.UNAVAILABLE,
+                    f"the tower-do board {self.board.path} cannot be read ({exc.strerror}); "
+                    "check the file's permissions",
+                ) from exc
+            count = await self._mirror_fold() if changed or self._live_keys is None else 0
+            self.health.succeeded(self.clock())
+        if count:
+            seq = await self.mirror.change_seq()
+            for hook in self._on_change:
+                try:
+                    await hook(seq)
+                except Exception:
+                    log.exception("change hook failed after a tower-do refresh")
+        return count
+
+    async def _known_keys(self) -> set[str]:
+        if self._live_keys is None:
+            keys: set[str] = set()
+            after: int | None = None
+            while True:
+                page = await self.mirror.page(PageQuery(limit=500, after=after))
+                keys.update(t.taskId for t in page.tasks if t.status != "dropped")
+                if not page.more:
+                    break
+                after = page.last
+            self._live_keys = keys
+        return self._live_keys
+
+    async def _mirror_fold(self) -> int:
+        fold = self.board.fold
+        live = await self._known_keys()
+        gone = sorted(live - fold.tasks.keys())
+        held = await self.mirror.get_many([*fold.tasks, *gone])
+        now = self.clock()
+        writes: list[Write] = []
+        for key, row in fold.tasks.items():
+            stored = held.get(key)
+            record = await self._project(row, fold, stored.task if stored else None, now)
+            if stored is None or not same_record(record, stored.task):
+                writes.append(
+                    Write(record, stored.revision if stored else None, "sync", "tower-do-sync")
+                )
+        for key in gone:
+            stored = held.get(key)
+            if stored is not None and stored.task.status != "dropped":
+                writes.append(
+                    Write(
+                        mapping.dropped(stored.task, now), stored.revision, "sync", "tower-do-sync"
+                    )
+                )
+        committed = await self.mirror.commit_many(writes)
+        self._live_keys = set(fold.tasks)
+        return len(committed)
+
+    async def _project(self, row: Row, fold: Fold, existing: Task | None, now: int) -> Task:
+        uids: dict[tuple[str, str], str | None] = {}
+        principal = self.config.seats.get(row.owner) if row.owner is not None else None
+        if principal is not None:
+            owner, actor = principal.split(".", 1)
+            uids[(owner, actor)] = await self.seat_uids(owner, actor)
+        return mapping.project(
+            row,
+            fold.tasks,
+            space=self.space,
+            seats=self.config.seats,
+            existing=existing,
+            uid_of=lambda owner, actor: uids.get((owner, actor)),
+            now=now,
+        )
+
+    # -- writes: the board first, then the mirror ------------------------------------------
+    async def commit(self, write: Write) -> Committed:
+        async with self.lock:
+            if write.idempotency is not None and await self.mirror.recall(
+                write.idempotency.key, write.idempotency.expired_before
+            ):
+                raise IdempotencyKeyTaken(write.idempotency.key)
+            old: Task | None = None
+            if write.expected_revision is not None:
+                stored = await self.mirror.get(write.task.taskId)
+                if stored.revision != write.expected_revision:
+                    raise RevisionConflict(write.task.taskId)
+                old = stored.task
+            landed, key = await self._append(write, old)
+            final = self._final(write, key, landed)
+            committed = await self.mirror.commit(
+                Write(
+                    final,
+                    write.expected_revision,
+                    write.command,
+                    write.actor,
+                    write.note,
+                    write.idempotency,
+                )
+            )
+            if self._live_keys is not None:
+                (self._live_keys.add if final.status != "dropped" else self._live_keys.discard)(
+                    final.taskId
+                )
+            return committed
+
+    def _final(self, write: Write, key: str, landed: Landed) -> Task:
+        data = write.task.model_dump()
+        data["taskId"] = key
+        data["statusSource"] = landed.row.status if landed.row is not None else mapping.REMOVED
+        return Task.model_validate(data)
+
+    def _caller(self, write: Write) -> str:
+        """Who the write is, to tower-do: the seat's identity, tower for the operator
+        commands, else the endpoint's own identity."""
+        if write.command in ("bind-task", "administer-task"):
+            return TOWER
+        principal = write.actor.split("/", 1)[0]
+        for identity, mapped in self.config.seats.items():
+            if mapped == principal:
+                return identity
+        return self.config.identity
+
+    async def _append(self, write: Write, old: Task | None) -> tuple[Landed, str]:
+        caller = self._caller(write)
+        live = await asyncio.to_thread(self._live_owners)
+        try:
+            return await asyncio.to_thread(self._decide_and_append, write, old, caller, live)
+        except rules.WriteRefused as exc:
+            code = _REFUSED.get(exc.rule)
+            if code is None:  # the ownership guard
+                code = (
+                    ErrorCode.CONFLICT
+                    if write.command == "claim-task"
+                    else (ErrorCode.PERMISSION_DENIED)
+                )
+            raise ContractError(code, exc.message, outcome="not-executed") from exc
+        except (OSError, LeaseTimeout) as exc:
+            raise ContractError(
+                ErrorCode.UNAVAILABLE,
+                f"the tower-do board {self.board.path} could not be written ({exc}); retry",
+                outcome="not-executed",
+            ) from exc
+
+    def _decide_and_append(
+        self, write: Write, old: Task | None, caller: str, live: set[str] | None
+    ) -> tuple[Landed, str]:
+        for _ in range(_ATTEMPTS):
+            with self.board.lease():
+                self.board.refresh()
+                fold = self.board.fold
+                now = self.clock()
+                key = (
+                    write.task.taskId
+                    if old is not None
+                    else mapping.new_key(write.task.title, fold.tasks)
+                )
+                task = (
+                    write.task if old is not None else write.task.model_copy(update={"taskId": key})
+                )
+                row = mapping.row_for(
+                    old, task, fold.tasks.get(key), seats=self.config.seats, note=write.note
+                )
+                stale = rules.stale_claims(fold, now, live)
+                events: list[dict[str, object]] = []
+                if row is None:
+                    if rules.plan_remove(fold, key, caller, stale):
+                        events.append(rules.remove_event(key, caller, now))
+                else:
+                    planned = rules.plan_upsert(fold, row, caller, stale, now)
+                    if planned is not None:
+                        events.append(rules.upsert_event(planned, caller, now))
+                if old is None and task.status == "dropped":
+                    seed = mapping.row_for(
+                        None,
+                        task.model_copy(update={"status": "open"}),
+                        None,
+                        seats=self.config.seats,
+                        note=None,
+                    )
+                    assert seed is not None
+                    planned = rules.plan_upsert(fold, seed, caller, stale, now)
+                    assert planned is not None
+                    events = [
+                        rules.upsert_event(planned, caller, now),
+                        rules.remove_event(key, caller, now),
+                    ]
+                events += self._notes(fold, key, caller, now, write, old)
+                try:
+                    if events:
+                        self.board.append(events)
+                except BoardMoved:
+                    continue  # a peer appended since the fold: fold again, decide again
+                self.board.refresh()
+                return Landed(self.board.fold.tasks.get(key), self.board.fold), key
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            f"the tower-do board kept changing under {_ATTEMPTS} attempts to write; retry",
+            outcome="not-executed",
+        )
+
+    def _notes(
+        self, fold: Fold, key: str, caller: str, now: int, write: Write, old: Task | None
+    ) -> list[dict[str, object]]:
+        """The note and any new evidence, as a message threaded under the task."""
+        added = [e for e in write.task.evidence if old is None or e not in old.evidence]
+        lines = [write.note] if write.note else []
+        lines += [f"evidence {e.kind}: {e.ref}" for e in added]
+        if not lines:
+            return []
+        subject = f"{write.command} on {key}"
+        message_id = f"m-{secrets.token_hex(6)}"
+        return [rules.note_event(fold, key, caller, now, message_id, subject, "\n".join(lines))]
+
+    def _live_owners(self) -> set[str] | None:
+        """Identities with a fresh liveness record (``live/<identity>.<session>.json``);
+        ``None`` when the records cannot be read (every owner then counts as live)."""
+        directory = self.board.path.parent / "live"
+        now = self.clock()
+        owners: set[str] = set()
+        try:
+            names = [p for p in directory.iterdir() if p.name.endswith(".json")]
+            for path in names:
+                try:
+                    record = json.loads(path.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                if not isinstance(record, dict) or not isinstance(record.get("identity"), str):
+                    continue
+                at = record.get("at")
+                if not isinstance(at, int | float) or at < now - rules.LIVE_WINDOW_MS:
+                    continue
+                owners.add(record["identity"])
+                aliases = record.get("aliases")
+                if isinstance(aliases, list):
+                    owners.update(a for a in aliases if isinstance(a, str))
+        except OSError:
+            return None  # no liveness data: no claim goes stale (tower-do's strict reading)
+        return owners

@@ -1,0 +1,197 @@
+"""A tower-do endpoint, both ways, over a real board file: what tower-do agents append is
+read; what the endpoint writes lands as tower-do's own events, under its rules."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cotal_tasks.bridge.app import Endpoint, open_endpoint
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
+from cotal_tasks.core import ContractError
+from cotal_tasks.providers.tower_do import TowerDoConfig
+from cotal_tasks.providers.tower_do.fold import fold_text
+from tests.bridge._support import Client, DictPresence
+from tests.conftest import seat
+
+Json = dict[str, Any]
+WORKER = seat("worker", 1)
+OTHER = seat("other", 2)
+READER = seat("reader", 3)
+SEATS = {"coder-1": "local.worker"}
+
+
+def agent_event(key: str, subject: str, status: str, by: str, at: int, **extra: Any) -> str:
+    """One line as tower-do's own writer appends it."""
+    task = {"key": key, "subject": subject, "status": status, **extra}
+    task.setdefault("dependsOn", [])
+    task.setdefault("blockedBy", [])
+    task["updatedAt"] = at
+    event = {"kind": "task", "op": "upsert", "key": key, "task": task, "by": by, "at": at}
+    return json.dumps(event) + "\n"
+
+
+class Board:
+    def __init__(self, endpoint: Endpoint, path: Path, presence: DictPresence) -> None:
+        self.endpoint = endpoint
+        self.path = path
+        self.presence = presence
+        self.client = Client(endpoint.service, endpoint.store)
+
+    async def call(self, command: str, caller: Any, args: Json | None = None, **kw: Any) -> Json:
+        return await self.client.call(command, caller, args, **kw)
+
+    def agent(self, line: str) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+
+    async def refresh(self) -> int:
+        assert self.endpoint.tower_do is not None
+        return await self.endpoint.tower_do.store.refresh()
+
+    def events(self) -> list[Json]:
+        return [json.loads(line) for line in self.path.read_text("utf-8").splitlines() if line]
+
+
+@pytest.fixture
+async def board(tmp_path: Path) -> AsyncIterator[Board]:
+    path = tmp_path / "project" / "board.jsonl"
+    path.parent.mkdir()
+    endpoint = EndpointConfig(provider="tower-do", tower_do=TowerDoConfig(board=path, seats=SEATS))
+    config = BridgeConfig(
+        data_dir=tmp_path / "data", http=HttpConfig(enabled=False), endpoints=(endpoint,)
+    )
+    presence = DictPresence()
+    presence.put(WORKER, environment=None)
+    async with open_endpoint(config, endpoint, presence, serve=True) as opened:
+        yield Board(opened, path, presence)
+
+
+async def refused(board: Board, command: str, caller: Any, args: Json, **kw: Any) -> ContractError:
+    with pytest.raises(ContractError) as caught:
+        await board.call(command, caller, args, **kw)
+    assert caught.value.outcome == "not-executed"
+    return caught.value
+
+
+async def test_agent_rows_are_read_and_follow_the_file(board: Board) -> None:
+    board.agent(
+        agent_event(
+            "gemm",
+            "Speed up GEMM",
+            "in_progress",
+            "coder-1",
+            1000,
+            owner="coder-1",
+            description="Tile it.",
+        )
+    )
+    board.agent(agent_event("docs", "Write docs", "in_progress", "alice", 1001, owner="alice"))
+    assert await board.refresh() == 2
+    gemm = await board.call("get-task", READER, {"taskId": "gemm"})
+    assert (gemm["title"], gemm["brief"], gemm["status"], gemm["statusSource"]) == (
+        "Speed up GEMM",
+        "Tile it.",
+        "claimed",
+        "in_progress",
+    )
+    assert (gemm["binding"]["owner"], gemm["binding"]["actor"]) == ("local", "worker")
+    docs = await board.call("get-task", READER, {"taskId": "docs"})
+    assert (docs["status"], docs.get("binding")) == ("open", None)  # alice is no seat
+    board.agent(
+        json.dumps({"kind": "task", "op": "remove", "key": "docs", "by": "alice", "at": 1002})
+        + "\n"
+    )
+    await board.refresh()
+    docs = await board.call("get-task", READER, {"taskId": "docs"})
+    assert (docs["status"], docs["statusSource"]) == ("dropped", "removed")
+
+
+async def test_writes_land_as_tower_do_events_and_refold(board: Board) -> None:
+    created = await board.call("create-task", READER, {"title": "Port the parser"})
+    key = created["taskId"]
+    assert key.startswith("port-the-parser-")
+    claimed = await board.call("claim-task", WORKER, {"taskId": key}, mode="self")
+    assert claimed["status"] == "claimed"
+    blocked = await board.call(
+        "update-task",
+        WORKER,
+        {"taskId": key, "status": "blocked", "note": "needs the grammar"},
+        mode="self",
+    )
+    assert blocked["status"] == "blocked"
+    done = await board.call("update-task", WORKER, {"taskId": key, "status": "done"}, mode="self")
+    assert done["status"] == "done"
+    events = board.events()
+    tasks = [e for e in events if e["kind"] == "task"]
+    assert [(e["task"]["status"], e["task"].get("owner"), e["by"]) for e in tasks] == [
+        ("pending", None, "cotal"),
+        ("in_progress", "coder-1", "coder-1"),
+        ("blocked", "coder-1", "coder-1"),
+        ("completed", "coder-1", "coder-1"),
+    ]
+    assert tasks[2]["task"]["blockedBy"] == ["needs the grammar"]
+    assert tasks[3]["task"]["blockedBy"] == []
+    (note,) = [e for e in events if e["kind"] == "message"]
+    assert (note["message"]["taskKey"], note["message"]["body"]) == (key, "needs the grammar")
+    fold = fold_text(board.path.read_text("utf-8"))
+    assert (fold.revision, fold.tasks[key].status, fold.skipped) == (4, "completed", 0)
+
+
+async def test_the_ownership_guard_refuses_and_writes_nothing(board: Board) -> None:
+    board.agent(agent_event("mine", "Alice's task", "in_progress", "alice", 1000, owner="alice"))
+    await board.refresh()
+    before = board.path.read_bytes()
+    error = await refused(board, "claim-task", WORKER, {"taskId": "mine"}, mode="self")
+    assert error.code.value == "conflict"
+    assert "owned by 'alice'" in error.message
+    assert board.path.read_bytes() == before
+    reply = await board.call("administer-task", READER, {"taskId": "mine", "status": "done"})
+    assert reply["status"] == "done"  # the operator acts as tower, who may change any task
+    assert board.events()[-1]["by"] == "tower"
+    assert len(board.path.read_bytes()) > len(before)
+
+
+async def test_budget_and_dependency_gating_refuse(board: Board) -> None:
+    for n in range(50):
+        board.agent(agent_event(f"t{n}", f"Task {n}", "pending", "main", 1000 + n))
+    board.agent(agent_event("late", "Late", "pending", "main", 2000, dependsOn=["t1"]))
+    await board.refresh()
+    before = board.path.read_bytes()
+    error = await refused(board, "create-task", READER, {"title": "One too many"})
+    assert error.code.value == "resource-exhausted"
+    error = await refused(board, "claim-task", WORKER, {"taskId": "late"}, mode="self")
+    assert error.code.value == "failed-precondition"
+    assert "t1" in error.message
+    assert board.path.read_bytes() == before
+
+
+async def test_drop_is_a_removal_and_a_lost_race_is_decided_again(board: Board) -> None:
+    created = await board.call("create-task", READER, {"title": "Drop me"})
+    key = created["taskId"]
+    assert board.endpoint.tower_do is not None
+    store = board.endpoint.tower_do.store
+    # A peer appends after our last fold: the write folds again before it decides.
+    board.agent(agent_event("peer", "Peer work", "pending", "alice", 5000))
+    dropped = await board.call("administer-task", READER, {"taskId": key, "status": "dropped"})
+    assert dropped["status"] == "dropped"
+    last = board.events()[-1]
+    assert (last["op"], last["key"], last["by"]) == ("remove", key, "tower")
+    assert "peer" in store.board.fold.tasks
+
+
+async def test_an_unreadable_board_reads_stale_not_empty(board: Board) -> None:
+    board.agent(agent_event("a", "A", "pending", "main", 1000))
+    await board.refresh()
+    board.path.rename(board.path.with_suffix(".bak"))
+    board.path.mkdir()  # unreadable as a file, even for root
+    with pytest.raises(ContractError) as caught:
+        await board.refresh()
+    assert caught.value.code.value == "unavailable"
+    page = await board.call("list-tasks", READER, {})
+    assert [t["taskId"] for t in page["tasks"]] == ["a"]
+    assert "cannot be read" in page["stale"]["reason"]
