@@ -320,11 +320,18 @@ def check_config(preview_count: int | None, endpoint: str | None, config_path: P
                 f"poll every {tracker.poll_interval_s:g} s, stale after {tracker.stale_after_s:g} s"
             )
             click.echo(f"  {len(tracker.status_rules)} status rules, {len(tracker.seats)} seats")
+        if ep.tower_do is not None:
+            click.echo(
+                f"  tower-do board {ep.tower_do.board_file()}, {len(ep.tower_do.seats)} seats, "
+                f"writes as {ep.tower_do.identity!r}, poll every {ep.tower_do.poll_interval_s:g} s"
+            )
     if preview_count is None:
         return
     target = config.endpoint(endpoint)
     if target.provider == "board":
-        raise click.UsageError(f"{target.name} is a board; --preview is for hosted trackers")
+        raise click.UsageError(
+            f"{target.name} is a board; --preview is for hosted trackers and tower-do boards"
+        )
     shown = _run(lambda: preview(config, target, preview_count))
     click.echo(f"preview of {target.name} (nothing was written):")
     render(shown, click.echo)
@@ -343,6 +350,16 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
     target = config.endpoint(endpoint)
     if target.provider == "board":
         raise click.UsageError(f"{target.name} is a board; there is nothing to sync")
+    if target.tower_do is not None:
+
+        async def catch_up() -> int:
+            async with open_endpoint(config, target, serve=True) as opened:
+                assert opened.tower_do is not None
+                return await opened.tower_do.store.refresh()  # opening folded it already
+
+        _run(catch_up)
+        click.echo(f"{target.name}: caught up with {target.tower_do.board_file()}")
+        return
 
     degraded: dict[str, int] = {}
 

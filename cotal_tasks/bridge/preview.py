@@ -3,12 +3,14 @@ from the tracker and shown, with nothing written anywhere."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.hosted import build_tracker
 from cotal_tasks.core import Task
+from cotal_tasks.providers import tower_do
 from cotal_tasks.providers.hosted.mapping import project
 
 
@@ -20,6 +22,11 @@ class Preview:
 
 async def preview(config: BridgeConfig, endpoint: EndpointConfig, count: int) -> list[Preview]:
     """Map the ``count`` most recently updated issues (evidence included); write nothing."""
+    if endpoint.tower_do is not None:  # a board file: its most recently updated rows
+        tasks = await asyncio.to_thread(
+            tower_do.preview, endpoint.tower_do, space=config.space, count=count
+        )
+        return [Preview(position, task) for position, task in enumerate(tasks, 1)]
     tracker, tracker_config, http = build_tracker(endpoint)
     try:
         shown: list[Preview] = []

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from cotal_tasks.core import Task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.store import SeatUids, no_uids
+from cotal_tasks.providers.tower_do import mapping
+from cotal_tasks.providers.tower_do.boardfile import BoardFile
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower
 from cotal_tasks.providers.tower_do.store import TowerDoStore
 
-__all__ = ["TowerDo", "TowerDoConfig", "TowerDoStore", "build"]
+__all__ = ["TowerDo", "TowerDoConfig", "TowerDoStore", "build", "preview"]
 
 
 @dataclass
@@ -39,3 +42,23 @@ def build(
 ) -> TowerDo:
     store = TowerDoStore(mirror, config, space=space, clock=clock, seat_uids=seat_uids)
     return TowerDo(store, Follower(store, config.poll_interval_s), config)
+
+
+def preview(config: TowerDoConfig, *, space: str, count: int) -> list[Task]:
+    """How the ``count`` most recently updated rows of the board map; writes nothing."""
+    board = BoardFile(config.board_file())
+    board.refresh()
+    fold = board.fold
+    rows = sorted(fold.tasks.values(), key=lambda row: row.updated_at, reverse=True)[:count]
+    return [
+        mapping.project(
+            row,
+            fold.tasks,
+            space=space,
+            seats=config.seats,
+            existing=None,
+            uid_of=lambda owner, actor: None,
+            now=row.updated_at,
+        )
+        for row in rows
+    ]
