@@ -74,6 +74,7 @@ class TowerDoStore:
         self.lock = asyncio.Lock()
         self._on_change: list[ChangeHook] = []
         self._live_keys: set[str] | None = None  # mirror keys not dropped, once loaded
+        self._mirrored: tuple[int, int] | None = None  # (rebuilds, offset) last mirrored
 
     def on_change(self, hook: ChangeHook) -> None:
         self._on_change.append(hook)
@@ -118,7 +119,7 @@ class TowerDoStore:
         """Fold what the board file gained and mirror it; how many records changed."""
         async with self.lock:
             try:
-                changed = await asyncio.to_thread(self.board.refresh)
+                await asyncio.to_thread(self.board.refresh)
             except OSError as exc:
                 self.health.failed(f"{self.board.path}: {exc.strerror or exc}", self.clock())
                 raise ContractError(
@@ -126,7 +127,7 @@ class TowerDoStore:
                     f"the tower-do board {self.board.path} cannot be read ({exc.strerror}); "
                     "check the file's permissions",
                 ) from exc
-            count = await self._mirror_fold() if changed or self._live_keys is None else 0
+            count = await self._mirror_fold() if self._behind() else 0
             self.health.succeeded(self.clock())
         if count:
             seq = await self.mirror.change_seq()
@@ -136,6 +137,10 @@ class TowerDoStore:
                 except Exception:
                     log.exception("change hook failed after a tower-do refresh")
         return count
+
+    def _behind(self) -> bool:
+        """Whether the fold moved past what the mirror holds (a write folds peers too)."""
+        return self._mirrored != (self.board.replaced, self.board.offset)
 
     async def _known_keys(self) -> set[str]:
         if self._live_keys is None:
@@ -174,6 +179,7 @@ class TowerDoStore:
                 )
         committed = await self.mirror.commit_many(writes)
         self._live_keys = set(fold.tasks)
+        self._mirrored = (self.board.replaced, self.board.offset)
         return len(committed)
 
     async def _project(self, row: Row, fold: Fold, existing: Task | None, now: int) -> Task:
@@ -221,6 +227,8 @@ class TowerDoStore:
                 (self._live_keys.add if final.status != "dropped" else self._live_keys.discard)(
                     final.taskId
                 )
+            if self._behind():  # the write folded what peers appended: mirror that too
+                await self._mirror_fold()
             return committed
 
     def _final(self, write: Write, key: str, landed: Landed) -> Task:

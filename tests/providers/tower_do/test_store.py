@@ -3,7 +3,9 @@ read; what the endpoint writes lands as tower-do's own events, under its rules."
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -140,6 +142,13 @@ async def test_writes_land_as_tower_do_events_and_refold(board: Board) -> None:
     assert (note["message"]["taskKey"], note["message"]["body"]) == (key, "needs the grammar")
     fold = fold_text(board.path.read_text("utf-8"))
     assert (fold.revision, fold.tasks[key].status, fold.skipped) == (4, "completed", 0)
+    history = await board.endpoint.store.history(key)
+    assert [entry.command for entry in history] == [
+        "create-task",
+        "claim-task",
+        "update-task",
+        "update-task",
+    ]  # the refold after each write found nothing more to mirror
 
 
 async def test_the_ownership_guard_refuses_and_writes_nothing(board: Board) -> None:
@@ -195,3 +204,32 @@ async def test_an_unreadable_board_reads_stale_not_empty(board: Board) -> None:
     page = await board.call("list-tasks", READER, {})
     assert [t["taskId"] for t in page["tasks"]] == ["a"]
     assert "cannot be read" in page["stale"]["reason"]
+
+
+async def test_a_concurrent_tower_do_writer_and_the_endpoint_share_one_log(board: Board) -> None:
+    """A peer process appends under tower-do's lease while the endpoint writes: nobody
+    writes inside the other's lease, every line stays whole, and each side reads the
+    other's tasks."""
+    peer = Path(__file__).parent / "peer.py"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        str(peer),
+        str(board.path),
+        "40",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    ours = []
+    for n in range(25):
+        ours.append((await board.call("create-task", READER, {"title": f"Ours {n}"}))["taskId"])
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=120)
+    assert proc.returncode == 0, err.decode()
+    summary = json.loads(out)
+    assert summary == {"written": 40, "inside_moves": 0}
+    fold = fold_text(board.path.read_text("utf-8"))
+    assert fold.skipped == 0
+    assert fold.revision == 65
+    assert {f"peer-{n}" for n in range(40)} | set(ours) == set(fold.tasks)
+    await board.refresh()
+    page = await board.call("list-tasks", READER, {"limit": 100})
+    assert {t["taskId"] for t in page["tasks"]} == set(fold.tasks)
