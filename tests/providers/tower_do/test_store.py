@@ -233,3 +233,37 @@ async def test_a_concurrent_tower_do_writer_and_the_endpoint_share_one_log(board
     await board.refresh()
     page = await board.call("list-tasks", READER, {"limit": 100})
     assert {t["taskId"] for t in page["tasks"]} == set(fold.tasks)
+
+
+def live_record(board: Board, identity: str, at: int) -> None:
+    live = board.path.parent / "live"
+    live.mkdir(exist_ok=True)
+    (live / f"{identity}.s1.json").write_text(json.dumps({"identity": identity, "at": at}))
+
+
+async def test_a_stale_claim_is_adopted_and_a_live_one_is_not(board: Board) -> None:
+    now = board.endpoint.tower_do.store.clock() if board.endpoint.tower_do else 0
+    old = now - 7 * 3_600_000  # quiet on the task for 7 h: past the 6 h window
+    board.agent(
+        agent_event("ghost-task", "Left behind", "in_progress", "ghost", old, owner="ghost")
+    )
+    board.agent(agent_event("busy-task", "Heads down", "in_progress", "busy", old, owner="busy"))
+    await board.refresh()
+    live_record(board, "busy", now)  # busy's process still heartbeats: never stale
+    adopted = await board.call("claim-task", WORKER, {"taskId": "ghost-task"}, mode="self")
+    assert adopted["status"] == "claimed"
+    last = board.events()[-1]
+    assert (last["by"], last["task"]["owner"], last["task"]["status"]) == (
+        "coder-1",
+        "coder-1",
+        "in_progress",
+    )
+    error = await refused(board, "claim-task", WORKER, {"taskId": "busy-task"}, mode="self")
+    assert error.code.value == "conflict"
+
+
+async def test_a_title_tower_do_cannot_hold_is_a_bad_request(board: Board) -> None:
+    error = await refused(board, "create-task", READER, {"title": "x" * 161})
+    assert error.code.value == "bad-request"
+    assert "161 characters (max 160)" in error.message
+    assert not board.path.exists() or board.path.read_text("utf-8") == ""
