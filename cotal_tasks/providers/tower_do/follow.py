@@ -58,6 +58,7 @@ class Follower:
                 watch_filter=lambda _change, path: Path(path).name == board.name,
                 debounce=50,
                 step=25,
+                rust_timeout=500,  # how long a stop waits for the watcher thread
                 recursive=False,
             ):
                 self.wake.set()

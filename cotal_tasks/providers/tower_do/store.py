@@ -46,6 +46,10 @@ _REFUSED = {
 }
 
 
+class RowMoved(Exception):
+    """A peer changed the task between the caller's read and the append."""
+
+
 @dataclass(frozen=True, slots=True)
 class Landed:
     row: Row | None  # None: the key was removed
@@ -205,13 +209,21 @@ class TowerDoStore:
                 write.idempotency.key, write.idempotency.expired_before
             ):
                 raise IdempotencyKeyTaken(write.idempotency.key)
+            # Decide on the board as it is now: what agents appended since the last refresh
+            # is mirrored first, and a task it changed is re-read by the caller.
+            await self._catch_up()
             old: Task | None = None
             if write.expected_revision is not None:
                 stored = await self.mirror.get(write.task.taskId)
                 if stored.revision != write.expected_revision:
                     raise RevisionConflict(write.task.taskId)
                 old = stored.task
-            landed, key = await self._append(write, old)
+            expected = self.board.fold.tasks.get(write.task.taskId) if old is not None else None
+            try:
+                landed, key = await self._append(write, old, expected)
+            except RowMoved:
+                await self._catch_up()
+                raise RevisionConflict(write.task.taskId) from None
             final = self._final(write, key, landed)
             committed = await self.mirror.commit(
                 Write(
@@ -231,6 +243,19 @@ class TowerDoStore:
                 await self._mirror_fold()
             return committed
 
+    async def _catch_up(self) -> None:
+        try:
+            await asyncio.to_thread(self.board.refresh)
+        except OSError as exc:
+            raise ContractError(
+                ErrorCode.UNAVAILABLE,
+                f"the tower-do board {self.board.path} cannot be read ({exc.strerror}); "
+                "check the file's permissions, then retry",
+                outcome="not-executed",
+            ) from exc
+        if self._behind():
+            await self._mirror_fold()
+
     def _final(self, write: Write, key: str, landed: Landed) -> Task:
         data = write.task.model_dump()
         data["taskId"] = key
@@ -248,11 +273,15 @@ class TowerDoStore:
                 return identity
         return self.config.identity
 
-    async def _append(self, write: Write, old: Task | None) -> tuple[Landed, str]:
+    async def _append(
+        self, write: Write, old: Task | None, expected: Row | None
+    ) -> tuple[Landed, str]:
         caller = self._caller(write)
         live = await asyncio.to_thread(self._live_owners)
         try:
-            return await asyncio.to_thread(self._decide_and_append, write, old, caller, live)
+            return await asyncio.to_thread(
+                self._decide_and_append, write, old, expected, caller, live
+            )
         except rules.WriteRefused as exc:
             code = _REFUSED.get(exc.rule)
             if code is None:  # the ownership guard
@@ -270,12 +299,19 @@ class TowerDoStore:
             ) from exc
 
     def _decide_and_append(
-        self, write: Write, old: Task | None, caller: str, live: set[str] | None
+        self,
+        write: Write,
+        old: Task | None,
+        expected: Row | None,
+        caller: str,
+        live: set[str] | None,
     ) -> tuple[Landed, str]:
         for _ in range(_ATTEMPTS):
             with self.board.lease():
                 self.board.refresh()
                 fold = self.board.fold
+                if old is not None and fold.tasks.get(write.task.taskId) != expected:
+                    raise RowMoved(write.task.taskId)  # decided on a row no longer current
                 now = self.clock()
                 key = (
                     write.task.taskId

@@ -14,7 +14,8 @@ import pytest
 
 from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.core import ContractError
+from cotal_tasks.core import ContractError, Task
+from cotal_tasks.providers.store import RevisionConflict, Write
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.fold import fold_text
 from tests.bridge._support import Client, DictPresence
@@ -267,3 +268,22 @@ async def test_a_title_tower_do_cannot_hold_is_a_bad_request(board: Board) -> No
     assert error.code.value == "bad-request"
     assert "161 characters (max 160)" in error.message
     assert not board.path.exists() or board.path.read_text("utf-8") == ""
+
+
+async def test_a_task_an_agent_changed_since_the_read_is_a_revision_conflict(
+    board: Board,
+) -> None:
+    board.agent(agent_event("shared", "Shared", "pending", "main", 1000))
+    await board.refresh()
+    store = board.endpoint.store
+    read = await store.get("shared")
+    board.agent(agent_event("shared", "Shared, retitled", "pending", "main", 2000))
+    before = board.path.read_bytes()
+    done = Task.model_validate({**read.task.model_dump(), "status": "done"})
+    with pytest.raises(RevisionConflict):
+        await store.commit(Write(done, read.revision, "administer-task", "local.op/x"))
+    assert board.path.read_bytes() == before  # nothing decided on the old row
+    assert (await store.get("shared")).task.title == "Shared, retitled"
+    # The command service re-reads and retries: the write lands on the current row.
+    reply = await board.call("administer-task", READER, {"taskId": "shared", "status": "done"})
+    assert (reply["status"], reply["title"]) == ("done", "Shared, retitled")
