@@ -15,9 +15,9 @@ What holds, what differs, and why:
   itself unreadable is a stale read, not an empty one (``test_store.py``).
 - Check 9's broker half never reaches a provider: it runs against the board bridge in
   ``test_section6.py``; its provider half (``test_check_09_operator_bind_…``) holds here.
-- What tower-do cannot hold: a binding's lifecycle uid, ``boundBy`` and environment, and
-  evidence (written to the board as a message threaded under the task). These live in
-  the mirror, as for the hosted trackers.
+- What tower-do cannot hold: a binding's lifecycle uid, ``boundBy`` and environment. These
+  live in the mirror, as for the hosted trackers. Evidence is written to the board as a
+  message threaded under the task and read back from there (``test_store.py``).
 """
 
 from __future__ import annotations

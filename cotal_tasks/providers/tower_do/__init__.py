@@ -54,6 +54,7 @@ def preview(config: TowerDoConfig, *, space: str, count: int) -> list[Task]:
         mapping.project(
             row,
             fold.tasks,
+            notes=fold.notes.get(row.key),
             space=space,
             seats=config.seats,
             existing=None,

@@ -260,6 +260,8 @@ class Fold:
     # (owner/by, task key) -> the last time that identity wrote an event for that task.
     activity: dict[tuple[str, str], int] = field(default_factory=dict)
     owners_seen: set[str] = field(default_factory=set)
+    # task key -> {message id: (at, body)}: messages threaded under a task, last wins by id
+    notes: dict[str, dict[str, tuple[int, str]]] = field(default_factory=dict)
     lines: int = 0  # non-empty lines seen
     snapshot_left: int = 0
 
@@ -286,12 +288,17 @@ class Fold:
         kind = event.get("kind")
         if kind == "task":
             self._task(event, counts)
-        elif (kind == "message" and _message_ok(event.get("message"))) or (
-            kind == "finding" and _finding_ok(event.get("finding"))
-        ):
-            pass
-        else:
+        elif kind == "message" and _message_ok(event.get("message")):
+            self._message(event["message"])
+        elif not (kind == "finding" and _finding_ok(event.get("finding"))):
             self.skipped += 1
+
+    def _message(self, message: dict[str, Any]) -> None:
+        """A message is no task; one threaded under a task is kept as that task's note."""
+        key = message.get("taskKey")
+        if isinstance(key, str):
+            at = _epoch(message["at"]) or 0
+            self.notes.setdefault(key, {})[message["id"]] = (at, message["body"])
 
     def _task(self, event: dict[str, Any], counts: bool) -> None:
         op, key, at = event.get("op"), event.get("key"), _epoch(event.get("at"))

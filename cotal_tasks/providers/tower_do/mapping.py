@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from cotal_tasks.core import TASK_VERSION, Task, TaskBinding, TaskStatus
+from pydantic import ValidationError
+
+from cotal_tasks.core import TASK_VERSION, Task, TaskBinding, TaskEvidence, TaskStatus
 from cotal_tasks.core.models import NEEDS_BINDING
 from cotal_tasks.providers.hosted.mapping import (
     BRIEF_BYTES,
@@ -29,6 +31,7 @@ from cotal_tasks.providers.hosted.mapping import (
     TITLE_BYTES,
     UidLookup,
     clean_text,
+    merge_evidence,
     resolve_binding,
 )
 from cotal_tasks.providers.tower_do.fold import (
@@ -46,6 +49,7 @@ TO_NATIVE: dict[TaskStatus, TowerStatus] = {
     "done": "completed",
 }
 REMOVED = "removed"  # statusSource of a task whose key the board removed
+EVIDENCE = re.compile(r"^evidence (commit|branch|run|review): (.+)$")
 
 
 def read_status(row: Row, tasks: Mapping[str, Row]) -> TaskStatus:
@@ -56,10 +60,35 @@ def read_status(row: Row, tasks: Mapping[str, Row]) -> TaskStatus:
     return "claimed" if row.status == "in_progress" else "open"
 
 
+def evidence_in(notes: Mapping[str, tuple[int, str]]) -> list[TaskEvidence]:
+    """Evidence the endpoint wrote into messages threaded under a task (``note_body``)."""
+    found: list[TaskEvidence] = []
+    for at, body in sorted(notes.values()):
+        for line in body.split("\n"):
+            match = EVIDENCE.match(line)
+            if match is None:
+                continue
+            try:
+                found.append(
+                    TaskEvidence.model_validate({"kind": match[1], "ref": match[2], "addedAt": at})
+                )
+            except ValidationError:
+                continue  # not a ref a record can hold: left on the board only
+    return found
+
+
+def note_body(note: str | None, evidence: Sequence[TaskEvidence]) -> str | None:
+    """The body of the message a write's note and new evidence become."""
+    lines = [note] if note else []
+    lines += [f"evidence {e.kind}: {e.ref}" for e in evidence]
+    return "\n".join(lines) if lines else None
+
+
 def project(
     row: Row,
     tasks: Mapping[str, Row],
     *,
+    notes: Mapping[str, tuple[int, str]] | None = None,
     space: str,
     seats: Mapping[str, str],
     existing: Task | None,
@@ -84,7 +113,10 @@ def project(
         "status": status,
         "statusSource": clean_text(row.status, SOURCE_BYTES, field="statusSource", task=row.key),
         "binding": binding.model_dump() if binding is not None else None,
-        "evidence": [e.model_dump() for e in existing.evidence] if existing else [],
+        "evidence": [
+            e.model_dump()
+            for e in merge_evidence(existing.evidence if existing else (), evidence_in(notes or {}))
+        ],
         "createdAt": existing.createdAt if existing else row.updated_at,
         "updatedAt": max(row.updated_at, existing.updatedAt if existing else 0),
     }

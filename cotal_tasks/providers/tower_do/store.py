@@ -195,6 +195,7 @@ class TowerDoStore:
         return mapping.project(
             row,
             fold.tasks,
+            notes=fold.notes.get(row.key),
             space=self.space,
             seats=self.config.seats,
             existing=existing,
@@ -367,13 +368,12 @@ class TowerDoStore:
     ) -> list[dict[str, object]]:
         """The note and any new evidence, as a message threaded under the task."""
         added = [e for e in write.task.evidence if old is None or e not in old.evidence]
-        lines = [write.note] if write.note else []
-        lines += [f"evidence {e.kind}: {e.ref}" for e in added]
-        if not lines:
+        body = mapping.note_body(write.note, added)
+        if body is None:
             return []
         subject = f"{write.command} on {key}"
         message_id = f"m-{secrets.token_hex(6)}"
-        return [rules.note_event(fold, key, caller, now, message_id, subject, "\n".join(lines))]
+        return [rules.note_event(fold, key, caller, now, message_id, subject, body)]
 
     def _live_owners(self) -> set[str] | None:
         """Identities with a fresh liveness record (``live/<identity>.<session>.json``);

@@ -287,3 +287,34 @@ async def test_a_task_an_agent_changed_since_the_read_is_a_revision_conflict(
     # The command service re-reads and retries: the write lands on the current row.
     reply = await board.call("administer-task", READER, {"taskId": "shared", "status": "done"})
     assert (reply["status"], reply["title"]) == ("done", "Shared, retitled")
+
+
+async def test_evidence_written_to_the_board_is_read_back_by_a_fresh_mirror(
+    board: Board, tmp_path: Path
+) -> None:
+    created = await board.call("create-task", READER, {"title": "With evidence"})
+    key = created["taskId"]
+    await board.call("claim-task", WORKER, {"taskId": key}, mode="self")
+    evidence = [{"kind": "commit", "ref": "9f2c1e7 ✓"}, {"kind": "review", "ref": "pr-12"}]
+    await board.call(
+        "update-task",
+        WORKER,
+        {"taskId": key, "evidence": evidence, "note": "Pushed."},
+        mode="self",
+    )
+    (note,) = [e["message"] for e in board.events() if e["kind"] == "message"]
+    assert note["body"] == "Pushed.\nevidence commit: 9f2c1e7 ✓\nevidence review: pr-12"
+    # Another bridge, its own mirror, the same board file.
+    endpoint = EndpointConfig(
+        provider="tower-do", tower_do=TowerDoConfig(board=board.path, seats=SEATS)
+    )
+    config = BridgeConfig(
+        data_dir=tmp_path / "other", http=HttpConfig(enabled=False), endpoints=(endpoint,)
+    )
+    async with open_endpoint(config, endpoint, serve=True) as other:
+        record = await Client(other.service, other.store).call("get-task", READER, {"taskId": key})
+    assert [(e["kind"], e["ref"]) for e in record["evidence"]] == [
+        ("commit", "9f2c1e7 ✓"),
+        ("review", "pr-12"),
+    ]
+    assert record["status"] == "open"  # no presence there: the invariant, not a guess
