@@ -95,7 +95,7 @@ def plan_upsert(
                 f"and only its owner or tower may change it{_hint(existing, stale)}",
             )
     after = {**fold.tasks, candidate.key: candidate}
-    _check_budget(fold.tasks, after)
+    _check_budget(after)
     _check_dependencies(after, (candidate.key,))
     return candidate
 
@@ -124,10 +124,11 @@ def plan_remove(fold: Fold, key: str, caller: str, stale: set[tuple[str, str]]) 
     return True
 
 
-def _check_budget(before: Mapping[str, Row], after: Mapping[str, Row]) -> None:
+def _check_budget(after: Mapping[str, Row]) -> None:
+    """tower-do counts the board a write produces: over the budget is refused, even when
+    the board was over it already (a release before the budget, or a race)."""
     open_after = sum(1 for row in after.values() if row.status != "completed")
-    open_before = sum(1 for row in before.values() if row.status != "completed")
-    if open_after > MAX_OPEN_TASKS and open_after > open_before:
+    if open_after > MAX_OPEN_TASKS:
         raise WriteRefused(
             "budget",
             f"the tower-do board holds at most {MAX_OPEN_TASKS} open (non-completed) tasks "

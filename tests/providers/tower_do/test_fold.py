@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 from cotal_tasks.providers.tower_do.boardfile import BoardFile, BoardMoved
@@ -156,3 +157,19 @@ def test_the_board_file_is_found_as_tower_do_finds_it(tmp_path: Path) -> None:
     legacy.parent.mkdir(parents=True)
     legacy.write_text("", encoding="utf-8")
     assert board_file_for(project, home) == legacy
+
+
+def test_a_lease_a_crashed_writer_left_is_reaped(tmp_path: Path) -> None:
+    path = tmp_path / "board.jsonl"
+    board = BoardFile(path)
+    lock = Path(f"{path}.lock")
+    lock.mkdir()
+    token = lock / "0123456789abcdef"
+    token.write_text("dead", encoding="utf-8")
+    old = time.time() - 60  # no heartbeat for a minute: past tower-do's 30 s
+    os.utime(token, (old, old))
+    with board.lease():
+        assert os.listdir(lock) != ["0123456789abcdef"]
+        board.append([{"kind": "task", "op": "remove", "key": "x", "by": "y", "at": 1}])
+    assert not lock.exists()
+    assert fold_text(path.read_text(encoding="utf-8")).revision == 1
