@@ -153,3 +153,16 @@ seats = {{ "coder-1" = "local.worker" }}
     assert "status open (statusSource 'in_progress'), unbound" in text
     assert board_file.read_bytes() == before  # nothing written
     assert json.loads(before)["key"] == "gemm"
+    # `sync` folds the board into the mirror once, with the bridge stopped.
+    proc = await asyncio.create_subprocess_exec(
+        str(CLI),
+        "sync",
+        "--config",
+        str(config),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert out.decode().strip() == f"com.acme.agents: caught up with {board_file}"
+    assert board_file.read_bytes() == before
