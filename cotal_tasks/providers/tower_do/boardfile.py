@@ -50,6 +50,7 @@ class BoardFile:
     identity: tuple[int, int] | None = None  # (device, inode) of the file folded
     head: bytes = b""  # the first bytes folded, to notice a rewrite in place
     replaced: int = 0  # how many times the view was rebuilt from the start
+    held: Path | None = None  # the token file of the lease held, if any
 
     def refresh(self) -> bool:
         """Fold what the file gained since the last read; ``True`` when the view changed.
@@ -102,6 +103,9 @@ class BoardFile:
             json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in events
         ).encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.held is not None and _entries(self.held.parent) != [self.held.name]:
+            # A peer judged this holder dead and took the lease: never write beside it.
+            raise LeaseTimeout(f"the write lease on {self.path} was taken over; retry")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             stat = os.fstat(fd)
@@ -149,9 +153,11 @@ class BoardFile:
             if not held:
                 with contextlib.suppress(OSError):
                     (lock / token).unlink()
+        self.held = lock / token if held else None
         try:
             yield
         finally:
+            self.held = None
             if held:
                 with contextlib.suppress(OSError):
                     (lock / token).unlink()

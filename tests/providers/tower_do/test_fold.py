@@ -7,7 +7,9 @@ import os
 import time
 from pathlib import Path
 
-from cotal_tasks.providers.tower_do.boardfile import BoardFile, BoardMoved
+import pytest
+
+from cotal_tasks.providers.tower_do.boardfile import BoardFile, BoardMoved, LeaseTimeout
 from cotal_tasks.providers.tower_do.config import board_file_for, state_dir_name
 from cotal_tasks.providers.tower_do.fold import fold_text, is_blocked
 
@@ -173,3 +175,17 @@ def test_a_lease_a_crashed_writer_left_is_reaped(tmp_path: Path) -> None:
         board.append([{"kind": "task", "op": "remove", "key": "x", "by": "y", "at": 1}])
     assert not lock.exists()
     assert fold_text(path.read_text(encoding="utf-8")).revision == 1
+
+
+def test_a_lease_taken_over_mid_write_stops_the_append(tmp_path: Path) -> None:
+    path = tmp_path / "board.jsonl"
+    board = BoardFile(path)
+    with board.lease():
+        lock = Path(f"{path}.lock")
+        for name in os.listdir(lock):  # a peer reaps our token and takes the lease
+            (lock / name).unlink()
+        (lock / "peer-token").write_text("peer", encoding="utf-8")
+        with pytest.raises(LeaseTimeout):
+            board.append([{"kind": "task", "op": "remove", "key": "x", "by": "y", "at": 1}])
+    assert not path.exists() or path.read_bytes() == b""
+    assert os.listdir(lock) == ["peer-token"]  # the peer's lease is left alone
