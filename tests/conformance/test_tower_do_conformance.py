@@ -13,8 +13,9 @@ What holds, what differs, and why:
   ``test_store.py`` covers directory seats, whose claims set ``owner``.
 - Check 3 spoils the mirror, which is the store reads come from (holds); the board file
   itself unreadable is a stale read, not an empty one (``test_store.py``).
-- Check 9's broker half never reaches a provider: it runs against the board bridge in
-  ``test_section6.py``; its provider half (``test_check_09_operator_bind_…``) holds here.
+- Check 9 holds: its broker half runs on a permissioned broker with a tower-do-backed
+  bridge started under exactly its ``--serve`` rows (the refused bind writes nothing to the
+  board; the operator's bind writes ``in_progress`` as ``tower``).
 - What tower-do cannot hold: a binding's lifecycle uid, ``boundBy`` and environment. These
   live in the mirror, as for the hosted trackers. Evidence is written to the board as a
   message threaded under the task and read back from there (``test_store.py``).
@@ -28,8 +29,10 @@ from pathlib import Path
 
 import pytest
 
+from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.fold import fold_text
+from tests.conformance import hosted
 from tests.conformance.conftest import SMALL_PAGE_CEILING, Mesh, open_mesh
 from tests.conformance.test_section6 import (  # noqa: F401  (collected here, on tower-do)
     test_check_01_describe_lists_eight_commands,
@@ -58,6 +61,7 @@ from tests.conformance.test_section6 import (  # noqa: F401  (collected here, on
     test_check_24_change_seq_monotone_and_applied_limit_always,
     test_section6_sequence_on_ep_v1,
 )
+from tests.support.bridge import ENDPOINT
 
 
 @asynccontextmanager
@@ -81,3 +85,30 @@ async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
 async def small_mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
     async with tower_do_mesh(tmp_path, page_ceiling=SMALL_PAGE_CEILING) as running:
         yield running
+
+
+def _statuses(board: Path, subject: str) -> list[str]:
+    """The board's row of that subject as a label list: [] while pending, else its status."""
+    fold = fold_text(board.read_text(encoding="utf-8")) if board.exists() else None
+    rows = [row for row in (fold.tasks.values() if fold else ()) if row.subject == subject]
+    return [row.status for row in rows if row.status != "pending"]
+
+
+async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    board = tmp_path / "project" / "board.jsonl"
+    tracker = hosted.Tracker(
+        provider="tower-do",
+        section=lambda _: f'provider = "tower-do"\n[endpoints.tower_do]\nboard = "{board}"\n',
+        endpoint=lambda _: EndpointConfig(
+            name=ENDPOINT, provider="tower-do", tower_do=TowerDoConfig(board=board)
+        ),
+        labels_of=_statuses,
+        claimed="in_progress",
+    )
+    await hosted.check_09_broker_refuses_self_only_bind_and_admits_the_operator(
+        tmp_path, monkeypatch, tracker, board, ""
+    )
+    last = fold_text(board.read_text(encoding="utf-8"))
+    assert [row.status for row in last.tasks.values()] == ["in_progress"]
