@@ -65,7 +65,7 @@ def _hint(existing: Row, stale: set[tuple[str, str]]) -> str:
     if existing.status == "completed":
         return "; a completed task stays with its owner: only that owner or tower may change it"
     if existing.owner is not None and (existing.owner, existing.key) in stale:
-        return "; its owner is idle past the 6 h takeover window: claim it first, then edit"
+        return "; its owner is idle past the 6 h takeover window: claim it, then change it"
     return f"; ask {existing.owner} on the tower-do board, or have the operator act as tower"
 
 
@@ -98,6 +98,31 @@ def plan_upsert(
     _check_budget(after)
     _check_dependencies(after, (candidate.key,))
     return candidate
+
+
+def upsert_events(
+    fold: Fold, row: Row, caller: str, stale: set[tuple[str, str]], now: int
+) -> list[dict[str, Any]]:
+    """The events that write ``row``: one upsert, or none when nothing changes.
+
+    A caller taking over a stale claim and changing the row too (a claim of a stalled
+    ``pending`` row) gets two, as tower-do asks for two writes: the adoption (only
+    ``owner`` changes), then the edit, which the adopter may now make."""
+    existing = fold.tasks.get(row.key)
+    try:
+        planned = plan_upsert(fold, row, caller, stale, now)
+    except WriteRefused as refused:
+        if refused.rule != "owner" or existing is None or row.owner != caller:
+            raise
+        if existing.owner is None or (existing.owner, existing.key) not in stale:
+            raise
+        adopted = plan_upsert(fold, replace(existing, owner=caller), caller, stale, now)
+        assert adopted is not None
+        after = Fold(revision=fold.revision + 1, tasks={**fold.tasks, row.key: adopted})
+        edited = plan_upsert(after, row, caller, set(), now)
+        events = [upsert_event(adopted, caller, now)]
+        return events + ([upsert_event(edited, caller, now)] if edited is not None else [])
+    return [] if planned is None else [upsert_event(planned, caller, now)]
 
 
 def plan_remove(fold: Fold, key: str, caller: str, stale: set[tuple[str, str]]) -> bool:

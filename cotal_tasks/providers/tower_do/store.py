@@ -331,9 +331,7 @@ class TowerDoStore:
                     if rules.plan_remove(fold, key, caller, stale):
                         events.append(rules.remove_event(key, caller, now))
                 else:
-                    planned = rules.plan_upsert(fold, row, caller, stale, now)
-                    if planned is not None:
-                        events.append(rules.upsert_event(planned, caller, now))
+                    events += rules.upsert_events(fold, row, caller, stale, now)
                 if old is None and task.status == "dropped":
                     seed = mapping.row_for(
                         None,

@@ -261,6 +261,14 @@ async def test_a_stale_claim_is_adopted_and_a_live_one_is_not(board: Board) -> N
     )
     error = await refused(board, "claim-task", WORKER, {"taskId": "busy-task"}, mode="self")
     assert error.code.value == "conflict"
+    # A stalled row that was never started: adopted, then claimed, in two events.
+    board.agent(agent_event("parked", "Parked", "pending", "ghost", old, owner="ghost"))
+    await board.refresh()
+    taken = await board.call("claim-task", WORKER, {"taskId": "parked"}, mode="self")
+    assert taken["status"] == "claimed"
+    adopt, edit = board.events()[-2:]
+    assert (adopt["task"]["owner"], adopt["task"]["status"]) == ("coder-1", "pending")
+    assert (edit["task"]["owner"], edit["task"]["status"]) == ("coder-1", "in_progress")
 
 
 async def test_a_title_tower_do_cannot_hold_is_a_bad_request(board: Board) -> None:
