@@ -15,7 +15,6 @@ decision from being made on a view that is no longer current.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import secrets
@@ -191,6 +190,27 @@ def _reap(lock: Path) -> None:
         lock.rmdir()
 
 
-def digest(path: Path) -> str:
-    """SHA-256 of the file (tests compare a log before and after)."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+def live_owners(board: Path, now: int, window_ms: int) -> set[str] | None:
+    """Identities with a fresh record in tower-do's liveness sidecar beside the board
+    (``live/<identity>.<session>.json``, aliases included); ``None`` when the records
+    cannot be read, and then no claim may go stale (tower-do's strict reading)."""
+    owners: set[str] = set()
+    try:
+        paths = [p for p in (board.parent / "live").iterdir() if p.name.endswith(".json")]
+    except OSError:
+        return None
+    for path in paths:
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("identity"), str):
+            continue
+        at = record.get("at")
+        if not isinstance(at, int | float) or at < now - window_ms:
+            continue
+        owners.add(record["identity"])
+        aliases = record.get("aliases")
+        if isinstance(aliases, list):
+            owners.update(a for a in aliases if isinstance(a, str))
+    return owners

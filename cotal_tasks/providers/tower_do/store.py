@@ -10,7 +10,6 @@ take turns on one lock.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Sequence
@@ -32,7 +31,12 @@ from cotal_tasks.providers.store import (
     Write,
 )
 from cotal_tasks.providers.tower_do import mapping, rules
-from cotal_tasks.providers.tower_do.boardfile import BoardFile, BoardMoved, LeaseTimeout
+from cotal_tasks.providers.tower_do.boardfile import (
+    BoardFile,
+    BoardMoved,
+    LeaseTimeout,
+    live_owners,
+)
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 from cotal_tasks.providers.tower_do.fold import TOWER, Fold, Row
 
@@ -278,7 +282,9 @@ class TowerDoStore:
         self, write: Write, old: Task | None, expected: Row | None
     ) -> tuple[Landed, str]:
         caller = self._caller(write)
-        live = await asyncio.to_thread(self._live_owners)
+        live = await asyncio.to_thread(
+            live_owners, self.board.path, self.clock(), rules.LIVE_WINDOW_MS
+        )
         try:
             return await asyncio.to_thread(
                 self._decide_and_append, write, old, expected, caller, live
@@ -372,29 +378,3 @@ class TowerDoStore:
         subject = f"{write.command} on {key}"
         message_id = f"m-{secrets.token_hex(6)}"
         return [rules.note_event(fold, key, caller, now, message_id, subject, body)]
-
-    def _live_owners(self) -> set[str] | None:
-        """Identities with a fresh liveness record (``live/<identity>.<session>.json``);
-        ``None`` when the records cannot be read (every owner then counts as live)."""
-        directory = self.board.path.parent / "live"
-        now = self.clock()
-        owners: set[str] = set()
-        try:
-            names = [p for p in directory.iterdir() if p.name.endswith(".json")]
-            for path in names:
-                try:
-                    record = json.loads(path.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
-                    continue
-                if not isinstance(record, dict) or not isinstance(record.get("identity"), str):
-                    continue
-                at = record.get("at")
-                if not isinstance(at, int | float) or at < now - rules.LIVE_WINDOW_MS:
-                    continue
-                owners.add(record["identity"])
-                aliases = record.get("aliases")
-                if isinstance(aliases, list):
-                    owners.update(a for a in aliases if isinstance(a, str))
-        except OSError:
-            return None  # no liveness data: no claim goes stale (tower-do's strict reading)
-        return owners
