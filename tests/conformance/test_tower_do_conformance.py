@@ -35,6 +35,8 @@ from cotal_tasks.providers.tower_do.fold import fold_text
 from tests.conformance import hosted
 from tests.conformance.conftest import SMALL_PAGE_CEILING, Mesh, open_mesh
 from tests.conformance.test_section6 import (  # noqa: F401  (collected here, on tower-do)
+    passes,
+    permissioned_context,
     test_check,
     test_check_12_list_limit_is_capped_at_ceiling,
 )
@@ -84,8 +86,16 @@ async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
         labels_of=_statuses,
         claimed="in_progress",
     )
-    await hosted.check_09_broker_refuses_self_only_bind_and_admits_the_operator(
-        tmp_path, monkeypatch, tracker, board, ""
-    )
+    async with hosted.permissioned_hosted_mesh(tmp_path, monkeypatch, tracker, "") as mesh:
+        await passes(permissioned_context(mesh.seat, mesh.operator), "09-broker")
+        denied = [str(e).lower() for e in mesh.seat_errors.seen if "publish" in str(e).lower()]
+        # The broker refused the seat's bind in both modes (a publish the runner repeated on
+        # a loaded machine is refused again: counted per mode, not in total).
+        assert any(".bind-task.owner." in e for e in denied), denied
+        assert any(".bind-task.any." in e for e in denied), denied
+        assert all(".bind-task." in e for e in denied), denied
+        assert not any(".bind-task." in s and ".local.seat." in s for s in mesh.routed)
+        assert _statuses(board, "Only an operator binds this") == ["in_progress"]
+        assert mesh.bridge_denials() == []
     last = fold_text(board.read_text(encoding="utf-8"))
     assert [row.status for row in last.tasks.values()] == ["in_progress"]
