@@ -3,31 +3,73 @@ one, so several bridges in one process, as in tests, do not collide)."""
 
 from __future__ import annotations
 
-from typing import Any
+from bisect import bisect_left
+from collections.abc import Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5)
+
+
+class _Served:
+    """The served-command counter and latency histogram, tallied in plain integers.
+
+    This runs on every request; a ``prometheus_client`` counter and histogram child take
+    a lock and walk the buckets on each observation, so the tallies are kept here and
+    turned into the same two metric families only when the registry is collected.
+    """
+
+    def __init__(self) -> None:
+        self.codes: dict[tuple[str, str, str, str], int] = {}
+        # per (endpoint, command, transport): one count per bucket (the last is +Inf), sum
+        self.latency: dict[tuple[str, str, str], tuple[list[int], list[float]]] = {}
+
+    def add(self, endpoint: str, command: str, code: str, seconds: float, transport: str) -> None:
+        key = (endpoint, command, code, transport)
+        self.codes[key] = self.codes.get(key, 0) + 1
+        series = self.latency.get((endpoint, command, transport))
+        if series is None:
+            series = ([0] * (len(LATENCY_BUCKETS) + 1), [0.0])
+            self.latency[(endpoint, command, transport)] = series
+        # bisect_left: a value equal to a bound counts in that bound's bucket (le)
+        series[0][bisect_left(LATENCY_BUCKETS, seconds)] += 1
+        series[1][0] += seconds
+
+    def collect(self) -> Iterator[Metric]:
+        commands = CounterMetricFamily(
+            "cotal_tasks_commands",
+            "Commands served, by endpoint, command, result code (ok or the error code) and "
+            "transport (wire or http).",
+            labels=["endpoint", "command", "code", "transport"],
+        )
+        for labels, count in self.codes.items():
+            commands.add_metric(list(labels), count)
+        yield commands
+        latency = HistogramMetricFamily(
+            "cotal_tasks_command_seconds",
+            "Time from receiving a request to publishing its reply, by transport.",
+            labels=["endpoint", "command", "transport"],
+        )
+        bounds = [*(repr(float(b)) for b in LATENCY_BUCKETS), "+Inf"]
+        for series, (counts, total) in self.latency.items():
+            running, buckets = 0, []
+            for bound, count in zip(bounds, counts, strict=True):
+                running += count
+                buckets.append((bound, running))
+            latency.add_metric(list(series), buckets, total[0])
+        yield latency
 
 
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self._served: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
-        self.commands = Counter(
-            "cotal_tasks_commands",
-            "Commands served, by endpoint, command, result code (ok or the error code) and "
-            "transport (wire or http).",
-            ["endpoint", "command", "code", "transport"],
-            registry=self.registry,
-        )
-        self.latency = Histogram(
-            "cotal_tasks_command_seconds",
-            "Time from receiving a request to publishing its reply, by transport.",
-            ["endpoint", "command", "transport"],
-            buckets=LATENCY_BUCKETS,
-            registry=self.registry,
-        )
+        self._served = _Served()
+        self.registry.register(self._served)
         self.sync_requests = Counter(
             "cotal_tasks_sync_requests",
             "Requests made to hosted trackers, by endpoint and HTTP status (or 'error').",
@@ -69,16 +111,7 @@ class Metrics:
     def command_served(
         self, endpoint: str, command: str, code: str, seconds: float, transport: str = "wire"
     ) -> None:
-        key = (endpoint, command, code, transport)
-        children = self._served.get(key)
-        if children is None:  # label lookups are not free; this runs on every request
-            children = (
-                self.commands.labels(endpoint, command, code, transport),
-                self.latency.labels(endpoint, command, transport),
-            )
-            self._served[key] = children
-        children[0].inc()
-        children[1].observe(seconds)
+        self._served.add(endpoint, command, code, seconds, transport)
 
     def tracker_request(self, endpoint: str, status: str) -> None:
         self.sync_requests.labels(endpoint, status).inc()

@@ -14,6 +14,7 @@ when the rest of its envelope is malformed.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -89,6 +90,7 @@ class Bind:
 class Request:
     id: str
     endpoint: str
+    endpoint_token: str
     command: str
     input_digest: str | None
     output_digest: str | None
@@ -128,41 +130,9 @@ def parse_request(raw: Any) -> Request:
         )
     request_id = _token(o.get("id"), ID_TOKEN, "id", "[A-Za-z0-9_-]{1,64}")
     op = _record(o.get("op"), "op")
-    endpoint = _text(op.get("endpoint"), "op.endpoint")
-    try:
-        endpoint_token(endpoint)
-    except ContractError as exc:
-        raise _fail(
-            ErrorCode.BAD_REQUEST,
-            f"op.endpoint {preview(endpoint)} is not an endpoint name; send dot-separated "
-            "labels of [a-z0-9-] whose token fits 64 characters, as describe names it",
-        ) from exc
-    command = _token(op.get("command"), COMMAND_TOKEN, "op.command", "[a-z0-9-]{1,32}")
-    digests: dict[str, str | None] = {}
-    for key in ("inputDigest", "outputDigest"):
-        value = op.get(key)
-        if value is not None and command == "describe":
-            raise _fail(
-                ErrorCode.CONTRACT_MISMATCH,
-                f"describe pins no contract, so op.{key} cannot be honored; send describe "
-                "without digests",
-            )
-        if value is None:
-            if command != "describe":
-                raise _fail(
-                    ErrorCode.CONTRACT_MISMATCH,
-                    f"op.{key} is required on every command except describe; "
-                    "take it from the command's row in the describe answer",
-                )
-            digests[key] = None
-            continue
-        if not isinstance(value, str) or not _DIGEST.fullmatch(value):
-            raise _fail(
-                ErrorCode.BAD_REQUEST,
-                f"op.{key} {preview(value)} is not a sha256:<64 hex> digest; send the digest "
-                "the command's row in the describe answer names",
-            )
-        digests[key] = value
+    endpoint, token, command, input_digest, output_digest = _checked_op(
+        op.get("endpoint"), op.get("command"), op.get("inputDigest"), op.get("outputDigest")
+    )
     cls = o.get("class")
     if cls not in ("ephemeral", "journal"):
         raise _fail(
@@ -209,22 +179,19 @@ def parse_request(raw: Any) -> Request:
                 ErrorCode.BAD_REQUEST, "describe carries no bind (it produces one); drop the bind"
             )
         b = _record(o["bind"], "bind")
-        bind = Bind(
-            _token(b.get("instanceId"), LIFECYCLE_UID, "bind.instanceId", "[a-z0-9]{26,32}"),
-            _uint(b.get("epoch"), "bind.epoch"),
-        )
+        bind = _checked_bind(b.get("instanceId"), b.get("epoch"))
     args = o.get("args")
     if args is not None:
         args = _record(args, "args")
     sender = _record(o.get("from"), "from")
-    from_id = _text(sender.get("id"), "from.id")
-    _text(sender.get("name"), "from.name")
+    from_id = _checked_sender(sender.get("id"), sender.get("name"))
     return Request(
         request_id,
         endpoint,
+        token,
         command,
-        digests["inputDigest"],
-        digests["outputDigest"],
+        input_digest,
+        output_digest,
         cls,
         reply_expected,
         deadline_ms,
@@ -235,9 +202,118 @@ def parse_request(raw: Any) -> Request:
     )
 
 
+# The parts of an envelope that repeat from request to request (the op, the bind, the
+# sender) are checked once per distinct value and remembered; a refusal raises and is
+# never remembered. ``typed`` keeps ``True`` apart from ``1`` and ``1.0`` from ``1``; only
+# short strings and plain integers are remembered, so the memory stays bounded.
+_remembered = functools.lru_cache(maxsize=4096, typed=True)
+_REMEMBERED_CHARS = 256
+
+
+def _hashable(*values: Any) -> bool:
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            if len(value) > _REMEMBERED_CHARS:
+                return False
+        elif kind is not int and value is not None:
+            return False
+    return True
+
+
+def _checked_op(
+    endpoint: Any, command: Any, input_digest: Any, output_digest: Any
+) -> tuple[str, str, str, str | None, str | None]:
+    """``op``'s endpoint, its token, the command and the two digests, checked in order."""
+    if _hashable(endpoint, command, input_digest, output_digest):
+        return _op_remembered(endpoint, command, input_digest, output_digest)
+    return _op(endpoint, command, input_digest, output_digest)
+
+
+def _op(
+    endpoint: Any, command: Any, input_digest: Any, output_digest: Any
+) -> tuple[str, str, str, str | None, str | None]:
+    endpoint = _text(endpoint, "op.endpoint")
+    try:
+        token = endpoint_token(endpoint)
+    except ContractError as exc:
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"op.endpoint {preview(endpoint)} is not an endpoint name; send dot-separated "
+            "labels of [a-z0-9-] whose token fits 64 characters, as describe names it",
+        ) from exc
+    command = _token(command, COMMAND_TOKEN, "op.command", "[a-z0-9-]{1,32}")
+    return (
+        endpoint,
+        token,
+        command,
+        _digest(input_digest, "inputDigest", command),
+        _digest(output_digest, "outputDigest", command),
+    )
+
+
+_op_remembered = _remembered(_op)
+
+
+def _digest(value: Any, key: str, command: str) -> str | None:
+    if value is not None and command == "describe":
+        raise _fail(
+            ErrorCode.CONTRACT_MISMATCH,
+            f"describe pins no contract, so op.{key} cannot be honored; send describe "
+            "without digests",
+        )
+    if value is None:
+        if command != "describe":
+            raise _fail(
+                ErrorCode.CONTRACT_MISMATCH,
+                f"op.{key} is required on every command except describe; "
+                "take it from the command's row in the describe answer",
+            )
+        return None
+    if not isinstance(value, str) or not _DIGEST.fullmatch(value):
+        raise _fail(
+            ErrorCode.BAD_REQUEST,
+            f"op.{key} {preview(value)} is not a sha256:<64 hex> digest; send the digest "
+            "the command's row in the describe answer names",
+        )
+    return value
+
+
+def _checked_bind(instance_id: Any, epoch: Any) -> Bind:
+    if _hashable(instance_id, epoch):
+        return _bind_remembered(instance_id, epoch)
+    return _bind(instance_id, epoch)
+
+
+def _bind(instance_id: Any, epoch: Any) -> Bind:
+    return Bind(
+        _token(instance_id, LIFECYCLE_UID, "bind.instanceId", "[a-z0-9]{26,32}"),
+        _uint(epoch, "bind.epoch"),
+    )
+
+
+_bind_remembered = _remembered(_bind)
+
+
+def _checked_sender(sender_id: Any, name: Any) -> str:
+    """``from.id``, once ``from.id`` and ``from.name`` are both non-empty strings."""
+    if _hashable(sender_id, name):
+        return _sender_remembered(sender_id, name)
+    return _sender(sender_id, name)
+
+
+def _sender(sender_id: Any, name: Any) -> str:
+    checked = _text(sender_id, "from.id")
+    _text(name, "from.name")
+    return checked
+
+
+_sender_remembered = _remembered(_sender)
+
+
 def check_agreement(request: Request, subject: RequestSubject) -> None:
     """The body must agree with the broker-authenticated subject."""
-    if endpoint_token(request.endpoint) != subject.endpoint_token:
+    if request.endpoint_token != subject.endpoint_token:
         raise _fail(
             ErrorCode.OP_MISMATCH,
             f"op.endpoint {preview(request.endpoint)} does not agree with the subject's "

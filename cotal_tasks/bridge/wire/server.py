@@ -17,6 +17,7 @@ that would not fit the broker's payload limit is replaced by a short error that 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from cotal_tasks.bridge.service import Call, CommandService, PresenceSource
 from cotal_tasks.bridge.validation import args_refusal
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.instance import InstanceIdentity
+from cotal_tasks.bridge.wire.resume import resumed
 from cotal_tasks.bridge.wire.space import LifecycleHeads
 from cotal_tasks.bridge.wire.subjects import (
     RequestSubject,
@@ -59,14 +61,15 @@ TargetCheck = Literal["lifecycle", "presence", "none"]
 DESCRIBE = "describe"
 BIND_REFUSED = "ai.cotal.ep.bind-refused"
 MAX_IN_FLIGHT = 256
+# Served inline until they first wait (see ``_receive``): the reads, and describe.
+_INLINE = frozenset({DESCRIBE, *(name for name, spec in COMMANDS.items() if spec.effect == "read")})
 
 
 @dataclass(frozen=True, slots=True)
 class _Contract:
     input_digest: str
     output_digest: str
-    args: Any  # compiled jsonschema_rs validators
-    output: Any
+    args: Any  # the compiled jsonschema_rs validator of the input schema
 
 
 def _contracts() -> dict[str, _Contract]:
@@ -76,7 +79,6 @@ def _contracts() -> dict[str, _Contract]:
             artifacts.inputs[name].digest,
             artifacts.outputs[name].digest,
             jsonschema_rs.validator_for(json_schema(spec.input)),
-            jsonschema_rs.validator_for(json_schema(spec.output)),
         )
         for name, spec in COMMANDS.items()
     }
@@ -154,8 +156,35 @@ class EndpointServer:
         await self.nc.publish(subject, orjson.dumps(event))
 
     async def _receive(self, msg: Msg) -> None:
+        """Handle ``msg``: a read here, until it first waits; anything else in a task.
+
+        A read the cache answers never waits, so it is served inline without the cost of
+        a task; a read that does wait (the database, a presence lookup) goes on in a task
+        of its own from there, so the subscription's next message is not held behind it.
+        A write gets its task up front: it may enter a scope bound to the running task
+        (an HTTP client's cancel scope, on a hosted endpoint) before it first waits.
+        """
+        subject = parse_request(msg.subject, self.space)
+        if subject is None or subject.endpoint_token != self._token:
+            return  # fits no shape: never handled, never answered
         await self._slots.acquire()
-        task = asyncio.create_task(self._handle(msg))
+        handling = self._handle(msg, subject)
+        if subject.command not in _INLINE:
+            self._track(asyncio.create_task(handling))
+            return
+        context = contextvars.copy_context()  # its own, as a task would have
+        try:
+            waiting = context.run(handling.send, None)
+        except StopIteration:
+            self._slots.release()
+            return
+        except BaseException:
+            self._slots.release()
+            log.exception("request handling failed")
+            return
+        self._track(asyncio.create_task(resumed(handling, waiting), context=context))
+
+    def _track(self, task: asyncio.Task[None]) -> None:
         self._pending.add(task)
         task.add_done_callback(self._finished)
 
@@ -165,10 +194,7 @@ class EndpointServer:
         if not task.cancelled() and task.exception() is not None:
             log.error("request handling failed", exc_info=task.exception())
 
-    async def _handle(self, msg: Msg) -> None:
-        subject = parse_request(msg.subject, self.space)
-        if subject is None or subject.endpoint_token != self._token:
-            return  # fits no shape: never handled, never answered
+    async def _handle(self, msg: Msg, subject: RequestSubject) -> None:
         loop = asyncio.get_running_loop()
         started = loop.time()
         raw: Any = None
@@ -190,7 +216,6 @@ class EndpointServer:
     async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
         """Parse, admit and serve one decoded body (received at loop time ``received``, so
         a write answers by its ``deadlineMs``); return its reply envelope."""
-        request_id = envelope.request_id_of(raw)
         started = False  # whether the command may have begun: an internal error says so
         try:
             request = envelope.parse_request(raw)
@@ -200,11 +225,11 @@ class EndpointServer:
                 data = await self._dispatch(subject, request)
             return envelope.ok_reply(request.id, data)
         except ContractError as exc:
-            return envelope.error_reply(request_id, exc)
+            return envelope.error_reply(envelope.request_id_of(raw), exc)
         except Exception as exc:
             log.exception("internal error serving %s", subject.command)
             return envelope.error_reply(
-                request_id,
+                envelope.request_id_of(raw),
                 ContractError(
                     ErrorCode.INTERNAL,
                     f"the bridge failed unexpectedly ({type(exc).__name__}); retry, and "
@@ -231,7 +256,9 @@ class EndpointServer:
 
     async def _dispatch(self, subject: RequestSubject, request: envelope.Request) -> Any:
         try:
-            contract, target = await self._admit(subject, request)
+            self._admit(subject, request)
+            # an untargeted request has no body target (check_agreement saw to it)
+            target = None if subject.mode is None else await self._current_target(subject, request)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
         except Exception as exc:
@@ -244,8 +271,10 @@ class EndpointServer:
             ) from exc
         if request.command == DESCRIBE:
             return self.describe_answer()
-        assert contract is not None
-        data = await self.service.handle(
+        # The answer is built from validated models or the board's stored (validated) wire
+        # form, so it is not checked against the output schema again here; the tests hold
+        # every command's reply to the published output schema.
+        return await self.service.handle(
             Call(
                 command=request.command,
                 caller=subject.caller,
@@ -255,19 +284,9 @@ class EndpointServer:
                 target=target,
             )
         )
-        if not contract.output.is_valid(data):
-            raise ContractError(
-                ErrorCode.INTERNAL,
-                f"the {request.command} result does not match its output schema; this is a "
-                "bridge bug, report it",
-                outcome="executed",
-            )
-        return data
 
-    async def _admit(
-        self, subject: RequestSubject, request: envelope.Request
-    ) -> tuple[_Contract | None, Seat | None]:
-        """Every check before the effect; the command's contract and the current target."""
+    def _admit(self, subject: RequestSubject, request: envelope.Request) -> None:
+        """Every check before the effect but the target's currency."""
         envelope.check_agreement(request, subject)
         if request.cls != "ephemeral":
             raise _refused(
@@ -277,7 +296,7 @@ class EndpointServer:
             )
         if request.command == DESCRIBE:
             self._check_describe(subject, request)
-            return None, None
+            return
         contract = self._contracts.get(request.command)
         if contract is None:
             raise _refused(
@@ -304,7 +323,6 @@ class EndpointServer:
             )
         if not contract.args.is_valid(request.args):
             raise _refused(ErrorCode.BAD_REQUEST, args_refusal(request.command, request.args))
-        return contract, await self._current_target(subject, request)
 
     def _check_describe(self, subject: RequestSubject, request: envelope.Request) -> None:
         if subject.mode is not None:

@@ -1,0 +1,97 @@
+"""What the wire's hot path remembers stays exact: a remembered check never admits a value
+the full check refuses, and a refusal is never remembered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from cotal_tasks.bridge.metrics import Metrics
+from cotal_tasks.bridge.wire import envelope
+from cotal_tasks.bridge.wire.subjects import parse_request
+from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts
+
+ENDPOINT = "com.example.remembered"
+IID = "a" * 26
+HEAD = "cotal.demo.ep.one.com_example_remembered.get-task.local.seat." + "0" * 26
+
+
+def body(**changes: Any) -> dict[str, Any]:
+    artifacts = contract_artifacts()
+    value: dict[str, Any] = {
+        "v": 1,
+        "id": "request-1",
+        "op": {
+            "endpoint": ENDPOINT,
+            "command": "get-task",
+            "inputDigest": artifacts.inputs["get-task"].digest,
+            "outputDigest": artifacts.outputs["get-task"].digest,
+        },
+        "class": "ephemeral",
+        "replyExpected": True,
+        "deadlineMs": 1000,
+        "from": {"id": "local/seat/" + "0" * 26, "name": "seat"},
+        "args": {"taskId": "t-1"},
+        "bind": {"instanceId": IID, "epoch": 1},
+    }
+    value.update(changes)
+    return value
+
+
+def refused(raw: dict[str, Any]) -> ErrorCode:
+    with pytest.raises(ContractError) as caught:
+        envelope.parse_request(raw)
+    return caught.value.code
+
+
+@pytest.mark.parametrize("epoch", [True, 1.0, -1, "1"])
+def test_a_remembered_bind_does_not_admit_a_lookalike_epoch(epoch: Any) -> None:
+    assert envelope.parse_request(body()).bind == envelope.Bind(IID, 1)
+    assert refused(body(bind={"instanceId": IID, "epoch": epoch})) == ErrorCode.BAD_REQUEST
+    assert envelope.parse_request(body()).bind == envelope.Bind(IID, 1)
+
+
+def test_a_refused_op_is_refused_every_time() -> None:
+    op = {**body()["op"], "inputDigest": "sha256:" + "Z" * 64}
+    assert refused(body(op=op)) == ErrorCode.BAD_REQUEST
+    assert refused(body(op=op)) == ErrorCode.BAD_REQUEST
+    assert refused(body(op={**op, "inputDigest": None})) == ErrorCode.CONTRACT_MISMATCH
+
+
+def test_the_endpoint_token_comes_with_the_parsed_op() -> None:
+    assert envelope.parse_request(body()).endpoint_token == "com_example_remembered"
+
+
+def test_long_and_odd_values_are_checked_without_being_remembered() -> None:
+    long_name = "n" * 10_000
+    request = envelope.parse_request(body(**{"from": {"id": "x", "name": long_name}}))
+    assert request.from_id == "x"
+    assert refused(body(**{"from": {"id": "x", "name": ["n"]}})) == ErrorCode.BAD_REQUEST
+    assert refused(body(**{"from": {"id": "", "name": "n"}})) == ErrorCode.BAD_REQUEST
+
+
+def test_a_remembered_subject_head_still_checks_each_nonce() -> None:
+    first = parse_request(f"{HEAD}.{'n' * 22}", "demo")
+    second = parse_request(f"{HEAD}.{'m' * 22}", "demo")
+    assert first is not None
+    assert second is not None
+    assert (first.nonce, second.nonce) == ("n" * 22, "m" * 22)
+    assert first.caller == second.caller
+    assert parse_request(f"{HEAD}.short", "demo") is None
+    assert parse_request(f"{HEAD}.{'n' * 22}", "other") is None
+    assert parse_request(f"{HEAD}.{'n' * 22}" + "x" * 2000, "demo") is None
+
+
+def test_served_latency_lands_in_the_bucket_its_bound_names() -> None:
+    metrics = Metrics()
+    for seconds in (0.001, 0.0011, 10.0):
+        metrics.command_served("e", "get-task", "ok", seconds)
+    text = metrics.render().decode()
+    series = 'command="get-task",endpoint="e"'
+    assert f'cotal_tasks_command_seconds_bucket{{{series},le="0.001",transport="wire"}} 1.0' in text
+    assert (
+        f'cotal_tasks_command_seconds_bucket{{{series},le="0.0025",transport="wire"}} 2.0' in text
+    )
+    assert f'cotal_tasks_command_seconds_bucket{{{series},le="+Inf",transport="wire"}} 3.0' in text
+    assert f'cotal_tasks_commands_total{{code="ok",{series},transport="wire"}} 3.0' in text
