@@ -26,7 +26,10 @@ class RecordedRequest:
 
     @property
     def is_write(self) -> bool:
-        return self.method in ("POST", "PATCH", "PUT", "DELETE")
+        """A request that changes state (a GraphQL query is a POST, but reads)."""
+        return self.method in ("POST", "PATCH", "PUT", "DELETE") and not self.path.endswith(
+            "/graphql"
+        )
 
     def matches(
         self, method: str | None = None, path: str | None = None, status: int | None = None

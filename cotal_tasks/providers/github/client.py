@@ -85,12 +85,35 @@ class GitHubClient:
         first: any change sorts to the end of an ascending listing, so it would have to
         change that page, and a 304 proves nothing changed (and is yielded, ending the
         listing). Otherwise the listing starts from the first page.
+
+        The walk never follows page numbers past a page it has read: an issue edited
+        while the walk runs moves to the end and shifts every later one back a place,
+        so page N+1 would skip one issue for each. Each next page instead asks
+        ``since`` the last ``updated_at`` read (inclusive: the boundary issues come
+        again); only a page that is one timestamp throughout, which ``since`` cannot
+        step past, is followed by its page number.
         """
         if etag is not None:
             probe = await self.http.request("GET", etag[0], headers={"If-None-Match": etag[1]})
             if probe.status_code == 304:
                 yield probe
                 return
+        url: str | None = self._listing_url(since)
+        while url is not None:
+            response = await self.http.request("GET", url)
+            yield response
+            following = response.links.get("next", {}).get("url")
+            items = response.json()
+            last = items[-1].get("updated_at") if items and isinstance(items[-1], dict) else None
+            if following is None or last is None:
+                return
+            if last == since:
+                url = following  # a page of one timestamp: step through it by number
+            else:
+                since = last
+                url = self._listing_url(since)
+
+    def _listing_url(self, since: str | None) -> str:
         params: dict[str, Any] = {
             "state": "all",
             "sort": "updated",
@@ -99,13 +122,7 @@ class GitHubClient:
         }
         if since is not None:
             params["since"] = since
-        url: str | None = str(
-            self.http.client.build_request("GET", self._path("/issues"), params=params).url
-        )
-        while url is not None:
-            response = await self.http.request("GET", url)
-            yield response
-            url = response.links.get("next", {}).get("url")
+        return str(self.http.client.build_request("GET", self._path("/issues"), params=params).url)
 
     async def recent_issues(self, count: int) -> list[dict[str, Any]]:
         """The most recently updated issues and pull requests, newest first, one page."""
@@ -127,21 +144,17 @@ class GitHubClient:
         body: dict[str, Any] = response.json()
         return body
 
-    async def timeline(self, number: int) -> list[dict[str, Any]]:
-        events: list[dict[str, Any]] = []
-        url: str | None = self._path(f"/issues/{number}/timeline")
-        params: Mapping[str, Any] | None = {"per_page": PER_PAGE}
-        while url is not None:
-            response = await self.http.request("GET", url, params=params)
-            events.extend(response.json())
-            url = response.links.get("next", {}).get("url")
-            params = None
-        return events
-
-    async def get_pull(self, number: int) -> dict[str, Any]:
-        response = await self.http.request("GET", self._path(f"/pulls/{number}"))
-        body: dict[str, Any] = response.json()
-        return body
+    async def graphql(self, url: str, query: str, variables: Mapping[str, Any]) -> Any:
+        """The ``data`` of a GraphQL answer. Errors that come with data (an alias that
+        names no issue) leave that alias null; errors without data fail the request."""
+        response = await self.http.request(
+            "POST", url, json={"query": query, "variables": dict(variables)}
+        )
+        body = response.json()
+        if body.get("data") is None:
+            message = ((body.get("errors") or [{}])[0] or {}).get("message")
+            raise TrackerHttpError(200, f"GraphQL: {message}", method="POST", path=url)
+        return body["data"]
 
     async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         response = await self.http.request("POST", self._path("/issues"), json=dict(payload))

@@ -78,9 +78,10 @@ class SyncEngine:
                 report.not_modified = True
                 break
             report.pages += 1 if page.listing else 0
-            report.issues += len(page.issues)
+            report.issues += len(page.issues) - page.reread
+            report.fetched += page.reread
             report.changed += await self.store.upsert_page(page.issues, mark)
-            linked |= page.linked
+            linked = (linked - page.evidenced) | (page.linked - page.evidenced)
             if page.cursor is not None:
                 cursor = page.cursor
             marks.update(page.marks or {})
@@ -89,10 +90,13 @@ class SyncEngine:
                 saved["etag"] = list(page.etag)
             await self.state.save(self.key, saved, self.clock())  # checkpoint every page
             total = page.total_pages or total
+            if total is not None:  # an estimate: a walk may take a page more than it said
+                total = max(total, report.pages)
             if progress is not None:
                 progress(report.pages, total)
         numbers = linked | self._take_woken()
-        report.fetched, changed = await self.refresh(numbers)
+        fetched, changed = await self.refresh(numbers)
+        report.fetched += fetched
         report.changed += changed
         if saved.get("pending"):
             await self.state.save(self.key, {**saved, "pending": []}, self.clock())

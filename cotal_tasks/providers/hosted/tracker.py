@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
-from cotal_tasks.core import TaskEvidence
+from cotal_tasks.core import MAX_EVIDENCE, TaskEvidence
 
 EvidenceKind = Literal["commit", "branch", "run", "review"]
 
@@ -64,6 +64,10 @@ class ListPage:
     total_pages: int | None = None  # when the tracker says how many pages there are
     listing: bool = True  # False: not a page of the issue listing (links found elsewhere)
     marks: Mapping[str, str] | None = None  # further named cursors to checkpoint
+    # Issues whose evidence was read with this page: what earlier pages linked them to
+    # is covered (a later page's link is not: it may be newer than the read).
+    evidenced: frozenset[int] = frozenset()
+    reread: int = 0  # the last issues are earlier pages' issues, read again for evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,13 +158,14 @@ def number_in(project: str, task_id: str) -> int | None:
 
 
 def evidence_entries(found: Sequence[Evidence]) -> tuple[TaskEvidence, ...]:
-    """Tracker evidence as record entries: deduplicated by kind and ref, the newest 32."""
+    """Tracker evidence as record entries: deduplicated by kind and ref, the newest
+    ``MAX_EVIDENCE``."""
     latest: dict[tuple[str, str], Evidence] = {}
     for item in found:
         key = (item.kind, item.ref)
         if key not in latest or latest[key].at < item.at:
             latest[key] = item
-    ordered = sorted(latest.values(), key=lambda e: e.at)[-32:]
+    ordered = sorted(latest.values(), key=lambda e: e.at)[-MAX_EVIDENCE:]
     return tuple(TaskEvidence(kind=e.kind, ref=e.ref, addedAt=e.at) for e in ordered)
 
 

@@ -1,0 +1,111 @@
+"""One poll's walk over GitHub's issue listing, with the evidence read page by page.
+
+For each page: every issue changed since the last poll (not one the overlap reads again)
+has its timeline read, and every changed pull request its links (the issues its body,
+closing references and latest comments name), in one GraphQL request for the page. An
+issue a pull request names is read again only when the pull request may be newer than
+the issue's read: an issue this walk has already listed is read in the page's own batch,
+any other is left to the sync (``ListPage.linked``), which fetches it after the walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from cotal_tasks.providers.github import evidence, mapping
+from cotal_tasks.providers.hosted.tracker import TrackedIssue, epoch_ms
+
+Links = Callable[[list[int], list[int]], Awaitable[evidence.Found]]
+Statuses = Callable[[list[dict[str, Any]]], Awaitable[dict[int, str]]]
+
+
+@dataclass
+class PageRead:
+    issues: list[TrackedIssue]
+    linked: set[int]  # issues this walk has not listed, named by a newer pull request
+    evidenced: set[int]
+    highest: str | None
+    reread: int  # how many of ``issues`` (the last) are earlier pages' issues
+
+
+@dataclass
+class Walk:
+    repo: str
+    cursor: str | None  # the poll's starting cursor: what is newer changed since
+    links: Links
+    statuses: Statuses
+    highest: str | None = None
+    read: dict[int, str] = field(default_factory=dict)  # number -> updated_at read
+    # number -> the newest updated_at listed when its evidence was read: a pull request
+    # changed no later than that was linked already when the timeline was read.
+    as_of: dict[int, int] = field(default_factory=dict)
+    known: dict[int, TrackedIssue] = field(default_factory=dict)  # issues listed so far
+
+    def __post_init__(self) -> None:
+        self.highest = self.cursor
+
+    async def page(self, raw: Sequence[Mapping[str, Any]]) -> PageRead:
+        items: list[dict[str, Any]] = []
+        changed: list[int] = []
+        pulls: dict[int, int] = {}  # changed pull request -> its updated_at (ms)
+        mentions: list[tuple[int, int]] = []  # (issue, updated_at of who names it)
+        for item in raw:
+            stamp = item.get("updated_at")
+            number = int(item["number"])
+            if self.read.get(number) == stamp:
+                continue  # the seam of two pages: read a moment ago
+            self.read[number] = str(stamp)
+            if stamp and (self.highest is None or epoch_ms(stamp) > epoch_ms(self.highest)):
+                self.highest = str(stamp)
+            fresh = self.cursor is None or epoch_ms(stamp) > epoch_ms(self.cursor)
+            if mapping.is_pull_request(item):
+                if fresh:
+                    pulls[number] = epoch_ms(stamp)
+                    named_here = mapping.mentioned_issues(self.repo, item)
+                    mentions += [(n, epoch_ms(stamp)) for n in named_here]
+            else:
+                items.append(dict(item))
+                if fresh:
+                    changed.append(number)
+        on_page = {int(item["number"]) for item in items}
+        again = self._uncovered(mentions, on_page) - set(changed)
+        found = await self.links(changed + sorted(again), list(pulls))
+        named = [(n, pulls.get(p, 0)) for p, issues in found.linked.items() for n in issues]
+        more = self._uncovered(named, on_page) - set(changed) - again
+        if more:  # named only in closing references or comments: a second batch
+            extra = await self.links(sorted(more), [])
+            found.evidence.update(extra.evidence)
+            again |= more
+        statuses = await self.statuses(items)
+        highest = epoch_ms(self.highest)
+        issues = []
+        for item in items:
+            number = int(item["number"])
+            issue = mapping.tracked(
+                self.repo,
+                item,
+                found.evidence.get(number, ()),
+                project_status=statuses.get(number),
+            )
+            self.known[number] = replace(issue, evidence=())
+            issues.append(issue)
+        for number in sorted(again - on_page):
+            held = self.known[number]
+            issue = replace(held, evidence=tuple(found.evidence.get(number, ())))
+            issues.append(issue)
+        for number in {*changed, *again}:
+            self.as_of[number] = highest
+        linked = {n for n, at in [*mentions, *named] if at > self.as_of.get(n, -1)}
+        reread = len(again - on_page)
+        return PageRead(issues, linked, {*changed, *again}, self.highest, reread)
+
+    def _uncovered(self, mentions: list[tuple[int, int]], on_page: set[int]) -> set[int]:
+        """Issues named by a pull request newer than their evidence read, that this walk
+        has listed (so their issue is at hand): on this page or an earlier one."""
+        return {
+            n
+            for n, at in mentions
+            if (n in self.known or n in on_page) and at > self.as_of.get(n, -1)
+        }
