@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
+
+Hook = Callable[[str, str, dict[str, str]], None]  # (method, path, query) before an answer
 
 
 @dataclass(frozen=True)
@@ -54,3 +57,17 @@ class ScriptedFailure:
         return (self.method is None or self.method == method) and (
             self.path is None or fnmatchcase(path, self.path)
         )
+
+
+def before_nth_get(path: str, nth: int, action: Callable[[], None]) -> Hook:
+    """A ``before_answer`` hook that runs ``action`` once, just before the ``nth`` GET of
+    ``path`` is answered: "between two page requests" of a listing."""
+    seen: list[str] = []
+
+    def hook(method: str, requested: str, query: dict[str, str]) -> None:
+        if method == "GET" and requested == path:
+            seen.append(requested)
+            if len(seen) == nth:
+                action()
+
+    return hook

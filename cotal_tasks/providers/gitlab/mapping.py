@@ -5,7 +5,8 @@
 several ``workflow::`` labels can coexist, and the first status rule that matches wins,
 so the rule order decides (documented in docs/gitlab.md). Evidence: a related merge
 request is a ``review`` (its URL) and a ``branch`` (its source branch), its head pipeline
-a ``run`` (the pipeline URL), and a closing merge request's merge commit a ``commit``.
+a ``run`` (the pipeline URL), and a closing merge request's merge commit a ``commit``,
+each attributed to the project it lives in.
 """
 
 from __future__ import annotations
@@ -67,20 +68,41 @@ def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:
     return mentioned_numbers(text, path)
 
 
-def merge_request_evidence(merge_request: Mapping[str, Any], *, closed_it: bool) -> list[Evidence]:
+def merge_request_path(merge_request: Mapping[str, Any]) -> str | None:
+    """The path of the project a merge request belongs to (``group/other!5``)."""
+    full = (merge_request.get("references") or {}).get("full")
+    if isinstance(full, str) and "!" in full:
+        return full.rsplit("!", 1)[0]
+    return None
+
+
+def merge_request_evidence(
+    merge_request: Mapping[str, Any],
+    *,
+    closed_it: bool,
+    own_path: str,
+    source_path: str | None = None,
+) -> list[Evidence]:
+    """A merge request as evidence, attributed to where each part lives: its ``review``
+    is its own URL; its ``branch`` a plain name when the source branch is in
+    ``own_path``, else ``group/fork:branch``; a merge ``commit`` of another project is
+    ``group/other@sha``."""
     at = epoch_ms(merge_request.get("updated_at") or merge_request.get("created_at"))
+    target = merge_request_path(merge_request) or own_path
     found: list[Evidence] = []
     if merge_request.get("web_url"):
         found.append(Evidence("review", str(merge_request["web_url"]), at))
-    if merge_request.get("source_branch"):
-        found.append(Evidence("branch", str(merge_request["source_branch"]), at))
+    branch = merge_request.get("source_branch")
+    if branch:
+        source = source_path or target
+        own = source.lower() == own_path.lower()
+        found.append(Evidence("branch", str(branch) if own else f"{source}:{branch}", at))
     pipeline = merge_request.get("head_pipeline") or merge_request.get("pipeline") or {}
     if pipeline.get("web_url"):
         found.append(Evidence("run", str(pipeline["web_url"]), at))
     if closed_it:
         sha = merge_request.get("merge_commit_sha") or merge_request.get("squash_commit_sha")
         if sha:
-            found.append(
-                Evidence("commit", str(sha), epoch_ms(merge_request.get("merged_at")) or at)
-            )
+            ref = str(sha) if target.lower() == own_path.lower() else f"{target}@{sha}"
+            found.append(Evidence("commit", ref, epoch_ms(merge_request.get("merged_at")) or at))
     return found

@@ -60,20 +60,35 @@ class GitLabTracker:
         since = self._since(cursor)
         highest = cursor
         first = True
+        read: dict[int, str] = {}  # iid -> updated_at read in this walk
+        evidenced: dict[int, int] = {}  # iid -> its updated_at (ms) when its evidence was read
         async for response in self.client.issue_pages(since):
-            items = response.json()
             issues: list[TrackedIssue] = []
-            for item in items:
+            changed: set[int] = set()
+            for item in response.json():
                 stamp = item.get("updated_at")
+                iid = int(item["iid"])
+                if read.get(iid) == stamp:
+                    continue  # the seam of two offset pages: read a moment ago
+                read[iid] = str(stamp)
                 if stamp and (highest is None or epoch_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
-                issues.append(mapping.tracked(self._path_from(item), item))
+                found: list[Evidence] = []
+                # A changed issue with merge requests has its evidence read: a link made
+                # in GitLab notes it on the issue, which moves its updated_at.
+                fresh = cursor is None or epoch_ms(stamp) > epoch_ms(cursor)
+                if fresh and int(item.get("merge_requests_count") or 0) > 0:
+                    found = await self._evidence(item)
+                    changed.add(iid)
+                    evidenced[iid] = epoch_ms(stamp)
+                issues.append(mapping.tracked(self._path_from(item), item, found))
             total = response.headers.get("x-total-pages") if first else None
             first = False
             yield ListPage(
                 issues,
                 cursor=highest,
                 total_pages=int(total) if total and total.isdigit() else None,
+                evidenced=frozenset(changed),
             )
         # Merge requests changed since the last sweep name the issues worth an evidence
         # read. The sweep keeps its own cursor, so an interrupted import misses none.
@@ -85,7 +100,10 @@ class GitLabTracker:
             for merge_request in response.json():
                 stamp = merge_request.get("updated_at")
                 if swept is None or epoch_ms(stamp) > epoch_ms(swept):
-                    linked |= mapping.mentioned_issues(path, merge_request)
+                    named = mapping.mentioned_issues(path, merge_request)
+                    # An issue whose evidence this walk read after the merge request's
+                    # last change already shows it.
+                    linked |= {n for n in named if evidenced.get(n, -1) < epoch_ms(stamp)}
                 if stamp and (newest is None or epoch_ms(stamp) > epoch_ms(newest)):
                     newest = stamp
             yield ListPage(
@@ -104,18 +122,36 @@ class GitLabTracker:
         issue = await self.client.get_issue(number)
         if issue is None:
             return None
+        return mapping.tracked(self._path_from(issue), issue, await self._evidence(issue))
+
+    async def _evidence(self, issue: dict[str, Any]) -> list[Evidence]:
+        """Every merge request related to or closing the issue (all pages), each read
+        in its own project for its head pipeline, attributed to where it lives."""
+        iid = int(issue["iid"])
+        own = self._path_from(issue)
+        closing = await self.client.closed_by(iid)
+        closers = {_key(mr) for mr in closing}
+        merge_requests = {
+            _key(mr): mr for mr in [*closing, *await self.client.related_merge_requests(iid)]
+        }
         found: list[Evidence] = []
-        closers = {mr.get("iid") for mr in await self.client.closed_by(number)}
-        for merge_request in await self.client.related_merge_requests(number):
-            if "head_pipeline" not in merge_request and merge_request.get("iid"):
+        for key, merge_request in merge_requests.items():
+            project_id, mr_iid = key
+            if "head_pipeline" not in merge_request and project_id and mr_iid:
                 try:
-                    merge_request = await self.client.merge_request(int(merge_request["iid"]))
+                    elsewhere = project_id if project_id != issue.get("project_id") else None
+                    merge_request = await self.client.merge_request(mr_iid, elsewhere)
                 except TrackerHttpError as exc:
                     log.info("merge request not readable (%s); evidence without its pipeline", exc)
+            source_path = None
+            source_id = merge_request.get("source_project_id")
+            if source_id and source_id != merge_request.get("project_id"):
+                fork = await self.client.project_path(int(source_id))
+                source_path = fork or f"project {source_id}"  # never the issue's own
             found += mapping.merge_request_evidence(
-                merge_request, closed_it=merge_request.get("iid") in closers
+                merge_request, closed_it=key in closers, own_path=own, source_path=source_path
             )
-        return mapping.tracked(self._path_from(issue), issue, found)
+        return found
 
     async def create(self, issue: NewIssue) -> TrackedIssue:
         payload: dict[str, Any] = {"title": issue.title}
@@ -169,3 +205,8 @@ class GitLabTracker:
                 applied.append("note")
         except TrackerHttpError as exc:
             raise TrackerRefused(exc, tuple(applied)) from exc
+
+
+def _key(merge_request: Mapping[str, Any]) -> tuple[int, int]:
+    """A merge request's identity across projects: (project id, iid)."""
+    return int(merge_request.get("project_id") or 0), int(merge_request.get("iid") or 0)

@@ -10,32 +10,26 @@ current within one further poll.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
 from tests.bridge._support import OPERATOR
 from tests.providers.github._support import ISSUES, REPO, GitHubEndpoint, list_requests
 from tests.support.fake_github import FakeGitHub
+from tests.support.fake_tracker import Hook, before_nth_get
 
 Json = dict[str, object]
 ISSUES_COUNT = 450  # five list pages
 
 
-def edit_on_page(fake: FakeGitHub, page: int, numbers: list[int]) -> Callable[..., None]:
-    """A hook that retitles ``numbers`` just before the ``page``-th list request."""
-    seen: list[int] = []
+def edit_on_page(fake: FakeGitHub, page: int, numbers: list[int]) -> Hook:
+    """Retitle ``numbers`` just before the ``page``-th list request."""
 
-    def hook(method: str, path: str, query: dict[str, str]) -> None:
-        if method != "GET" or path != ISSUES:
-            return
-        seen.append(1)
-        if len(seen) == page:
-            fake.advance(1)
-            for number in numbers:
-                fake.set_title(fake.issue(REPO, number), f"Edited during the walk {number}", "x")
+    def edit() -> None:
+        fake.advance(1)
+        for number in numbers:
+            fake.set_title(fake.issue(REPO, number), f"Edited during the walk {number}", "x")
 
-    return hook
+    return before_nth_get(ISSUES, page, edit)
 
 
 async def mirrored_titles(gh: GitHubEndpoint) -> dict[int, str]:
