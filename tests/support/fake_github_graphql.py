@@ -15,7 +15,7 @@ import itertools
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from graphql import build_schema, graphql_sync
+from graphql import DocumentNode, GraphQLError, build_schema, execute_sync, parse, validate
 
 from tests.support.fake_github_model import JSON, Event, Issue, iso
 
@@ -174,16 +174,34 @@ _ITEM_TYPES = {
 _CLOSING = ("close", "closes", "closed", "fix", "fixes", "fixed", "resolve", "resolves", "resolved")
 
 
+_VALIDATED: dict[str, DocumentNode | list[GraphQLError]] = {}  # query text -> document
+
+
 def execute(fake: FakeGitHub, query: str, variables: JSON | None) -> JSON:
-    """The response body GitHub would send for ``query`` (always HTTP 200)."""
-    result = graphql_sync(SCHEMA, query, root_value=_Root(fake).value(), variable_values=variables)
+    """The response body GitHub would send for ``query`` (always HTTP 200). A document is
+    parsed and validated against the schema once per query text."""
+    document = _VALIDATED.get(query)
+    if document is None:
+        try:
+            parsed = parse(query)
+        except GraphQLError as error:
+            document = [error]
+        else:
+            document = validate(SCHEMA, parsed) or parsed
+        _VALIDATED[query] = document
+    if isinstance(document, list):
+        return {"data": None, "errors": [_error(e) for e in document]}
+    result = execute_sync(
+        SCHEMA, document, root_value=_Root(fake).value(), variable_values=variables
+    )
     body: JSON = {"data": result.data}
     if result.errors:
-        body["errors"] = [
-            {"message": e.message, "locations": [loc._asdict() for loc in e.locations or ()]}
-            for e in result.errors
-        ]
+        body["errors"] = [_error(e) for e in result.errors]
     return body
+
+
+def _error(error: GraphQLError) -> JSON:
+    return {"message": error.message, "locations": [loc._asdict() for loc in error.locations or ()]}
 
 
 def _cursor(index: int) -> str:
@@ -227,6 +245,7 @@ class _Root:
 
     def __init__(self, fake: FakeGitHub) -> None:
         self.fake = fake
+        self._connected: dict[tuple[str, int], set[int]] | None = None
 
     def value(self) -> JSON:
         return {"repository": self._repository_field}
@@ -328,14 +347,23 @@ class _Root:
             for before, word in itertools.pairwise(words)
             if before in _CLOSING and word.startswith("#") and word[1:].isdigit()
         }
-        found: list[Issue] = []
-        for issue in self.fake.repos[pr.repo].issues.values():
-            connected = any(
-                e.kind == "connected" and e.source == (pr.repo, pr.number) for e in issue.timeline
-            )
-            if issue.pull is None and issue.visible and (issue.number in numbers or connected):
-                found.append(issue)
-        return sorted(found, key=lambda i: i.number)
+        numbers |= self.connected().get((pr.repo, pr.number), set())
+        issues = self.fake.repos[pr.repo].issues
+        found = [issues[n] for n in sorted(numbers) if n in issues]
+        return [i for i in found if i.pull is None and i.visible]
+
+    def connected(self) -> dict[tuple[str, int], set[int]]:
+        """Pull request -> the issues of its repository linked to it by hand (built once
+        per request)."""
+        if self._connected is None:
+            self._connected = {}
+            for repo in self.fake.repos.values():
+                for issue in repo.issues.values():
+                    for event in issue.timeline:
+                        source = event.source
+                        if event.kind == "connected" and source and source[0] == issue.repo:
+                            self._connected.setdefault(source, set()).add(issue.number)
+        return self._connected
 
     def _renderable(self, event: Event) -> bool:
         if event.kind in ("cross-referenced", "connected"):

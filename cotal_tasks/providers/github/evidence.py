@@ -12,7 +12,6 @@ its own URL, a fork's head branch is ``owner/fork:branch``, another repository's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,10 +64,6 @@ class Ask:
     pull: bool = False
     before: str | None = None
 
-    @property
-    def alias(self) -> str:
-        return f"{'p' if self.pull else 'i'}{self.number}"
-
 
 @dataclass
 class Found:
@@ -80,37 +75,47 @@ class Found:
     linked: dict[int, set[int]] = field(default_factory=dict)  # pull request -> issues
 
 
-def query(asks: Sequence[Ask]) -> str:
-    """The GraphQL document for one batch (owner and name are variables)."""
-    parts = []
-    for ask in asks:
+def query(asks: Sequence[Ask]) -> tuple[str, dict[str, Any]]:
+    """The GraphQL document for one batch and its variables (besides owner and name).
+    Numbers and cursors travel as variables, so batches of one shape share a document."""
+    parts: list[str] = []
+    params: list[str] = []
+    variables: dict[str, Any] = {}
+    for index, ask in enumerate(asks):
+        variables[f"n{index}"] = ask.number
+        params.append(f"$n{index}: Int!")
         if ask.pull:
             parts.append(
-                f"{ask.alias}: pullRequest(number: {ask.number}) {{ number body "
+                f"a{index}: pullRequest(number: $n{index}) {{ number body "
                 f"closingIssuesReferences(first: {BATCH}) "
                 "{ nodes { number repository { nameWithOwner } } } "
                 f"comments(last: {COMMENTS}) {{ nodes {{ body }} }} }}"
             )
-        else:
-            before = f", before: {json.dumps(ask.before)}" if ask.before else ""
-            parts.append(
-                f"{ask.alias}: issue(number: {ask.number}) {{ number "
-                f"timelineItems(last: {MAX_EVIDENCE}, itemTypes: {ITEM_TYPES}{before}) "
-                "{ ...Links } }"
-            )
+            continue
+        before = ""
+        if ask.before is not None:
+            variables[f"b{index}"] = ask.before
+            params.append(f"$b{index}: String")
+            before = f", before: $b{index}"
+        parts.append(
+            f"a{index}: issue(number: $n{index}) {{ number "
+            f"timelineItems(last: {MAX_EVIDENCE}, itemTypes: {ITEM_TYPES}{before}) "
+            "{ ...Links } }"
+        )
     body = "\n    ".join(parts)
     fragments = _FRAGMENTS if any(not ask.pull for ask in asks) else ""  # unused ones fail
-    return (
-        "query($owner: String!, $name: String!) {\n"
+    document = (
+        f"query($owner: String!, $name: String!, {', '.join(params)}) {{\n"
         f"  repository(owner: $owner, name: $name) {{\n    {body}\n  }}\n}}\n{fragments}"
     )
+    return document, variables
 
 
 def read(repository: str, asks: Sequence[Ask], data: Mapping[str, Any], found: Found) -> None:
     """Add what one answer says to ``found``."""
     repo = (data or {}).get("repository") or {}
-    for ask in asks:
-        node = repo.get(ask.alias)
+    for index, ask in enumerate(asks):
+        node = repo.get(f"a{index}")
         if not isinstance(node, Mapping):
             continue  # gone, transferred, or not an issue: nothing to read
         if ask.pull:

@@ -100,8 +100,9 @@ class GitHubTracker:
         url = self.config.graphql_endpoint()
         while asks:
             batch, asks = asks[: evidence.BATCH], asks[evidence.BATCH :]
+            document, variables = evidence.query(batch)
             data = await self.client.graphql(
-                url, evidence.query(batch), {"owner": owner, "name": name}
+                url, document, {"owner": owner, "name": name, **variables}
             )
             evidence.read(self.repo, batch, data, found)
             asks += [evidence.Ask(n, before=c) for n, c in found.older.items()]
