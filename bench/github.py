@@ -27,6 +27,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.links import Link, score
 from cotal_tasks.bridge.app import open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.core import MAX_EVIDENCE
@@ -42,8 +43,6 @@ LIST_PATH = f"/repos/{REPO}/issues"
 TOKEN_ENV = "COTAL_TASKS_BENCH_GITHUB_TOKEN"
 LINK_EVERY = 100  # one pull request linking one issue per this many issues
 CHANGES = 10  # issues closed before the incremental poll
-
-Link = tuple[str, str]  # (kind, ref) as the evidence names it
 
 
 @dataclass
@@ -218,16 +217,12 @@ def _is_list(r: RecordedRequest) -> bool:
 
 def recall(fake: FakeGitHub, run: Import) -> tuple[int, int, int]:
     """(links found, links the fake's timelines hold, evidence entries that are none)."""
-    found = expected = stray = 0
-    for number, issue in fake.repos[REPO].issues.items():
-        if issue.pull is not None:
-            continue
-        wanted = timeline_links(fake, issue)
-        held = run.evidence.get(number, set())
-        expected += len(wanted)
-        found += len(wanted & held)
-        stray += len(held - wanted)
-    return found, expected, stray
+    issues = fake.repos[REPO].issues
+    return score(
+        (timeline_links(fake, issue), run.evidence.get(number, set()))
+        for number, issue in issues.items()
+        if issue.pull is None
+    )
 
 
 async def main(issues: int = 10_000, rounds: int = 3) -> None:

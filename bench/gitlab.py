@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.links import Link, score
 from cotal_tasks.bridge.app import open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.core import MAX_EVIDENCE
@@ -46,8 +47,6 @@ LINK_EVERY = 100  # one merge request closing one issue per this many issues
 PLANT_EVERY = 10  # a link named by no merge request text of the project, per this many
 BUSY = 25  # merge requests related to one issue: more than GitLab's default page (20)
 CHANGES = 10  # issues closed before the incremental poll
-
-Link = tuple[str, str]  # (kind, ref) as the evidence names it
 
 
 @dataclass
@@ -130,14 +129,8 @@ def related_links(fake: FakeGitLab, issue: Issue) -> set[Link]:
 
 def recall(fake: FakeGitLab, run: Run) -> tuple[int, int, int]:
     """(links found, links the fake relates, evidence entries that are none)."""
-    found = expected = stray = 0
-    for iid, issue in fake.project(PROJECT).issues.items():
-        wanted = related_links(fake, issue)
-        held = run.evidence.get(iid, set())
-        expected += len(wanted)
-        found += len(wanted & held)
-        stray += len(held - wanted)
-    return found, expected, stray
+    issues = fake.project(PROJECT).issues
+    return score((related_links(fake, i), run.evidence.get(n, set())) for n, i in issues.items())
 
 
 def endpoint(api_url: str) -> EndpointConfig:
