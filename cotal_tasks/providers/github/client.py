@@ -18,6 +18,7 @@ from cotal_tasks.providers.hosted.http import (
     message_of,
     retry_after,
 )
+from cotal_tasks.providers.hosted.walk import Steps
 
 PER_PAGE = 100
 PROJECT_STATUS_QUERY = """
@@ -91,7 +92,10 @@ class GitHubClient:
         so page N+1 would skip one issue for each. Each next page instead asks
         ``since`` the last ``updated_at`` read (inclusive: the boundary issues come
         again); only a page that is one timestamp throughout, which ``since`` cannot
-        step past, is followed by its page number.
+        step past, is followed by its page number. Should an issue read there come
+        again later with a newer ``updated_at`` (edited meanwhile, so the rest of that
+        timestamp shifted back a place), the walk ends by reading from that timestamp
+        once more.
         """
         if etag is not None:
             probe = await self.http.request("GET", etag[0], headers={"If-None-Match": etag[1]})
@@ -99,19 +103,20 @@ class GitHubClient:
                 yield probe
                 return
         url: str | None = self._listing_url(since)
+        steps = Steps("number")
         while url is not None:
             response = await self.http.request("GET", url)
             yield response
             following = response.links.get("next", {}).get("url")
-            items = response.json()
-            last = items[-1].get("updated_at") if items and isinstance(items[-1], dict) else None
-            if following is None or last is None:
-                return
-            if last == since:
+            last = steps.page([i for i in response.json() if isinstance(i, dict)], since)
+            if following is not None and steps.stepping:
                 url = following  # a page of one timestamp: step through it by number
-            else:
+            elif following is not None and last is not None:
                 since = last
                 url = self._listing_url(since)
+            else:
+                since = steps.restart()
+                url = self._listing_url(since) if since is not None else None
 
     def _listing_url(self, since: str | None) -> str:
         params: dict[str, Any] = {

@@ -18,6 +18,7 @@ from cotal_tasks.providers.hosted.http import (
     backoff,
     retry_after,
 )
+from cotal_tasks.providers.hosted.walk import Steps
 
 PER_PAGE = 100
 
@@ -76,6 +77,7 @@ class GitLabClient:
             params["pagination"] = "keyset"
         url: str | None = self._path(resource)
         query: Mapping[str, Any] | None = params
+        steps = Steps("iid")
         while url is not None:
             response = await self.http.request("GET", url, params=query)
             yield response
@@ -86,19 +88,18 @@ class GitLabClient:
                     return
                 url, query = next_url, None
                 continue
-            next_page = response.headers.get("x-next-page")
-            if not next_page:
-                return
             params.pop("pagination", None)  # the server answered with offset pagination
-            items = response.json()
-            newest = items[-1].get("updated_at") if items else None
-            if newest is None:
-                return
-            if newest == params.get("updated_after"):
+            next_page = response.headers.get("x-next-page")
+            items = [i for i in response.json() if isinstance(i, dict)]
+            newest = steps.page(items, params.get("updated_after"))
+            if next_page and steps.stepping:
                 # A page of one timestamp: step through it by page number.
                 url, query = self._path(resource), {**params, "page": next_page}
                 continue
-            params["updated_after"] = newest
+            after = newest if next_page and newest is not None else steps.restart()
+            if after is None:
+                return
+            params["updated_after"] = after
             url, query = self._path(resource), dict(params)
 
     def issue_pages(self, since: str | None) -> AsyncIterator[httpx.Response]:

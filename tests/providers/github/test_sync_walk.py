@@ -90,3 +90,18 @@ async def test_a_page_of_one_timestamp_is_stepped_through(gh: GitHubEndpoint) ->
     assert report.issues == 250
     assert len(await mirrored_titles(gh)) == 250
     assert len(list_requests(fake)) <= 5
+
+
+async def test_an_edit_inside_a_page_of_one_timestamp_loses_nothing(gh: GitHubEndpoint) -> None:
+    """Stepping through one timestamp by page number, an edit of an issue already read
+    shifts the rest of that timestamp back a place: the edited issue comes again at the
+    end of the walk, newer, and the walk reads that timestamp once more."""
+    fake = gh.fake
+    for k in range(1, 251):
+        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.now)
+    # Requests: the first page, the same ``since`` it ended on, then page 2 by number.
+    fake.before_answer = edit_on_page(fake, 3, [5])
+
+    await gh.poll()
+
+    assert await mirrored_titles(gh) == tracker_titles(fake)

@@ -94,3 +94,19 @@ async def test_a_page_of_one_timestamp_is_stepped_through(gl: GitLabEndpoint) ->
     assert report.issues == 250
     assert len(await gl.all_tasks()) == 250
     assert len(issue_pages(fake)) <= 5
+
+
+async def test_an_edit_inside_a_page_of_one_timestamp_loses_nothing(gl: GitLabEndpoint) -> None:
+    """Stepping through one timestamp by page number, an edit of an issue already read
+    shifts the rest of that timestamp back a place: the edited issue comes again at the
+    end of the walk, newer, and the walk reads that timestamp once more."""
+    fake = gl.fake
+    fake.keyset_supported = False
+    for k in range(1, 251):
+        fake.add_issue(PROJECT, f"Migrated {k}", updated_at=fake.clock.ms / 1000)
+    # Requests: the first page, the same timestamp it ended on, then page 2 by number.
+    fake.before_answer = edit_on_page(fake, 3, [5])
+
+    await gl.poll()
+
+    assert await mirrored_titles(gl) == tracker_titles(fake)
