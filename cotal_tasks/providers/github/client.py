@@ -12,6 +12,7 @@ import httpx
 
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
+    RateLimited,
     TrackerHttp,
     TrackerHttpError,
     backoff,
@@ -35,6 +36,10 @@ query($ids: [ID!]!) {
 }
 """
 API_VERSION = "2022-11-28"
+
+
+class GraphQLRefused(TrackerHttpError):
+    """The GraphQL endpoint refused a query (a field this server lacks, a permission)."""
 
 
 def github_retry(response: httpx.Response, attempt: int, now_s: float) -> float | None:
@@ -151,14 +156,20 @@ class GitHubClient:
 
     async def graphql(self, url: str, query: str, variables: Mapping[str, Any]) -> Any:
         """The ``data`` of a GraphQL answer. Errors that come with data (an alias that
-        names no issue) leave that alias null; errors without data fail the request."""
+        names no issue) leave that alias null. Without data, a rate limit is
+        ``RateLimited`` (the poll resumes from its checkpoint) and any other error
+        ``GraphQLRefused`` (a query this server does not take)."""
         response = await self.http.request(
             "POST", url, json={"query": query, "variables": dict(variables)}
         )
         body = response.json()
         if body.get("data") is None:
-            message = ((body.get("errors") or [{}])[0] or {}).get("message")
-            raise TrackerHttpError(200, f"GraphQL: {message}", method="POST", path=url)
+            error = (body.get("errors") or [{}])[0] or {}
+            if error.get("type") == "RATE_LIMITED":
+                reset = response.headers.get("x-ratelimit-reset")
+                until = float(reset) if reset and reset.isdigit() else self.http.clock_s() + 60
+                raise RateLimited(until, status=200, method="POST", path=url)
+            raise GraphQLRefused(200, f"GraphQL: {error.get('message')}", method="POST", path=url)
         return body["data"]
 
     async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from cotal_tasks.providers.github import evidence, mapping
-from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
+from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient, GraphQLRefused
 from cotal_tasks.providers.github.walk import Walk
 from cotal_tasks.providers.hosted.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
@@ -101,9 +101,15 @@ class GitHubTracker:
         while asks:
             batch, asks = asks[: evidence.BATCH], asks[evidence.BATCH :]
             document, variables = evidence.query(batch)
-            data = await self.client.graphql(
-                url, document, {"owner": owner, "name": name, **variables}
-            )
+            try:
+                data = await self.client.graphql(
+                    url, document, {"owner": owner, "name": name, **variables}
+                )
+            except GraphQLRefused as exc:
+                # A server that takes no such query (an older GitHub Enterprise Server)
+                # must not stop the sync: the issues are mirrored without these links.
+                log.warning("%s: evidence not readable (%s); mirrored without it", self.repo, exc)
+                return found
             evidence.read(self.repo, batch, data, found)
             asks += [evidence.Ask(n, before=c) for n, c in found.older.items()]
             found.older.clear()

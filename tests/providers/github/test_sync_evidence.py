@@ -8,8 +8,12 @@ which REST shows without the pull request), commit references, and closings.
 
 from __future__ import annotations
 
+import logging
 import math
 
+import pytest
+
+from cotal_tasks.providers.github import evidence
 from tests.providers.github._support import REPO, GitHubEndpoint, evidence_requests
 
 OTHER = "octo-org/elsewhere"
@@ -194,3 +198,22 @@ async def test_older_timeline_pages_are_read_until_the_record_is_full(gh: GitHub
         ("commit", "c" * 40),
     }
     assert graphql_requests(gh) == 2
+
+
+async def test_a_server_that_refuses_the_evidence_query_still_syncs(
+    gh: GitHubEndpoint, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An older GitHub Enterprise Server without one of the timeline item types answers
+    the query with errors and no data: the issues are mirrored without those links, and
+    the log says so."""
+    monkeypatch.setattr(evidence, "ITEM_TYPES", "[CROSS_REFERENCED_EVENT, NOT_A_TYPE]")
+    fake = gh.fake
+    fake.bulk_issues(REPO, 5)
+    caplog.set_level(logging.WARNING)
+
+    report = await gh.poll()
+
+    assert report.issues == 5
+    assert await refs(gh, 1) == set()
+    assert "evidence not readable" in caplog.text
+    assert await gh.store.freshness() is None
