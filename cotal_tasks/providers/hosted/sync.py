@@ -1,11 +1,13 @@
 """The sync loop: polling is the source of truth, webhooks only wake it.
 
-Each poll lists the issues updated since the cursor (the highest ``updated_at`` seen,
+Each poll walks the issues updated since the cursor (the highest ``updated_at`` seen,
 re-read with a small overlap), oldest first, checkpointing the cursor after every page,
-so a crash or a rate limit resumes where it stopped rather than starting over. An
-unchanged repository costs one conditional request. Issues that a pull or merge request
-on those pages references, and issues a webhook names, are fetched one by one with
-their evidence. A task is never closed because its issue is missing from a page.
+so a crash or a rate limit resumes where it stopped rather than starting over. The walk
+itself (the tracker's) loses no issue that changes while it runs (``hosted.walk``). An
+unchanged repository costs one conditional request. The tracker reads the evidence of
+the issues changed on a page with that page; issues a pull or merge request names that
+the walk did not bring, and issues a webhook names, are fetched one by one with their
+evidence afterwards. A task is never closed because its issue is missing from a page.
 """
 
 from __future__ import annotations
