@@ -111,90 +111,109 @@ def query(asks: Sequence[Ask]) -> tuple[str, dict[str, Any]]:
     return document, variables
 
 
-def read(repository: str, asks: Sequence[Ask], data: Mapping[str, Any], found: Found) -> None:
+def _at(value: Any, *path: str) -> Any:
+    """``value[path[0]][path[1]]…``, or ``None`` where the answer has another shape: one
+    odd node costs its own link, never the read."""
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _when(stamp: Any) -> int:
+    try:
+        return epoch_ms(stamp) if isinstance(stamp, str) else 0
+    except ValueError:
+        return 0
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def read(repository: str, asks: Sequence[Ask], data: Any, found: Found) -> None:
     """Add what one answer says to ``found``."""
-    repo = (data or {}).get("repository") or {}
     for index, ask in enumerate(asks):
-        node = repo.get(f"a{index}")
+        node = _at(data, "repository", f"a{index}")
         if not isinstance(node, Mapping):
             continue  # gone, transferred, or not an issue: nothing to read
         if ask.pull:
             found.linked[ask.number] = pull_links(repository, ask.number, node)
             continue
-        items = node.get("timelineItems") or {}
         evidence = found.evidence.setdefault(ask.number, [])
-        evidence.extend(timeline_evidence(repository, items.get("nodes") or ()))
-        page = items.get("pageInfo") or {}
+        evidence.extend(timeline_evidence(repository, _list(_at(node, "timelineItems", "nodes"))))
+        page = _at(node, "timelineItems", "pageInfo")
+        cursor = _at(page, "startCursor")
         enough = len({(e.kind, e.ref) for e in evidence}) >= MAX_EVIDENCE
-        if page.get("hasPreviousPage") and page.get("startCursor") and not enough:
-            found.older[ask.number] = str(page["startCursor"])
+        if _at(page, "hasPreviousPage") is True and isinstance(cursor, str) and not enough:
+            found.older[ask.number] = cursor
 
 
 def pull_links(repository: str, number: int, pull: Mapping[str, Any]) -> set[int]:
     """Issues of ``repository`` a pull request names: its closing references (the body's
     closing keywords and Development links) and mentions in its latest comments."""
     linked: set[int] = set()
-    for issue in (pull.get("closingIssuesReferences") or {}).get("nodes") or ():
-        owner = ((issue or {}).get("repository") or {}).get("nameWithOwner")
-        if issue and issue.get("number") and str(owner).lower() == repository.lower():
-            linked.add(int(issue["number"]))
-    comments = (pull.get("comments") or {}).get("nodes") or ()
-    texts = [str(pull.get("body") or ""), *(str((c or {}).get("body") or "") for c in comments)]
+    for issue in _list(_at(pull, "closingIssuesReferences", "nodes")):
+        owner = _at(issue, "repository", "nameWithOwner")
+        found = _at(issue, "number")
+        if isinstance(found, int) and str(owner).lower() == repository.lower():
+            linked.add(found)
+    comments = _list(_at(pull, "comments", "nodes"))
+    texts = [_at(pull, "body"), *(_at(c, "body") for c in comments)]
     for text in texts:
-        linked |= mentioned_numbers(text, repository, exclude=number)
+        if isinstance(text, str):
+            linked |= mentioned_numbers(text, repository, exclude=number)
     return linked
 
 
 def timeline_evidence(repository: str, nodes: Iterable[Any]) -> list[Evidence]:
     found: list[Evidence] = []
     for node in nodes:
-        if not isinstance(node, Mapping):
-            continue
-        at = epoch_ms(node.get("createdAt"))
-        kind = node.get("__typename")
+        at = _when(_at(node, "createdAt"))
+        kind = _at(node, "__typename")
         if kind == "CrossReferencedEvent":
-            found += pull_evidence(repository, node.get("source"), at)
+            found += pull_evidence(repository, _at(node, "source"), at)
         elif kind == "ConnectedEvent":
-            for side in (node.get("source"), node.get("subject")):
+            for side in (_at(node, "source"), _at(node, "subject")):
                 found += pull_evidence(repository, side, at)
         elif kind == "ReferencedEvent":
-            commit = node.get("commit") or {}
-            where = (node.get("commitRepository") or {}).get("nameWithOwner")
-            found += commit_evidence(repository, commit.get("oid"), where, at)
+            where = _at(node, "commitRepository", "nameWithOwner")
+            found += commit_evidence(repository, _at(node, "commit", "oid"), where, at)
         elif kind == "ClosedEvent":
-            closer = node.get("closer") or {}
-            if closer.get("__typename") == "Commit":
-                where = (closer.get("repository") or {}).get("nameWithOwner")
-                found += commit_evidence(repository, closer.get("oid"), where, at)
+            closer = _at(node, "closer")
+            if _at(closer, "__typename") == "Commit":
+                where = _at(closer, "repository", "nameWithOwner")
+                found += commit_evidence(repository, _at(closer, "oid"), where, at)
             else:  # a merged pull request: its merge commit closed the issue
                 found += pull_evidence(repository, closer, at)
-                where = (closer.get("repository") or {}).get("nameWithOwner")
-                merged = (closer.get("mergeCommit") or {}).get("oid")
-                found += commit_evidence(repository, merged, where, at)
+                where = _at(closer, "repository", "nameWithOwner")
+                found += commit_evidence(repository, _at(closer, "mergeCommit", "oid"), where, at)
     return found
 
 
 def pull_evidence(repository: str, pull: Any, at: int) -> list[Evidence]:
     """A pull request as a ``review`` (its own URL) and its head as a ``branch``: a plain
     branch name when the head is this repository's, else ``owner/fork:branch``."""
-    if not isinstance(pull, Mapping) or pull.get("__typename") != "PullRequest":
+    if _at(pull, "__typename") != "PullRequest":
         return []
     found: list[Evidence] = []
-    if pull.get("url"):
-        found.append(Evidence("review", str(pull["url"]), at))
-    branch = pull.get("headRefName")
-    if branch:
-        head = (pull.get("headRepository") or {}).get("nameWithOwner")
-        if head is None:  # the fork is gone: its owner is all that is known
-            owner = (pull.get("headRepositoryOwner") or {}).get("login")
-            head = f"{owner}" if owner else "(deleted fork)"
-        own = str(head).lower() == repository.lower()
-        found.append(Evidence("branch", str(branch) if own else f"{head}:{branch}", at))
+    url = _at(pull, "url")
+    if isinstance(url, str) and url:
+        found.append(Evidence("review", url, at))
+    branch = _at(pull, "headRefName")
+    if isinstance(branch, str) and branch:
+        head = _at(pull, "headRepository", "nameWithOwner")
+        if not isinstance(head, str):  # the fork is gone: its owner is all that is known
+            owner = _at(pull, "headRepositoryOwner", "login")
+            head = str(owner) if isinstance(owner, str) else "(deleted fork)"
+        own = head.lower() == repository.lower()
+        found.append(Evidence("branch", branch if own else f"{head}:{branch}", at))
     return found
 
 
 def commit_evidence(repository: str, sha: Any, where: Any, at: int) -> list[Evidence]:
-    if not sha:
+    if not isinstance(sha, str) or not sha:
         return []
-    own = where is None or str(where).lower() == repository.lower()
-    return [Evidence("commit", str(sha) if own else f"{where}@{sha}", at)]
+    own = not isinstance(where, str) or where.lower() == repository.lower()
+    return [Evidence("commit", sha if own else f"{where}@{sha}", at)]

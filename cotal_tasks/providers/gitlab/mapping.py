@@ -68,9 +68,21 @@ def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:
     return mentioned_numbers(text, path)
 
 
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _when(stamp: Any) -> int:
+    try:
+        return epoch_ms(stamp) if isinstance(stamp, str) else 0
+    except ValueError:
+        return 0
+
+
 def merge_request_path(merge_request: Mapping[str, Any]) -> str | None:
     """The path of the project a merge request belongs to (``group/other!5``)."""
-    full = (merge_request.get("references") or {}).get("full")
+    references = merge_request.get("references")
+    full = references.get("full") if isinstance(references, Mapping) else None
     if isinstance(full, str) and "!" in full:
         return full.rsplit("!", 1)[0]
     return None
@@ -86,23 +98,28 @@ def merge_request_evidence(
     """A merge request as evidence, attributed to where each part lives: its ``review``
     is its own URL; its ``branch`` a plain name when the source branch is in
     ``own_path``, else ``group/fork:branch``; a merge ``commit`` of another project is
-    ``group/other@sha``."""
-    at = epoch_ms(merge_request.get("updated_at") or merge_request.get("created_at"))
+    ``group/other@sha``. A field of another shape is left out, never the rest."""
+    at = _when(merge_request.get("updated_at")) or _when(merge_request.get("created_at"))
     target = merge_request_path(merge_request) or own_path
     found: list[Evidence] = []
-    if merge_request.get("web_url"):
-        found.append(Evidence("review", str(merge_request["web_url"]), at))
-    branch = merge_request.get("source_branch")
+    url = _text(merge_request.get("web_url"))
+    if url:
+        found.append(Evidence("review", url, at))
+    branch = _text(merge_request.get("source_branch"))
     if branch:
         source = source_path or target
         own = source.lower() == own_path.lower()
-        found.append(Evidence("branch", str(branch) if own else f"{source}:{branch}", at))
-    pipeline = merge_request.get("head_pipeline") or merge_request.get("pipeline") or {}
-    if pipeline.get("web_url"):
-        found.append(Evidence("run", str(pipeline["web_url"]), at))
-    if closed_it:
-        sha = merge_request.get("merge_commit_sha") or merge_request.get("squash_commit_sha")
-        if sha:
-            ref = str(sha) if target.lower() == own_path.lower() else f"{target}@{sha}"
-            found.append(Evidence("commit", ref, epoch_ms(merge_request.get("merged_at")) or at))
+        found.append(Evidence("branch", branch if own else f"{source}:{branch}", at))
+    for key in ("head_pipeline", "pipeline"):
+        pipeline = merge_request.get(key)
+        run = _text(pipeline.get("web_url")) if isinstance(pipeline, Mapping) else None
+        if run:
+            found.append(Evidence("run", run, at))
+            break
+    sha = _text(merge_request.get("merge_commit_sha")) or _text(
+        merge_request.get("squash_commit_sha")
+    )
+    if closed_it and sha:
+        ref = sha if target.lower() == own_path.lower() else f"{target}@{sha}"
+        found.append(Evidence("commit", ref, _when(merge_request.get("merged_at")) or at))
     return found

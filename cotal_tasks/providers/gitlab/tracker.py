@@ -77,7 +77,8 @@ class GitLabTracker:
                 # A changed issue with merge requests has its evidence read: a link made
                 # in GitLab notes it on the issue, which moves its updated_at.
                 fresh = cursor is None or epoch_ms(stamp) > epoch_ms(cursor)
-                if fresh and int(item.get("merge_requests_count") or 0) > 0:
+                count = item.get("merge_requests_count")
+                if fresh and (not isinstance(count, int) or count > 0):  # unknown: look
                     found = await self._evidence(item)
                     changed.add(iid)
                     evidenced[iid] = epoch_ms(stamp)
@@ -129,24 +130,27 @@ class GitLabTracker:
         in its own project for its head pipeline, attributed to where it lives."""
         iid = int(issue["iid"])
         own = self._path_from(issue)
-        closing = await self.client.closed_by(iid)
+        closing = [mr for mr in await self.client.closed_by(iid) if isinstance(mr, dict)]
+        related = await self.client.related_merge_requests(iid)
         closers = {_key(mr) for mr in closing}
         merge_requests = {
-            _key(mr): mr for mr in [*closing, *await self.client.related_merge_requests(iid)]
+            _key(mr): mr for mr in [*closing, *related] if isinstance(mr, dict) and all(_key(mr))
         }
         found: list[Evidence] = []
         for key, merge_request in merge_requests.items():
             project_id, mr_iid = key
-            if "head_pipeline" not in merge_request and project_id and mr_iid:
+            if "head_pipeline" not in merge_request:
                 try:
                     elsewhere = project_id if project_id != issue.get("project_id") else None
                     merge_request = await self.client.merge_request(mr_iid, elsewhere)
                 except TrackerHttpError as exc:
                     log.info("merge request not readable (%s); evidence without its pipeline", exc)
+            if not isinstance(merge_request, dict):
+                continue  # an answer of another shape: this merge request says nothing
             source_path = None
             source_id = merge_request.get("source_project_id")
-            if source_id and source_id != merge_request.get("project_id"):
-                fork = await self.client.project_path(int(source_id))
+            if isinstance(source_id, int) and source_id != merge_request.get("project_id"):
+                fork = await self.client.project_path(source_id)
                 source_path = fork or f"project {source_id}"  # never the issue's own
             found += mapping.merge_request_evidence(
                 merge_request, closed_it=key in closers, own_path=own, source_path=source_path
@@ -209,4 +213,5 @@ class GitLabTracker:
 
 def _key(merge_request: Mapping[str, Any]) -> tuple[int, int]:
     """A merge request's identity across projects: (project id, iid)."""
-    return int(merge_request.get("project_id") or 0), int(merge_request.get("iid") or 0)
+    project_id, iid = merge_request.get("project_id"), merge_request.get("iid")
+    return (project_id if isinstance(project_id, int) else 0, iid if isinstance(iid, int) else 0)
