@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -169,10 +170,15 @@ class FakeGitLab(FakeGitLabKnobs):
         return self.shapes().merge_request(self.merge_request(project, iid), full=True)
 
     def related_mrs(self, issue: Issue) -> list[MergeRequest]:
-        """MRs that mention or close ``issue`` (``related_merge_requests``): its own
-        project's by iid, then other projects' that name it."""
+        """MRs related to ``issue`` (``related_merge_requests``): its own project's that
+        mention or close it or that its description or comments name (``!M``), by iid,
+        then other projects' that name it."""
         mrs = self.projects[issue.project_id].merge_requests.values()
-        own = sorted((m for m in mrs if issue.iid in m.related), key=lambda m: m.iid)
+        texts = [issue.description or "", *(n.body for n in issue.notes if not n.system)]
+        named = {int(m) for text in texts for m in re.findall(r"(?<![\w/])!(\d+)\b", text)}
+        own = sorted(
+            (m for m in mrs if issue.iid in m.related or m.iid in named), key=lambda m: m.iid
+        )
         key = (issue.project_id, issue.iid)
         others = [
             m

@@ -110,3 +110,21 @@ async def test_an_issue_address_in_a_merge_request_links_it(gl: GitLabEndpoint) 
 
     assert ("review", str(mr["web_url"])) in await refs(gl, 2)
     assert await refs(gl, 3) == set()
+
+
+async def test_a_merge_request_the_issue_names_becomes_evidence(gl: GitLabEndpoint) -> None:
+    """An issue whose description (or a comment) names ``!2`` relates that merge request:
+    the issue changed, so its related merge requests are read."""
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 3)
+    fake.add_merge_request(PROJECT, "One", "Unrelated", source_branch="one")
+    two = fake.add_merge_request(PROJECT, "Two", "Unrelated too", source_branch="two")
+    await gl.poll()
+    fake.advance(60)
+    fake.add_note(PROJECT, 2, "Superseded by !2")
+
+    await gl.poll()
+
+    assert ("review", str(two["web_url"])) in await refs(gl, 2)
+    assert ("branch", "two") in await refs(gl, 2)
+    assert await refs(gl, 1) == set()
