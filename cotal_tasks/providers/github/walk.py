@@ -97,15 +97,17 @@ class Walk:
             issues.append(issue)
         for number in {*changed, *again}:
             self.as_of[number] = highest
-        linked = {n for n, at in [*mentions, *named] if at > self.as_of.get(n, -1)}
+        # What the walk has not listed is fetched after it (the sync's refresh).
+        linked = {n for n, _ in [*mentions, *named] if n not in self.known}
         reread = len(again - on_page)
         return PageRead(issues, linked, {*changed, *again}, self.highest, reread)
 
     def _uncovered(self, mentions: list[tuple[int, int]], on_page: set[int]) -> set[int]:
-        """Issues named by a pull request newer than their evidence read, that this walk
-        has listed (so their issue is at hand): on this page or an earlier one."""
+        """Issues named by a pull request that may be newer than their evidence read
+        (timestamps are whole seconds: the same second may be later), that this walk has
+        listed (so their issue is at hand): on this page or an earlier one."""
         return {
             n
             for n, at in mentions
-            if (n in self.known or n in on_page) and at > self.as_of.get(n, -1)
+            if (n in self.known or n in on_page) and at >= self.as_of.get(n, -1)
         }
