@@ -217,3 +217,23 @@ async def test_a_server_that_refuses_the_evidence_query_still_syncs(
     assert await refs(gh, 1) == set()
     assert "evidence not readable" in caplog.text
     assert await gh.store.freshness() is None
+
+
+async def test_an_issue_read_again_for_its_evidence_shows_no_write_mark(
+    gh: GitHubEndpoint,
+) -> None:
+    """The bridge's hidden write mark stays out of the record on every read: the walk's
+    first listing and the read that a pull request naming the issue brings."""
+    fake = gh.fake
+    mark = "<!-- cotal-tasks:write 0123456789abcdef -->"
+    fake.add_issue(REPO, "Made through the bridge", f"The brief\n\n{mark}")  # 1
+    await gh.poll()
+    assert (await gh.get(1))["brief"] == "The brief"
+    fake.advance(60)
+    fake.add_pull(REPO, "Fix it", "Fixes #1", head_ref="fix-1", closes=[1])
+
+    await gh.poll()
+
+    record = await gh.get(1)
+    assert ("branch", "fix-1") in {(e["kind"], e["ref"]) for e in record["evidence"]}
+    assert record["brief"] == "The brief"
