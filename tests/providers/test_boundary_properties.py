@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cotal_tasks.core import Task
+from cotal_tasks.providers.github import evidence
 from cotal_tasks.providers.github import mapping as github
 from cotal_tasks.providers.github import webhook as github_hook
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
@@ -86,16 +87,30 @@ GITLAB_ISSUE = fields(
     references=JSON,
     project_id=JSON,
 )
+PULL = fields(
+    __typename=st.one_of(st.just("PullRequest"), JSON),
+    number=JSON,
+    url=st.one_of(TEXT, JSON),
+    headRefName=st.one_of(TEXT, JSON),
+    headRepository=st.one_of(fields(nameWithOwner=st.one_of(st.just(REPO), TEXT, JSON)), JSON),
+    headRepositoryOwner=JSON,
+    repository=JSON,
+    mergeCommit=st.one_of(fields(oid=st.one_of(TEXT, JSON)), JSON),
+)
+# A node of an issue's GraphQL timeline (the evidence reader's input), any field any JSON.
 EVENT = fields(
-    event=st.one_of(st.sampled_from(["cross-referenced", "referenced", "closed", "merged"]), JSON),
-    created_at=STAMP,
-    commit_id=st.one_of(TEXT, JSON),
-    source=st.one_of(
-        JSON,
-        st.fixed_dictionaries(
-            {"issue": fields(number=JSON, html_url=TEXT, pull_request=JSON, repository=JSON)}
+    __typename=st.one_of(
+        st.sampled_from(
+            ["CrossReferencedEvent", "ConnectedEvent", "ReferencedEvent", "ClosedEvent"]
         ),
+        JSON,
     ),
+    createdAt=STAMP,
+    source=st.one_of(PULL, JSON),
+    subject=st.one_of(PULL, JSON),
+    closer=st.one_of(PULL, fields(__typename=st.just("Commit"), oid=TEXT), JSON),
+    commit=st.one_of(fields(oid=st.one_of(TEXT, JSON)), JSON),
+    commitRepository=JSON,
 )
 MERGE_REQUEST = fields(
     iid=JSON,
@@ -133,10 +148,20 @@ def through(step: Any, *args: Any) -> tuple[Any, ItemBoundary]:
 @SETTINGS
 @given(item=st.one_of(GITHUB_ISSUE, JSON), events=st.lists(st.one_of(EVENT, JSON), max_size=6))
 def test_github_issue_and_evidence_mapping(item: Any, events: list[Any]) -> None:
-    found, pulls = github.timeline_evidence(events)
-    assert all(isinstance(e, Evidence) and isinstance(e.ref, str) for e in found)
-    assert all(isinstance(n, int) for n in pulls)
-    found += [e for e in [github.branch_evidence(item)] if e is not None]
+    # The timeline as one GraphQL answer, with the issue's node and a pull request's.
+    answer = {
+        "repository": {
+            "a0": {"number": 1, "timelineItems": {"nodes": events, "pageInfo": {}}},
+            "a1": item,
+        }
+    }
+    batch = [evidence.Ask(1), evidence.Ask(2, pull=True)]
+    read = evidence.Found()
+    boundary = ItemBoundary("test")
+    evidence.read(REPO, batch, answer, read, boundary.note)
+    found = read.evidence.get(1, [])
+    assert all(isinstance(e, Evidence) and isinstance(e.ref, str) and e.ref for e in found)
+    assert all(isinstance(n, int) for n in read.linked.get(2, set()))
 
     issue, boundary = through(github.tracked, REPO, item, found)
     if issue is None:
@@ -149,7 +174,9 @@ def test_github_issue_and_evidence_mapping(item: Any, events: list[Any]) -> None
 @SETTINGS
 @given(item=st.one_of(GITLAB_ISSUE, JSON), mrs=st.lists(st.one_of(MERGE_REQUEST, JSON)))
 def test_gitlab_issue_and_evidence_mapping(item: Any, mrs: list[Any]) -> None:
-    found = [e for mr in mrs for e in gitlab.merge_request_evidence(mr, closed_it=True)]
+    found = [
+        e for mr in mrs for e in gitlab.merge_request_evidence(mr, closed_it=True, own_path=PROJECT)
+    ]
     assert all(isinstance(e, Evidence) for e in found)
     for mr in mrs:
         gitlab.mentioned_issues(PROJECT, mr if isinstance(mr, dict) else {})

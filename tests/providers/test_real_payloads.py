@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from cotal_tasks.core import Task
+from cotal_tasks.providers.github import evidence as github_evidence
 from cotal_tasks.providers.github import mapping as github
 from cotal_tasks.providers.github import webhook as github_hook
 from cotal_tasks.providers.github.client import GONE, GitHubClient, github_http_client
@@ -78,18 +79,42 @@ def test_github_a_pull_request_in_the_issues_api_is_not_a_task() -> None:
     assert task.taskId == "octocat/Hello-World#1347"
 
 
+def _as_graphql_pull(pull: dict[str, Any], head: str) -> dict[str, Any]:
+    """A recorded pull request's fields as the GraphQL timeline shows them."""
+    return {
+        "__typename": "PullRequest",
+        "number": pull["number"],
+        "url": pull["html_url"],
+        "headRefName": pull["head"]["ref"],
+        "headRepository": {"nameWithOwner": head},
+        "repository": {"nameWithOwner": pull["base"]["repo"]["full_name"]},
+    }
+
+
 def test_github_evidence_from_recorded_events_and_pull_requests() -> None:
-    timeline = load("github/openapi-timeline-issue-events.json")
-    found, pulls = github.timeline_evidence(timeline)
-    assert (found, pulls) == ([], [])  # locked, labeled, renamed, commented: no links
-    closed = load("github/openapi-issue-event-items.json")
-    found, _ = github.timeline_evidence(closed)
-    assert [(e.kind, e.ref) for e in found] == [
-        ("commit", "6dcb09b5b57875f334f61aebed695e2e4193db5e")
+    repo = "octocat/Hello-World"
+    # REST timeline events are not GraphQL nodes: read as nothing, never raised.
+    for name in ("openapi-timeline-issue-events.json", "openapi-issue-event-items.json"):
+        assert github_evidence.timeline_evidence(repo, load(f"github/{name}")) == []
+    (closed,) = load("github/openapi-issue-event-items.json")
+    pull = load("github/openapi-pull-request.json")
+    nodes = [
+        {
+            "__typename": "ClosedEvent",
+            "createdAt": closed["created_at"],
+            "closer": {"__typename": "Commit", "oid": closed["commit_id"]},
+        },
+        {"__typename": "CrossReferencedEvent", "source": _as_graphql_pull(pull, repo)},
+        {"__typename": "ConnectedEvent", "subject": _as_graphql_pull(pull, "someone/fork")},
     ]
-    branch = github.branch_evidence(load("github/openapi-pull-request.json"))
-    assert branch is not None
-    assert (branch.kind, branch.ref) == ("branch", "new-topic")
+    found = github_evidence.timeline_evidence(repo, nodes)
+    assert [(e.kind, e.ref) for e in found] == [
+        ("commit", "6dcb09b5b57875f334f61aebed695e2e4193db5e"),
+        ("review", "https://github.com/octocat/Hello-World/pull/1347"),
+        ("branch", "new-topic"),
+        ("review", "https://github.com/octocat/Hello-World/pull/1347"),
+        ("branch", "someone/fork:new-topic"),  # a fork's branch names its repository
+    ]
     opened = load("github/webhook-pull-request-opened.json")
     assert github_hook.issues_named("pull_request", opened, "Codertocat/Hello-World") == set()
 
@@ -115,16 +140,22 @@ async def test_github_the_documented_link_header_is_followed_on_the_same_origin(
     link = load("github/openapi-link-and-answers.json")["link"]
     sent: list[httpx.Request] = []
 
+    since = "2026-11-30T06:43:14Z"
+    # A first page of one timestamp: the walk steps through it by the link it was given.
+    tied = [{"number": n, "updated_at": since} for n in (1, 2)]
+
     def answer(request: httpx.Request) -> httpx.Response:
         sent.append(request)
-        headers = {"link": link} if len(sent) == 1 else {}
-        return httpx.Response(200, json=[], headers=headers)
+        first = len(sent) == 1
+        return httpx.Response(
+            200, json=tied if first else [], headers={"link": link} if first else {}
+        )
 
     client = github_http_client("https://api.github.com", "ghp_test", 5)
     client._transport = httpx.MockTransport(answer)
     pages = GitHubClient(TrackerHttp(client, retry), "o/r")
     try:
-        responses = [response async for response in pages.issue_pages(None, None)]
+        responses = [response async for response in pages.issue_pages(since, None)]
     finally:
         await client.aclose()
 
@@ -164,7 +195,7 @@ def test_gitlab_documented_issues_map_and_duplicates_drop() -> None:
 
 def test_gitlab_documented_related_merge_request_is_evidence() -> None:
     (mr,) = load("gitlab/doc-related-merge-requests.json")
-    found = gitlab.merge_request_evidence(mr, closed_it=False)
+    found = gitlab.merge_request_evidence(mr, closed_it=False, own_path="twitter/flight")
     assert [(e.kind, e.ref) for e in found] == [
         ("review", "https://gitlab.example.com/twitter/flight/merge_requests/4"),
         ("branch", "so_long_jquery"),

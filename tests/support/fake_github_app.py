@@ -200,6 +200,8 @@ def _answer(fake: FakeGitHub, endpoints: list[Endpoint], request: Request, raw: 
     method, path = request.method, request.url.path
     if not _authorized(fake, request.headers.get("authorization")):
         return _error(fake, ApiError(401, "Bad credentials"))
+    if fake.before_answer is not None:
+        fake.before_answer(method, path, dict(request.query_params))
     failure = next((f for f in fake.failures if f.applies(method, path)), None)
     if failure is not None:
         fake.failures.remove(failure)
@@ -220,7 +222,9 @@ def _answer(fake: FakeGitHub, endpoints: list[Endpoint], request: Request, raw: 
                 parsed = json.loads(raw)
             except ValueError:
                 raise ApiError(400, "Problems parsing JSON") from None
-        if method in WRITE_METHODS and fake.refusal is not None:
+        # A GraphQL query is a POST but reads: write refusals leave it alone.
+        writes = method in WRITE_METHODS and not path.endswith("/graphql")
+        if writes and fake.refusal is not None:
             raise _refused(*fake.refusal)
         ctx = Ctx(fake, request, params, parsed)
         reply = endpoint.handler(ctx)

@@ -148,6 +148,18 @@ def get_pull(ctx: Ctx) -> Reply:
     return Reply(200, ctx.shapes.pull(issue))
 
 
+def graphql(ctx: Ctx) -> Reply:
+    """``POST /graphql``: ``{"query": …, "variables": …}``; errors come back with 200."""
+    from tests.support.fake_github_graphql import execute
+
+    body = _object(ctx)
+    query = body.get("query")
+    if not isinstance(query, str):
+        raise ApiError(400, "A query attribute must be specified and must be a string.")
+    variables = body.get("variables")
+    return Reply(200, execute(ctx.fake, query, variables if isinstance(variables, dict) else None))
+
+
 # -- writes (each bumps updated_at) ----------------------------------------------------
 
 
@@ -361,6 +373,8 @@ def _ep(method: str, pattern: str, handler: Callable[[Ctx], Reply], free: bool =
 ENDPOINTS = [
     _ep("GET", r"/rate_limit", rate_limit, free=True),
     _ep("GET", r"/user", get_user),
+    _ep("POST", r"/graphql", graphql),
+    _ep("POST", r"/api/graphql", graphql),  # GitHub Enterprise Server's path
     _ep("GET", _REPO, get_repo),
     _ep("GET", _REPO + r"/issues", list_issues),
     _ep("POST", _REPO + r"/issues", create_issue),

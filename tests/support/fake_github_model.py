@@ -151,6 +151,7 @@ class Event:
     source: tuple[str, int] | None = None  # (repo, number) of the referencing issue or PR
     comment: Comment | None = None
     extra: JSON = field(default_factory=dict)
+    closer: tuple[str, int] | None = None  # (repo, number) of the pull request that closed it
 
 
 @dataclass
@@ -165,6 +166,7 @@ class Pull:
     merged_at: int | None = None
     merged_by: str | None = None
     merge_commit_sha: str | None = None
+    head_repo: str | None = None  # the fork the head branch lives in (None: the same repo)
 
 
 @dataclass

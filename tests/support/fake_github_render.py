@@ -224,13 +224,7 @@ class Shapes:
             "assignees": [self.user(a) for a in issue.assignees],
             "requested_reviewers": [],
             "requested_teams": [],
-            "head": {
-                "label": f"{repo.owner}:{pr.head_ref}",
-                "ref": pr.head_ref,
-                "sha": pr.head_sha,
-                "user": self.user(repo.owner),
-                "repo": repo_json,
-            },
+            "head": self._head(repo, pr.head_ref, pr.head_sha, pr.head_repo),
             "base": {
                 "label": f"{repo.owner}:{pr.base_ref}",
                 "ref": pr.base_ref,
@@ -255,6 +249,18 @@ class Shapes:
                 "changed_files": 1,
             }
         return out
+
+    def _head(self, repo: Repo, ref: str, sha: str, fork: str | None) -> JSON:
+        """A pull request's head: a branch of the repository itself or of a fork."""
+        owner = fork.split("/", 1)[0] if fork else repo.owner
+        fork_repo = self.repos.get(fork) if fork else repo
+        return {
+            "label": f"{owner}:{ref}",
+            "ref": ref,
+            "sha": sha,
+            "user": self.user(owner),
+            "repo": self.repository(fork_repo) if fork_repo is not None else None,
+        }
 
     def comment(self, issue: Issue, comment: Comment) -> JSON:
         repo = self.repos[issue.repo]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
@@ -76,6 +76,9 @@ class FakeGitHub:
         self.refusal: tuple[int, str | None] | None = None
         # seconds during which a fresh update is not yet visible to ``since`` queries
         self.since_lag = 0
+        # Runs before each authenticated request is answered (method, path, query): a
+        # test edits state "between two page requests" with it.
+        self.before_answer: Callable[[str, str, dict[str, str]], None] | None = None
         self._app: Starlette | None = None
         for name in repos:
             self.add_repo(name)
@@ -243,23 +246,41 @@ class FakeGitHub:
         draft: bool = False,
         base_ref: str = "main",
         updated_at: TimeLike | None = None,
+        head_repo: str | None = None,
+        references: Sequence[tuple[str, int]] = (),
     ) -> JSON:
         """A pull request (an issue record with a pull part); each number in ``closes`` is
         written as "Fixes #N" into the body (unless a body is given) and gets a
-        ``cross-referenced`` timeline event. As reported of GitHub, linking does not move
-        the referenced issue's ``updated_at``. Returns the PR as the issues API shows it."""
+        ``cross-referenced`` timeline event, as does each ``(repo, number)`` of
+        ``references`` (issues of any repository, not written into the body: a mention
+        in a comment or a commit message). ``head_repo`` names a fork the head branch
+        lives in. As reported of GitHub, linking does not move the referenced issue's
+        ``updated_at``. Returns the PR as the issues API shows it."""
         if body is None:
             body = "\n".join(f"Fixes #{n}" for n in closes) or "No description provided."
         issue = self._new_issue(repo, title, body, "open", None, (), (), user, None, updated_at, 0)
+        if head_repo is not None:
+            self.add_repo(head_repo)
         issue.pull = Pull(
-            self._next_id(), head_ref, head_sha or fake_sha(repo, head_ref), base_ref, draft
+            self._next_id(),
+            head_ref,
+            head_sha or fake_sha(head_repo or repo, head_ref),
+            base_ref,
+            draft,
+            head_repo=head_repo,
         )
-        for number in closes:
-            target = self.issue(repo, number)
-            target.timeline.append(
-                Event("cross-referenced", user, self.clock.now, source=(repo, issue.number))
-            )
+        for target_repo, number in [*((repo, n) for n in closes), *references]:
+            self.cross_reference(target_repo, number, (repo, issue.number), actor=user)
         return self.shapes().issue(issue, single=True)
+
+    def cross_reference(
+        self, repo: str, number: int, source: tuple[str, int], *, actor: str = "octocat"
+    ) -> None:
+        """A ``cross-referenced`` event: ``source`` (an issue or pull request of any
+        repository) mentioned the issue. No ``updated_at`` bump."""
+        self.issue(repo, number).timeline.append(
+            Event("cross-referenced", actor, self.clock.now, source=source)
+        )
 
     def merge_pull(self, repo: str, number: int, *, by: str | None = None) -> str:
         """Merge a PR: it closes with a ``merged`` event, and every issue it "Fixes"
@@ -276,19 +297,40 @@ class FakeGitHub:
         for other in self.repos[repo].issues.values():
             if any(e.source == (repo, number) for e in other.timeline) and other.state == "open":
                 self.set_state(other, "closed", "completed", actor, commit_id=sha)
+                other.timeline[-1].closer = (repo, number)
         return sha
 
     def add_commit_reference(
-        self, repo: str, number: int, sha: str, *, actor: str = "octocat"
+        self,
+        repo: str,
+        number: int,
+        sha: str,
+        *,
+        actor: str = "octocat",
+        commit_repo: str | None = None,
     ) -> None:
-        """A ``referenced`` event: a commit mentioned the issue. No ``updated_at`` bump."""
-        self.issue(repo, number).timeline.append(self._event("referenced", actor, commit_id=sha))
+        """A ``referenced`` event: a commit (of ``commit_repo``, by default the issue's
+        own repository) mentioned the issue. No ``updated_at`` bump."""
+        event = self._event("referenced", actor, commit_id=sha)
+        event.commit_repo = commit_repo
+        self.issue(repo, number).timeline.append(event)
 
-    def connect(self, repo: str, number: int, pull: int, *, actor: str = "octocat") -> None:
+    def connect(
+        self,
+        repo: str,
+        number: int,
+        pull: int,
+        *,
+        actor: str = "octocat",
+        pull_repo: str | None = None,
+    ) -> None:
         """A manual Development link: ``connected`` on both sides (no PR reference in the
-        REST event, as documented)."""
-        for n in (number, pull):
-            self.issue(repo, n).timeline.append(self._event("connected", actor))
+        REST event, as documented; GraphQL's ``ConnectedEvent`` names it)."""
+        source = (pull_repo or repo, pull)
+        for target, n in ((repo, number), source):
+            event = self._event("connected", actor)
+            event.source = source if (target, n) == (repo, number) else (repo, number)
+            self.issue(target, n).timeline.append(event)
 
     def touch(self, repo: str, number: int) -> str:
         """Bump ``updated_at`` to now; returns it (ISO)."""

@@ -353,6 +353,8 @@ def _answer(
     method = request.method
     if not _authorized(fake, request):
         return _plain_error(fake, message(401))
+    if fake.before_answer is not None:
+        fake.before_answer(method, raw_path, dict(request.query_params))
     failure = next((f for f in fake.failures if f.applies(method, raw_path)), None)
     if failure is not None:
         fake.failures.remove(failure)

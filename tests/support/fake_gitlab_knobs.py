@@ -4,6 +4,7 @@ pagination limits, scripted faults and write refusals. ``FakeGitLab`` builds on 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 
 from tests.support.fake_gitlab_model import FakeClock
 from tests.support.fake_tracker import RecordedRequest, ScriptedFailure, ScriptedStall
@@ -51,6 +52,9 @@ class FakeGitLabKnobs:
         self.single_assignee = False
         self.stalls: deque[ScriptedStall] = deque()
         self.refusal: tuple[int, str | None] | None = None
+        # Runs before each authenticated request is answered (method, raw path, query):
+        # a test edits state "between two page requests" with it.
+        self.before_answer: Callable[[str, str, dict[str, str]], None] | None = None
 
     # -- knobs -------------------------------------------------------------------------
 

@@ -241,6 +241,8 @@ class MergeRequest:
     merge_commit_sha: str | None = None
     closed_ms: int | None = None
     closed_by: str | None = None
+    source_project_id: int | None = None  # a fork the source branch lives in
+    foreign: list[tuple[int, int]] = field(default_factory=list)  # (project id, iid) named
 
     @property
     def related(self) -> list[int]:

@@ -330,7 +330,7 @@ class Shapes:
             "assignees": [self.user(a) for a in mr.assignees],
             "assignee": self.user(mr.assignees[0]) if mr.assignees else None,
             "reviewers": [],
-            "source_project_id": project.id,
+            "source_project_id": mr.source_project_id or project.id,
             "target_project_id": project.id,
             "labels": list(mr.labels),
             "draft": mr.draft,

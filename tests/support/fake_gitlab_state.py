@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
+import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -169,9 +170,24 @@ class FakeGitLab(FakeGitLabKnobs):
         return self.shapes().merge_request(self.merge_request(project, iid), full=True)
 
     def related_mrs(self, issue: Issue) -> list[MergeRequest]:
-        """MRs that mention or close ``issue``, by iid (``related_merge_requests``)."""
+        """MRs related to ``issue`` (``related_merge_requests``): its own project's that
+        mention or close it or that its description or comments name (``!M``), by iid,
+        then other projects' that name it."""
         mrs = self.projects[issue.project_id].merge_requests.values()
-        return sorted((m for m in mrs if issue.iid in m.related), key=lambda m: m.iid)
+        texts = [issue.description or "", *(n.body for n in issue.notes if not n.system)]
+        named = {int(m) for text in texts for m in re.findall(r"(?<![\w/])!(\d+)\b", text)}
+        own = sorted(
+            (m for m in mrs if issue.iid in m.related or m.iid in named), key=lambda m: m.iid
+        )
+        key = (issue.project_id, issue.iid)
+        others = [
+            m
+            for p in self.projects.values()
+            if p.id != issue.project_id
+            for m in p.merge_requests.values()
+            if key in m.foreign
+        ]
+        return own + sorted(others, key=lambda m: (m.project_id, m.iid))
 
     def closing_mrs(self, issue: Issue) -> list[MergeRequest]:
         """MRs recorded as closing ``issue`` on merge, in any state (``closed_by``)."""
@@ -290,6 +306,8 @@ class FakeGitLab(FakeGitLabKnobs):
         state: str = "opened",
         draft: bool = False,
         touch_issues: bool = True,
+        source_project: int | str | None = None,
+        foreign: Sequence[tuple[int | str, int]] = (),
     ) -> JSON:
         """A merge request. Each iid in ``closes`` is written as "Closes #N" into the
         description (unless one is given) and recorded as closed on merge; ``mentions``
@@ -320,11 +338,18 @@ class FakeGitLab(FakeGitLabKnobs):
         )
         proj.next_mr_iid += 1
         proj.merge_requests[mr.iid] = mr
+        if source_project is not None:
+            mr.source_project_id = self.project(source_project).id
+        mr.foreign = [(self.project(ref).id, iid) for ref, iid in foreign]
         if pipeline_status is not None:
             self.set_pipeline_status(proj.id, mr.iid, pipeline_status)
-        for iid in mr.related:
-            issue = proj.issues[iid]
-            text = f"mentioned in merge request !{mr.iid}"
+        named = [(proj, iid, f"!{mr.iid}") for iid in mr.related]
+        for project_id, iid in mr.foreign:
+            reference = f"{proj.path_with_namespace}!{mr.iid}"
+            named.append((self.projects[project_id], iid, reference))
+        for where, iid, reference in named:
+            issue = where.issues[iid]
+            text = f"mentioned in merge request {reference}"
             note = Note(self._next_id(), mr.author, text, now, now, system=True)
             issue.notes.append(note)
             if touch_issues:

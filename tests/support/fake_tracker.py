@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import Any
+
+Hook = Callable[[str, str, dict[str, str]], None]  # (method, path, query) before an answer
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,10 @@ class RecordedRequest:
 
     @property
     def is_write(self) -> bool:
-        return self.method in ("POST", "PATCH", "PUT", "DELETE")
+        """A request that changes state (a GraphQL query is a POST, but reads)."""
+        return self.method in ("POST", "PATCH", "PUT", "DELETE") and not self.path.endswith(
+            "/graphql"
+        )
 
     def matches(
         self, method: str | None = None, path: str | None = None, status: int | None = None
@@ -77,3 +83,17 @@ def unmarked(value: Any) -> Any:
     if isinstance(value, list):
         return [unmarked(v) for v in value]
     return value
+
+
+def before_nth_get(path: str, nth: int, action: Callable[[], None]) -> Hook:
+    """A ``before_answer`` hook that runs ``action`` once, just before the ``nth`` GET of
+    ``path`` is answered: "between two page requests" of a listing."""
+    seen: list[str] = []
+
+    def hook(method: str, requested: str, query: dict[str, str]) -> None:
+        if method == "GET" and requested == path:
+            seen.append(requested)
+            if len(seen) == nth:
+                action()
+
+    return hook

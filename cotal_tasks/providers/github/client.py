@@ -10,8 +10,10 @@ from urllib.parse import quote
 
 import httpx
 
+from cotal_tasks.providers.hosted.boundary import as_dict, as_list
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
+    RateLimited,
     TrackerHttp,
     TrackerHttpError,
     backoff,
@@ -19,6 +21,7 @@ from cotal_tasks.providers.hosted.http import (
     retry_after,
 )
 from cotal_tasks.providers.hosted.tracker import IssueGone
+from cotal_tasks.providers.hosted.walk import Steps
 
 PER_PAGE = 100
 PROJECT_STATUS_QUERY = """
@@ -36,6 +39,10 @@ query($ids: [ID!]!) {
 """
 API_VERSION = "2022-11-28"
 GONE = {301: "transferred", 410: "deleted"}  # what GitHub's answer for one issue says
+
+
+class GraphQLRefused(TrackerHttpError):
+    """The GraphQL endpoint refused a query (a field this server lacks, a permission)."""
 
 
 def github_retry(response: httpx.Response, attempt: int, now_s: float) -> float | None:
@@ -87,12 +94,39 @@ class GitHubClient:
         first: any change sorts to the end of an ascending listing, so it would have to
         change that page, and a 304 proves nothing changed (and is yielded, ending the
         listing). Otherwise the listing starts from the first page.
+
+        The walk never follows page numbers past a page it has read: an issue edited
+        while the walk runs moves to the end and shifts every later one back a place,
+        so page N+1 would skip one issue for each. Each next page instead asks
+        ``since`` the last ``updated_at`` read (inclusive: the boundary issues come
+        again); only a page that is one timestamp throughout, which ``since`` cannot
+        step past, is followed by its page number. Should an issue read there come
+        again later with a newer ``updated_at`` (edited meanwhile, so the rest of that
+        timestamp shifted back a place), the walk ends by reading from that timestamp
+        once more.
         """
         if etag is not None:
             probe = await self.http.request("GET", etag[0], headers={"If-None-Match": etag[1]})
             if probe.status_code == 304:
                 yield probe
                 return
+        url: str | None = self._listing_url(since)
+        steps = Steps("number")
+        while url is not None:
+            response = await self.http.request("GET", url)
+            yield response
+            following = response.links.get("next", {}).get("url")
+            last = steps.page([i for i in as_list(response.json()) if isinstance(i, dict)], since)
+            if following is not None and steps.stepping:
+                url = following  # a page of one timestamp: step through it by number
+            elif following is not None and last is not None:
+                since = last
+                url = self._listing_url(since)
+            else:
+                since = steps.restart()
+                url = self._listing_url(since) if since is not None else None
+
+    def _listing_url(self, since: str | None) -> str:
         params: dict[str, Any] = {
             "state": "all",
             "sort": "updated",
@@ -101,13 +135,7 @@ class GitHubClient:
         }
         if since is not None:
             params["since"] = since
-        url: str | None = str(
-            self.http.client.build_request("GET", self._path("/issues"), params=params).url
-        )
-        while url is not None:
-            response = await self.http.request("GET", url)
-            yield response
-            url = response.links.get("next", {}).get("url")
+        return str(self.http.client.build_request("GET", self._path("/issues"), params=params).url)
 
     async def recent_issues(self, count: int, order: str = "updated") -> list[dict[str, Any]]:
         """The most recently updated (or ``created``) issues and pull requests, newest
@@ -157,18 +185,28 @@ class GitHubClient:
         params: Mapping[str, Any] | None = {"per_page": PER_PAGE}
         while url is not None:
             response = await self.http.request("GET", url, params=params)
-            items.extend(response.json())
+            items.extend(as_list(response.json()))
             url = response.links.get("next", {}).get("url")
             params = None
         return items
 
-    async def timeline(self, number: int) -> list[dict[str, Any]]:
-        return await self._every_page(f"/issues/{number}/timeline")
-
-    async def get_pull(self, number: int) -> dict[str, Any]:
-        response = await self.http.request("GET", self._path(f"/pulls/{number}"))
-        body: dict[str, Any] = response.json()
-        return body
+    async def graphql(self, url: str, query: str, variables: Mapping[str, Any]) -> Any:
+        """The ``data`` of a GraphQL answer. Errors that come with data (an alias that
+        names no issue) leave that alias null. Without data, a rate limit is
+        ``RateLimited`` (the poll resumes from its checkpoint) and any other error
+        ``GraphQLRefused`` (a query this server does not take)."""
+        response = await self.http.request(
+            "POST", url, json={"query": query, "variables": dict(variables)}
+        )
+        body = as_dict(response.json())
+        if body.get("data") is None:
+            error = as_dict((as_list(body.get("errors")) or [{}])[0])
+            if error.get("type") == "RATE_LIMITED":
+                reset = response.headers.get("x-ratelimit-reset")
+                until = float(reset) if reset and reset.isdigit() else self.http.clock_s() + 60
+                raise RateLimited(until, status=200, method="POST", path=url)
+            raise GraphQLRefused(200, f"GraphQL: {error.get('message')}", method="POST", path=url)
+        return body["data"]
 
     async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         response = await self.http.request("POST", self._path("/issues"), json=dict(payload))

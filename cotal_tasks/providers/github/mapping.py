@@ -2,9 +2,7 @@
 
 ``taskId`` is ``owner/repo#number``: stable and readable. Pull requests come through the
 issues list too; they are never tasks, but the issues they mention are worth a look for
-evidence. Evidence comes from the timeline: a cross-referencing pull request is a
-``review`` (its URL), a referencing or closing commit a ``commit`` (its SHA), and a pull
-request's head branch a ``branch``.
+evidence (read in ``evidence``).
 """
 
 from __future__ import annotations
@@ -91,35 +89,3 @@ def mentioned_issues(repository: str, pull: Mapping[str, Any]) -> set[int]:
     """The issue numbers of this repository a pull request's title or body mentions."""
     text = f"{as_str(pull.get('title')) or ''}\n{as_str(pull.get('body')) or ''}"
     return mentioned_numbers(text, repository, exclude=as_int(pull.get("number")) or 0)
-
-
-def timeline_evidence(events: Iterable[Any]) -> tuple[list[Evidence], list[int]]:
-    """Evidence from an issue's timeline, and the numbers of the pull requests it names
-    (whose head branches are evidence too, one request each). An event of another shape
-    is passed over."""
-    found: list[Evidence] = []
-    pulls: list[int] = []
-    for event in events:
-        event = as_dict(event)
-        kind = event.get("event")
-        at = as_ms(event.get("created_at") or event.get("submitted_at"))
-        if kind == "cross-referenced":
-            issue = as_dict(as_dict(event.get("source")).get("issue"))
-            if is_pull_request(issue):
-                pull = as_dict(issue.get("pull_request"))
-                url = as_str(issue.get("html_url")) or as_str(pull.get("html_url"))
-                if url:
-                    found.append(Evidence("review", url, at))
-                if (number := as_int(issue.get("number"))) is not None:
-                    pulls.append(number)
-        elif kind in ("referenced", "closed", "merged") and (sha := as_str(event.get("commit_id"))):
-            found.append(Evidence("commit", sha, at))
-    return found, pulls
-
-
-def branch_evidence(pull: Mapping[str, Any]) -> Evidence | None:
-    pull = as_dict(pull)
-    ref = as_str(as_dict(pull.get("head")).get("ref"))
-    if not ref:
-        return None
-    return Evidence("branch", ref, as_ms(pull.get("created_at")))

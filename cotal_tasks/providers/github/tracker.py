@@ -10,9 +10,10 @@ from typing import Any
 
 import httpx
 
-from cotal_tasks.providers.github import mapping
-from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
-from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
+from cotal_tasks.providers.github import evidence, mapping
+from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient, GraphQLRefused
+from cotal_tasks.providers.github.walk import Walk
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
 from cotal_tasks.providers.hosted.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
@@ -22,7 +23,6 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackedIssue,
     TrackerChange,
     TrackerRefused,
-    epoch_ms,
 )
 from cotal_tasks.providers.hosted.writeback import carries_marker
 
@@ -53,35 +53,16 @@ class GitHubTracker:
         if cursor is not None:
             at = datetime.fromisoformat(cursor.replace("Z", "+00:00"))
             since = _iso(at - timedelta(seconds=self.config.overlap_s))
-        highest = cursor
         first = True
+        walk = Walk(
+            self.repo, cursor, self._links, self._project_statuses, self._tracked, self.boundary
+        )
         async for response in self.client.issue_pages(since, etag):
             if response.status_code == 304:
                 yield ListPage((), not_modified=True)
                 return
-            items: list[dict[str, Any]] = []
-            linked: set[int] = set()
             raw = self.boundary.page(response.json(), "the issue listing")
-            for item in raw:
-                if not isinstance(item, dict):
-                    self.boundary.note("item-unmappable", "an item of the issue listing")
-                    continue
-                stamp = as_stamp(item.get("updated_at"))
-                if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
-                    highest = stamp
-                if mapping.is_pull_request(item):
-                    # Only a pull request changed since the last poll (not one re-read in the
-                    # overlap) is worth the evidence requests for the issues it mentions.
-                    if cursor is None or as_ms(stamp) > epoch_ms(cursor):
-                        linked |= mapping.mentioned_issues(self.repo, item)
-                else:
-                    items.append(item)
-            statuses = await self._project_statuses(items)
-            issues = [
-                issue
-                for item in items
-                if (issue := self._tracked(item, (), statuses.get(as_int(item.get("number")) or 0)))
-            ]
+            read = await walk.page(raw)
             page_etag = None
             # A page with room to spare is the last one: remember its ETag, so the next
             # poll can learn with one conditional request that nothing changed.
@@ -93,7 +74,15 @@ class GitHubTracker:
                 page_etag = (str(response.request.url), response.headers["etag"])
             total = _last_page(response) if first else None
             first = False
-            yield ListPage(issues, frozenset(linked), highest, etag=page_etag, total_pages=total)
+            yield ListPage(
+                read.issues,
+                frozenset(read.linked),
+                read.highest,
+                etag=page_etag,
+                total_pages=total,
+                evidenced=frozenset(read.evidenced),
+                reread=read.reread,
+            )
 
     async def recent(self, count: int) -> list[TrackedIssue]:
         items = await self.client.recent_issues(min(count, PER_PAGE))
@@ -118,17 +107,46 @@ class GitHubTracker:
             return mapping.gone(self.repo, number, exc.fate)
         if not isinstance(item, dict) or mapping.is_pull_request(item):
             return None
-        found, pulls = mapping.timeline_evidence(await self.client.timeline(number))
-        for pull_number in dict.fromkeys(pulls):
-            try:
-                branch = mapping.branch_evidence(await self.client.get_pull(pull_number))
-            except TrackerHttpError as exc:
-                log.info("pull request %s not readable (%s); no branch evidence", pull_number, exc)
-                continue
-            if branch is not None:
-                found.append(branch)
+        found = await self._links([number], [])
         statuses = await self._project_statuses([item])
-        return self._tracked(item, found, statuses.get(number))
+        return self._tracked(item, found.evidence.get(number, ()), statuses.get(number))
+
+    async def _links(self, issues: list[int], pulls: list[int]) -> evidence.Found:
+        """Evidence of ``issues`` and the issues ``pulls`` name, ``BATCH`` per request;
+        an issue with more links than the record keeps reads older pages only until
+        it has enough. An answer that does not read is recorded by the boundary: those
+        issues are mirrored without these links."""
+        found = evidence.Found()
+        asks = [evidence.Ask(n) for n in issues] + [evidence.Ask(n, pull=True) for n in pulls]
+        owner, name = self.repo.split("/", 1)
+        url = self.config.graphql_endpoint()
+        while asks:
+            batch, asks = asks[: evidence.BATCH], asks[evidence.BATCH :]
+            document, variables = evidence.query(batch)
+            try:
+                data = await self.client.graphql(
+                    url, document, {"owner": owner, "name": name, **variables}
+                )
+            except GraphQLRefused as exc:
+                # A server that takes no such query (an older GitHub Enterprise Server)
+                # must not stop the sync: the issues are mirrored without these links.
+                log.warning("%s: evidence not readable (%s); mirrored without it", self.repo, exc)
+                return found
+            ref = f"links of {', '.join(str(ask.number) for ask in batch[:3])}"
+            refused = self.boundary.note
+            self.boundary.map(
+                ref,
+                evidence.read,
+                self.repo,
+                batch,
+                data,
+                found,
+                refused,
+                reason="evidence-refused",
+            )
+            asks += [evidence.Ask(n, before=c) for n, c in found.older.items()]
+            found.older.clear()
+        return found
 
     async def _project_statuses(self, items: list[dict[str, Any]]) -> dict[int, str]:
         if not self.config.project_status:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import httpx
 
+from cotal_tasks.providers.hosted.boundary import as_list
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     TrackerHttp,
@@ -18,11 +19,9 @@ from cotal_tasks.providers.hosted.http import (
     backoff,
     retry_after,
 )
+from cotal_tasks.providers.hosted.walk import Steps
 
 PER_PAGE = 100
-# Restart an offset listing from the advanced cursor well before GitLab's offset limit
-# (50,000 records on gitlab.com), so no request ever goes past it.
-OFFSET_RESTART_PAGES = 100
 
 
 def gitlab_retry(response: httpx.Response, attempt: int, now_s: float) -> float | None:
@@ -54,12 +53,22 @@ class GitLabClient:
         self.project = project
         self.pagination = pagination
         self._users: dict[str, int] = {}
+        self._paths: dict[int, str] = {}
 
     def _path(self, tail: str = "") -> str:
         return f"projects/{quote(self.project, safe='')}{tail}"
 
     async def _listing(self, resource: str, since: str | None) -> AsyncIterator[httpx.Response]:
-        """Pages ordered by ``updated_at`` ascending, updated at or after ``since``."""
+        """Pages ordered by ``updated_at`` ascending, updated at or after ``since``.
+
+        Keyset pagination (GitLab 18.3+ for issues) goes on after the last (updated_at,
+        id) read, so an edit during the walk cannot make it skip anything. Offset
+        pagination can: an issue edited while the walk runs moves to the end and shifts
+        every later one back a place. So over offset pages each next page asks from
+        page 1 ``updated_after`` the last ``updated_at`` read (inclusive: the boundary
+        comes again), which also keeps every request far from GitLab's offset limit;
+        only a page that is one timestamp throughout is followed by its page number.
+        """
         params: dict[str, Any] = {"order_by": "updated_at", "sort": "asc", "per_page": PER_PAGE}
         if resource == "/issues":
             params["state"] = "all"
@@ -69,11 +78,10 @@ class GitLabClient:
             params["pagination"] = "keyset"
         url: str | None = self._path(resource)
         query: Mapping[str, Any] | None = params
-        pages = 0
+        steps = Steps("iid")
         while url is not None:
             response = await self.http.request("GET", url, params=query)
             yield response
-            pages += 1
             if "x-page" not in response.headers and "x-next-page" not in response.headers:
                 # Keyset pagination: follow the cursor link GitLab gives.
                 next_url = response.links.get("next", {}).get("url")
@@ -81,20 +89,19 @@ class GitLabClient:
                     return
                 url, query = next_url, None
                 continue
-            next_page = response.headers.get("x-next-page")
-            if not next_page:
-                return
             params.pop("pagination", None)  # the server answered with offset pagination
-            items = response.json()
-            newest = items[-1].get("updated_at") if items else None
-            if pages >= OFFSET_RESTART_PAGES and newest and newest != params.get("updated_after"):
-                # Start over from the newest timestamp read (the caller skips what it has
-                # seen), so no request ever goes deep enough to meet the offset limit.
-                params["updated_after"] = newest
-                pages = 0
-                url, query = self._path(resource), dict(params)
+            next_page = response.headers.get("x-next-page")
+            items = [i for i in as_list(response.json()) if isinstance(i, dict)]
+            newest = steps.page(items, params.get("updated_after"))
+            if next_page and steps.stepping:
+                # A page of one timestamp: step through it by page number.
+                url, query = self._path(resource), {**params, "page": next_page}
                 continue
-            url, query = self._path(resource), {**params, "page": next_page}
+            after = newest if next_page and newest is not None else steps.restart()
+            if after is None:
+                return
+            params["updated_after"] = after
+            url, query = self._path(resource), dict(params)
 
     def issue_pages(self, since: str | None) -> AsyncIterator[httpx.Response]:
         return self._listing("/issues", since)
@@ -130,17 +137,47 @@ class GitLabClient:
             raise
         return issue
 
-    async def related_merge_requests(self, iid: int) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = await self._get(f"/issues/{iid}/related_merge_requests")
+    async def _every_page(self, tail: str) -> list[dict[str, Any]]:
+        """Every item of a paginated list (GitLab's default page holds only 20)."""
+        found: list[dict[str, Any]] = []
+        url: str | None = self._path(tail)
+        query: Mapping[str, Any] | None = {"per_page": PER_PAGE}
+        while url is not None:
+            response = await self.http.request("GET", url, params=query)
+            found.extend(as_list(response.json()))
+            next_page = response.headers.get("x-next-page")
+            link = response.links.get("next", {}).get("url")
+            if next_page:
+                url, query = self._path(tail), {"per_page": PER_PAGE, "page": next_page}
+            else:
+                url, query = link, None
         return found
+
+    async def related_merge_requests(self, iid: int) -> list[dict[str, Any]]:
+        return await self._every_page(f"/issues/{iid}/related_merge_requests")
 
     async def closed_by(self, iid: int) -> list[dict[str, Any]]:
-        found: list[dict[str, Any]] = await self._get(f"/issues/{iid}/closed_by")
+        return await self._every_page(f"/issues/{iid}/closed_by")
+
+    async def merge_request(self, iid: int, project_id: int | None = None) -> dict[str, Any]:
+        """A merge request of this project, or of ``project_id`` (a related merge request
+        may live in another project)."""
+        tail = f"/merge_requests/{iid}"
+        path = self._path(tail) if project_id is None else f"projects/{project_id}{tail}"
+        found: dict[str, Any] = (await self.http.request("GET", path)).json()
         return found
 
-    async def merge_request(self, iid: int) -> dict[str, Any]:
-        found: dict[str, Any] = await self._get(f"/merge_requests/{iid}")
-        return found
+    async def project_path(self, project_id: int) -> str | None:
+        """A project's ``path_with_namespace`` (a fork a merge request comes from)."""
+        if project_id not in self._paths:
+            try:
+                response = await self.http.request("GET", f"projects/{project_id}")
+            except TrackerHttpError:
+                return None
+            body = response.json()
+            path = body.get("path_with_namespace") if isinstance(body, dict) else None
+            self._paths[project_id] = path if isinstance(path, str) else ""
+        return self._paths[project_id] or None
 
     async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         response = await self.http.request("POST", self._path("/issues"), json=dict(payload))

@@ -5,7 +5,8 @@
 several ``workflow::`` labels can coexist, and the first status rule that matches wins,
 so the rule order decides (documented in docs/gitlab.md). Evidence: a related merge
 request is a ``review`` (its URL) and a ``branch`` (its source branch), its head pipeline
-a ``run`` (the pipeline URL), and a closing merge request's merge commit a ``commit``.
+a ``run`` (the pipeline URL), and a closing merge request's merge commit a ``commit``,
+each attributed to the project it lives in.
 """
 
 from __future__ import annotations
@@ -111,19 +112,41 @@ def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:
     return mentioned_numbers(f"{title or ''}\n{text or ''}", path)
 
 
-def merge_request_evidence(merge_request: Mapping[str, Any], *, closed_it: bool) -> list[Evidence]:
+def merge_request_path(merge_request: Mapping[str, Any]) -> str | None:
+    """The path of the project a merge request belongs to (``group/other!5``)."""
+    full = as_str(as_dict(merge_request.get("references")).get("full"))
+    if full is not None and "!" in full:
+        return full.rsplit("!", 1)[0] or None
+    return None
+
+
+def merge_request_evidence(
+    merge_request: Mapping[str, Any],
+    *,
+    closed_it: bool,
+    own_path: str,
+    source_path: str | None = None,
+) -> list[Evidence]:
+    """A merge request as evidence, attributed to where each part lives: its ``review``
+    is its own URL; its ``branch`` a plain name when the source branch is in
+    ``own_path``, else ``group/fork:branch``; a merge ``commit`` of another project is
+    ``group/other@sha``. A field of another shape is left out, never the rest."""
     mr = as_dict(merge_request)
-    at = as_ms(mr.get("updated_at") or mr.get("created_at"))
+    at = as_ms(mr.get("updated_at")) or as_ms(mr.get("created_at"))
+    target = merge_request_path(mr) or own_path
     found: list[Evidence] = []
     if url := as_str(mr.get("web_url")):
         found.append(Evidence("review", url, at))
     if branch := as_str(mr.get("source_branch")):
-        found.append(Evidence("branch", branch, at))
-    pipeline = as_dict(mr.get("head_pipeline") or mr.get("pipeline"))
-    if run := as_str(pipeline.get("web_url")):
-        found.append(Evidence("run", run, at))
-    if closed_it:
-        sha = as_str(mr.get("merge_commit_sha")) or as_str(mr.get("squash_commit_sha"))
-        if sha:
-            found.append(Evidence("commit", sha, as_ms(mr.get("merged_at")) or at))
+        source = source_path or target
+        own = source.lower() == own_path.lower()
+        found.append(Evidence("branch", branch if own else f"{source}:{branch}", at))
+    for key in ("head_pipeline", "pipeline"):
+        if run := as_str(as_dict(mr.get(key)).get("web_url")):
+            found.append(Evidence("run", run, at))
+            break
+    sha = as_str(mr.get("merge_commit_sha")) or as_str(mr.get("squash_commit_sha"))
+    if closed_it and sha:
+        ref = sha if target.lower() == own_path.lower() else f"{target}@{sha}"
+        found.append(Evidence("commit", ref, as_ms(mr.get("merged_at")) or at))
     return found

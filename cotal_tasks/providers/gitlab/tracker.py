@@ -10,7 +10,7 @@ from typing import Any
 
 from cotal_tasks.providers.gitlab import mapping
 from cotal_tasks.providers.gitlab.client import GitLabClient
-from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_int, as_ms, as_stamp
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
 from cotal_tasks.providers.hosted.config import GitLabConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
@@ -83,14 +83,32 @@ class GitLabTracker:
         since = self._since(cursor)
         highest = cursor
         first = True
+        read: dict[int, str] = {}  # iid -> updated_at read in this walk
+        evidenced: dict[int, int] = {}  # iid -> its updated_at (ms) when its evidence was read
         async for response in self.client.issue_pages(since):
-            items = self.boundary.page(response.json(), "the issue listing")
             issues: list[TrackedIssue] = []
-            for item in items:
-                stamp = as_stamp(item.get("updated_at")) if isinstance(item, dict) else None
+            changed: set[int] = set()
+            for item in self.boundary.page(response.json(), "the issue listing"):
+                iid = as_int(item.get("iid")) if isinstance(item, dict) else None
+                if not isinstance(item, dict) or iid is None:
+                    self.boundary.note("item-unmappable", "an item of the issue listing")
+                    continue
+                stamp = as_stamp(item.get("updated_at"))
+                if read.get(iid) == str(stamp):
+                    continue  # the seam of two offset pages: read a moment ago
+                read[iid] = str(stamp)
                 if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
-                if issue := self._tracked(item):
+                found: list[Evidence] = []
+                # A changed issue with merge requests has its evidence read: a link made
+                # in GitLab notes it on the issue, which moves its updated_at.
+                fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
+                count = as_int(item.get("merge_requests_count"))  # unknown: look
+                if fresh and (count is None or count > 0) and not self._withheld(item):
+                    found = await self._evidence(item)
+                    changed.add(iid)
+                    evidenced[iid] = as_ms(stamp)
+                if issue := self._tracked(item, found):
                     issues.append(issue)
             total = response.headers.get("x-total-pages") if first else None
             first = False
@@ -98,6 +116,7 @@ class GitLabTracker:
                 issues,
                 cursor=highest,
                 total_pages=int(total) if total and total.isdigit() else None,
+                evidenced=frozenset(changed),
             )
         # Merge requests changed since the last sweep name the issues worth an evidence
         # read. The sweep keeps its own cursor, so an interrupted import misses none.
@@ -112,7 +131,10 @@ class GitLabTracker:
                     continue
                 stamp = as_stamp(merge_request.get("updated_at"))
                 if swept is None or as_ms(stamp) > epoch_ms(swept):
-                    linked |= mapping.mentioned_issues(path, merge_request)
+                    named = mapping.mentioned_issues(path, merge_request)
+                    # An issue whose evidence this walk read after the merge request's
+                    # last change already shows it.
+                    linked |= {n for n in named if evidenced.get(n, -1) < as_ms(stamp)}
                 if stamp and (newest is None or as_ms(stamp) > epoch_ms(newest)):
                     newest = stamp
             yield ListPage(
@@ -131,22 +153,48 @@ class GitLabTracker:
         issue = await self.client.get_issue(number)
         if not isinstance(issue, dict):
             return None
-        if issue.get("confidential") is True and not self.config.include_confidential:
+        if self._withheld(issue):
             return self._tracked(issue)  # withheld: its links are not read either
+        return self._tracked(issue, await self._evidence(issue))
+
+    def _withheld(self, issue: dict[str, Any]) -> bool:
+        """A confidential issue the operator did not opt in to: mirrored without anything
+        of it, so its links are not read either."""
+        return issue.get("confidential") is True and not self.config.include_confidential
+
+    async def _evidence(self, issue: dict[str, Any]) -> list[Evidence]:
+        """Every merge request related to or closing the issue (all pages), each read
+        in its own project for its head pipeline, attributed to where it lives."""
+        iid = as_int(issue.get("iid"))
+        if iid is None:
+            return []  # not an issue: the boundary records it when it maps
+        own = self._path_from(issue)
+        closing = [mr for mr in await self.client.closed_by(iid) if isinstance(mr, dict)]
+        related = await self.client.related_merge_requests(iid)
+        closers = {_key(mr) for mr in closing}
+        merge_requests = {
+            _key(mr): mr for mr in [*closing, *related] if isinstance(mr, dict) and all(_key(mr))
+        }
         found: list[Evidence] = []
-        closers = {as_dict(mr).get("iid") for mr in await self.client.closed_by(number)}
-        for merge_request in await self.client.related_merge_requests(number):
-            if not isinstance(merge_request, dict):
-                continue
-            if "head_pipeline" not in merge_request and merge_request.get("iid"):
+        for key, merge_request in merge_requests.items():
+            project_id, mr_iid = key
+            if "head_pipeline" not in merge_request:
                 try:
-                    merge_request = await self.client.merge_request(int(merge_request["iid"]))
+                    elsewhere = project_id if project_id != issue.get("project_id") else None
+                    merge_request = await self.client.merge_request(mr_iid, elsewhere)
                 except TrackerHttpError as exc:
                     log.info("merge request not readable (%s); evidence without its pipeline", exc)
+            if not isinstance(merge_request, dict):
+                continue  # an answer of another shape: this merge request says nothing
+            source_path = None
+            source_id = merge_request.get("source_project_id")
+            if isinstance(source_id, int) and source_id != merge_request.get("project_id"):
+                fork = await self.client.project_path(source_id)
+                source_path = fork or f"project {source_id}"  # never the issue's own
             found += mapping.merge_request_evidence(
-                merge_request, closed_it=merge_request.get("iid") in closers
+                merge_request, closed_it=key in closers, own_path=own, source_path=source_path
             )
-        return self._tracked(issue, found)
+        return found
 
     async def create(self, issue: NewIssue) -> TrackedIssue:
         payload: dict[str, Any] = {"title": issue.title}
@@ -239,3 +287,8 @@ class GitLabTracker:
             method="PUT",
             path=f"issues/{number}",
         )
+
+
+def _key(merge_request: Mapping[str, Any]) -> tuple[int, int]:
+    """A merge request's identity across projects: (project id, iid)."""
+    return (as_int(merge_request.get("project_id")) or 0, as_int(merge_request.get("iid")) or 0)

@@ -1,11 +1,13 @@
 """The sync loop: polling is the source of truth, webhooks only wake it.
 
-Each poll lists the issues updated since the cursor (the highest ``updated_at`` seen,
+Each poll walks the issues updated since the cursor (the highest ``updated_at`` seen,
 re-read with a small overlap), oldest first, checkpointing the cursor after every page,
-so a crash or a rate limit resumes where it stopped rather than starting over. An
-unchanged repository costs one conditional request. Issues that a pull or merge request
-on those pages references, and issues a webhook names, are fetched one by one with
-their evidence. A task is never closed because its issue is missing from a page.
+so a crash or a rate limit resumes where it stopped rather than starting over. The walk
+itself (the tracker's) loses no issue that changes while it runs (``hosted.walk``). An
+unchanged repository costs one conditional request. The tracker reads the evidence of
+the issues changed on a page with that page; issues a pull or merge request names that
+the walk did not bring, and issues a webhook names, are fetched one by one with their
+evidence afterwards. A task is never closed because its issue is missing from a page.
 """
 
 from __future__ import annotations
@@ -79,9 +81,10 @@ class SyncEngine:
                 report.not_modified = True
                 break
             report.pages += 1 if page.listing else 0
-            report.issues += len(page.issues)
+            report.issues += len(page.issues) - page.reread
+            report.fetched += page.reread
             report.changed += await self.store.upsert_page(page.issues, mark)
-            linked |= page.linked
+            linked = (linked - page.evidenced) | (page.linked - page.evidenced)
             if page.cursor is not None:
                 cursor = page.cursor
             marks.update(page.marks or {})
@@ -90,10 +93,13 @@ class SyncEngine:
                 saved["etag"] = list(page.etag)
             await self.state.save(self.key, saved, self.clock())  # checkpoint every page
             total = page.total_pages or total
+            if total is not None:  # an estimate: a walk may take a page more than it said
+                total = max(total, report.pages)
             if progress is not None:
                 progress(report.pages, total)
         numbers = linked | self._take_woken()
-        report.fetched, changed = await self.refresh(numbers)
+        fetched, changed = await self.refresh(numbers)
+        report.fetched += fetched
         report.changed += changed
         if saved.get("pending"):
             await self.state.save(self.key, {**saved, "pending": []}, self.clock())

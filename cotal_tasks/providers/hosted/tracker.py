@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from cotal_tasks.core import TaskEvidence
+from cotal_tasks.core import MAX_EVIDENCE, TaskEvidence
 
 if TYPE_CHECKING:
     from cotal_tasks.providers.hosted.boundary import ItemBoundary
@@ -71,6 +71,10 @@ class ListPage:
     total_pages: int | None = None  # when the tracker says how many pages there are
     listing: bool = True  # False: not a page of the issue listing (links found elsewhere)
     marks: Mapping[str, str] | None = None  # further named cursors to checkpoint
+    # Issues whose evidence was read with this page: what earlier pages linked them to
+    # is covered (a later page's link is not: it may be newer than the read).
+    evidenced: frozenset[int] = frozenset()
+    reread: int = 0  # the last issues are earlier pages' issues, read again for evidence
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +172,8 @@ def epoch_ms(stamp: str | None) -> int:
 def evidence_entries(
     found: Sequence[Evidence], refused: Callable[[Evidence], None] | None = None
 ) -> tuple[TaskEvidence, ...]:
-    """Tracker evidence as record entries: deduplicated by kind and ref, the newest 32.
+    """Tracker evidence as record entries: deduplicated by kind and ref, the newest
+    ``MAX_EVIDENCE``.
 
     An entry the record refuses (a branch named like a credential, ``fix/token=refresh``)
     is left out and handed to ``refused``; the others stay.
@@ -185,7 +190,7 @@ def evidence_entries(
         except ValueError:  # pydantic's ValidationError is one
             if refused is not None:
                 refused(e)
-    return tuple(entries[-32:])
+    return tuple(entries[-MAX_EVIDENCE:])
 
 
 class IssueGone(Exception):

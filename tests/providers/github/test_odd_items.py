@@ -34,7 +34,7 @@ async def test_a_branch_named_like_a_credential_does_not_stop_the_sync(
 
     report = await gh.poll()  # before: ValidationError out of the poll, #2 starved
 
-    assert report.fetched == 2
+    assert report.changed == 2  # both linked issues, their evidence read with the walk
     one, two = await gh.get(1), await gh.get(2)
     assert [(e["kind"], e["ref"]) for e in one["evidence"]] == [("review", odd["html_url"])]
     assert ("branch", "fix-2") in [(e["kind"], e["ref"]) for e in two["evidence"]]
@@ -119,17 +119,20 @@ async def test_transferred_and_deleted_issues_become_dropped(gh: GitHubEndpoint)
 async def test_a_link_to_another_origin_is_never_followed_with_the_token() -> None:
     sent: list[httpx.URL] = []
 
+    since = "2026-11-30T06:43:14Z"
+    tied = [{"number": n, "updated_at": since} for n in (1, 2)]  # stepped by its link
+
     def answer(request: httpx.Request) -> httpx.Response:
         sent.append(request.url)
         next_url = "https://collector.example/repos/o/r/issues?page=2"
-        return httpx.Response(200, json=[], headers={"link": f'<{next_url}>; rel="next"'})
+        return httpx.Response(200, json=tied, headers={"link": f'<{next_url}>; rel="next"'})
 
     client = github_http_client("https://api.github.com", "ghp_secret", 5)
     client._transport = httpx.MockTransport(answer)  # the token header stays as built
     github = GitHubClient(TrackerHttp(client, github_retry), "o/r")
     try:
         with pytest.raises(TrackerHttpError) as refused:
-            async for _ in github.issue_pages(None, None):
+            async for _ in github.issue_pages(since, None):
                 pass
     finally:
         await client.aclose()

@@ -53,10 +53,12 @@ def expected_status(fake: FakeGitHub, number: int) -> tuple[str, str]:
 # -- the initial import ------------------------------------------------------------------
 
 
-async def test_initial_import_of_1000_entries_costs_ten_list_pages(gh: GitHubEndpoint) -> None:
+async def test_initial_import_of_1000_entries_costs_eleven_list_pages(gh: GitHubEndpoint) -> None:
     """990 issues and 10 pull requests: GitHub's issues list holds 1,000 entries (pull
-    requests are listed too), so the import costs ceil(1000/100) = 10 list pages, plus
-    evidence requests for the issues a pull request links and for nothing else."""
+    requests are listed too). Each page after the first asks ``since`` the last
+    ``updated_at`` read, so it reads that boundary issue again: 100 + 9 x 99 + 9 = 1,000
+    entries in 11 list pages. Evidence costs one GraphQL request per page (the timelines
+    of that page's issues, the links of its pull requests): nothing per issue."""
     fake = gh.fake
     fake.bulk_issues(REPO, 990, closed_every=10)
     linked = [7, 100, 101, 250, 499, 500, 640, 777, 990]
@@ -71,25 +73,29 @@ async def test_initial_import_of_1000_entries_costs_ten_list_pages(gh: GitHubEnd
     report = await gh.sync.poll_once(lambda done, total: progress.append((done, total)))
 
     listing = list_requests(fake)
-    assert len(listing) == math.ceil(1000 / 100) == 10
-    assert [r.status for r in listing] == [200] * 10
+    assert len(listing) == 1 + math.ceil((1000 - 100) / 99) == 11
+    assert [r.status for r in listing] == [200] * 11
     assert listing[0].query == {
         "state": "all",
         "sort": "updated",
         "direction": "asc",
         "per_page": "100",
     }
-    assert [r.query.get("page") for r in listing] == [None, *map(str, range(2, 11))]
-    evidence = evidence_requests(fake)
-    expected_paths = {f"{ISSUES}/{n}" for n in linked}
-    expected_paths |= {f"{ISSUES}/{n}/timeline" for n in linked}
-    expected_paths |= {f"/repos/{REPO}/pulls/{pulls[n]}" for n in linked}
-    assert sorted(r.path for r in evidence) == sorted(expected_paths)
-    assert len(fake.requests) == 10 + 3 * len(linked)
+    assert all("page" not in r.query for r in listing)  # never a page number
+    assert [r.query["since"] for r in listing[1:]] == sorted(
+        {r.query["since"] for r in listing[1:]}
+    )
+    assert evidence_requests(fake) == []  # no issue, timeline or pull request read alone
+    graph = fake.calls("POST", "/graphql")
+    assert len(graph) == 11  # one per page
+    assert len(fake.requests) == 11 + 11
     assert fake.writes == []
 
-    assert (report.pages, report.issues, report.fetched) == (10, 990, len(linked))
-    assert progress == [(page, 10) for page in range(1, 11)]
+    # The linked issues were listed before their pull requests: the last page's request
+    # reads their timelines again (the pull requests may be newer than the first read;
+    # #990 was read in the same second as the first pull request, which may be later).
+    assert (report.pages, report.issues, report.fetched) == (11, 990, len(linked))
+    assert progress == [*((page, 10) for page in range(1, 11)), (11, 11)]
     tasks = await all_tasks(gh)
     ids = [str(t["taskId"]) for t in tasks]
     assert sorted(ids) == sorted(task_id(n) for n in range(1, 991))  # no pull request is a task
@@ -158,12 +164,13 @@ async def test_the_first_poll_after_an_import_is_already_conditional(gh: GitHubE
     gh.fake.bulk_issues(REPO, 150)
     await gh.poll()
     seq, mark = await gh.seq(), len(gh.fake.requests)
+    last_page = list_requests(gh.fake)[-1]
 
     report = await gh.poll()
 
     (request,) = gh.fake.requests[mark:]
     assert (request.status, request.if_none_match is not None) == (304, True)
-    assert request.query["page"] == "2"  # the last page of the import's listing
+    assert request.query == last_page.query  # the last page of the import's listing
     assert (report.pages, report.issues, report.changed, report.not_modified) == (0, 0, 0, True)
     assert await gh.seq() == seq
 
@@ -191,9 +198,10 @@ async def test_unchanged_poll_is_one_conditional_request_answered_304(gh: GitHub
     fake.close_issue(REPO, 3, "not_planned")
     mark = len(fake.requests)
     report = await gh.poll()
-    probe, listing = fake.requests[mark:]
+    probe, listing, graph = fake.requests[mark:]
     assert (probe.status, probe.if_none_match is not None) == (200, True)
     assert (listing.status, listing.if_none_match) == (200, None)
+    assert graph.path == "/graphql"  # the closed issue's timeline
     assert report.changed == 1
     assert (await gh.get(3))["status"] == "dropped"
 
@@ -224,14 +232,14 @@ async def test_primary_rate_limit_is_waited_out_and_the_page_read_again(
     fake = gh.fake
     fake.bulk_issues(REPO, 350)
     clock = gh.virtual_time()
-    fake.set_rate_limit(3, reset_in=30)
+    fake.set_rate_limit(6, reset_in=30)  # three list pages, each with its GraphQL read
 
     report = await gh.poll()
 
     listing = list_requests(fake)
     assert [r.status for r in listing] == [200, 200, 200, 403, 200]
     assert listing[3].query == listing[4].query  # the same page, not a restart
-    assert [r.query.get("page") for r in listing] == [None, "2", "3", "4", "4"]
+    assert "since" in listing[3].query
     (wait,) = clock.waits
     assert 30 <= wait <= 32  # until x-ratelimit-reset, and a second more
     assert (report.pages, report.issues) == (4, 350)
@@ -273,7 +281,7 @@ async def test_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_check
     fake.bulk_issues(REPO, 350)
     async with open_github(fake, github_url, tmp_path / "b", max_rate_limit_wait_s=10) as gh:
         clock = gh.virtual_time()
-        fake.set_rate_limit(2, reset_in=3600)
+        fake.set_rate_limit(4, reset_in=3600)  # two list pages and their GraphQL reads
 
         with pytest.raises(RateLimited):
             await gh.poll()
@@ -284,18 +292,19 @@ async def test_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_check
         assert page["stale"]["reason"].startswith("GitHub sync is failing")
         assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
         saved = await gh.checkpoint()
-        assert saved["cursor"] == iso(fake.issue(REPO, 200).updated_at)
-        assert len(await all_tasks(gh)) == 200
+        # Page 1 read #1 to #100, page 2 (since #100's updated_at) #100 to #199.
+        assert saved["cursor"] == iso(fake.issue(REPO, 199).updated_at)
+        assert len(await all_tasks(gh)) == 199
 
         fake.advance(3600)  # the window resets
         mark = len(fake.requests)
         report = await gh.poll()
 
         listing = list_requests(fake, mark)
-        assert listing[0].query["since"] == iso(fake.issue(REPO, 200).updated_at - 5)
+        assert listing[0].query["since"] == iso(fake.issue(REPO, 199).updated_at - 5)
         assert [r.status for r in listing] == [200, 200]
-        # #200 is read again (the overlap); #1 to #199 are not.
-        assert (report.issues, report.changed) == (151, 150)
+        # #199 is read again (the overlap); #1 to #198 are not.
+        assert (report.issues, report.changed) == (152, 151)
         assert len(await all_tasks(gh)) == 350
         assert "stale" not in await gh.client.list_tasks()
 
@@ -414,8 +423,9 @@ async def test_timeline_pull_requests_and_commits_become_evidence(gh: GitHubEndp
         "addedAt": fake.issue(REPO, 1).closed_at * 1000,  # type: ignore[operator]
     }
     assert (await gh.get(2))["evidence"] == []
-    assert fetched_issue_numbers(fake, mark) == [1]
-    assert len(fake.calls("GET", f"/repos/{REPO}/pulls/3")) == 1
+    assert fetched_issue_numbers(fake, mark) == []  # the listing brought it
+    assert fake.calls("GET", f"/repos/{REPO}/pulls/3") == []  # GraphQL names the branch
+    assert len(fake.calls("POST", "/graphql")) == 1
 
 
 async def test_only_the_newest_32_evidence_entries_are_kept(gh: GitHubEndpoint) -> None:
@@ -437,8 +447,8 @@ async def test_only_the_newest_32_evidence_entries_are_kept(gh: GitHubEndpoint) 
         ("review", str(pr["html_url"])),
         ("branch", "finally"),
     }
-    timeline = fake.calls("GET", f"{ISSUES}/1/timeline")
-    assert [r.query.get("page") for r in timeline] == [None, "2"]  # 121 events, 2 pages
+    # The newest 32 timeline items hold 33 distinct links: no older page is read.
+    assert len(fake.calls("POST", "/graphql")) == 1
 
 
 async def test_a_task_is_never_closed_because_its_issue_is_missing(gh: GitHubEndpoint) -> None:

@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.providers.gitlab import client as gitlab_client
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.providers.gitlab._support import (
     ISSUES,
@@ -92,10 +91,11 @@ def link_three_merge_requests(fake: FakeGitLab) -> dict[int, int]:
 
 
 def evidence_paths(linked: dict[int, int]) -> list[str]:
+    """An issue with merge requests, changed since the last poll, costs its closing and
+    related merge requests (one page each here) and each merge request's detail."""
     paths = []
     for iid, mr in linked.items():
         paths += [
-            f"{ISSUES}/{iid}",
             f"{ISSUES}/{iid}/closed_by",
             f"{ISSUES}/{iid}/related_merge_requests",
             f"{MERGE_REQUESTS}/{mr}",
@@ -110,7 +110,9 @@ async def test_import_of_1000_issues_over_keyset_pagination(
     gl: GitLabEndpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
     """ceil(1000/100) = 10 issue pages, one merge-request page (the sweep that names the
-    issues worth an evidence read), and evidence reads only for the three linked issues."""
+    issues worth an evidence read), and evidence reads only for the three issues with
+    merge requests (their ``merge_requests_count``); the sweep names no issue again,
+    since each was read after its merge request's last change."""
     fake = gl.fake
     fake.bulk_issues(PROJECT, 1000, closed_every=10)
     linked = link_three_merge_requests(fake)
@@ -134,10 +136,10 @@ async def test_import_of_1000_issues_over_keyset_pagination(
         "per_page": "100",
     }
     assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(linked)
-    assert len(fake.requests) == 10 + 1 + 4 * len(linked)
+    assert len(fake.requests) == 10 + 1 + 3 * len(linked)
     assert fake.writes == []
 
-    assert (report.pages, report.issues, report.fetched) == (10, 1000, 3)
+    assert (report.pages, report.issues, report.fetched) == (10, 1000, 0)
     await check_mirror_matches(gl, 1000)
     assert await gl.cursor() == iso(newest_updated_at(fake))
     assert "stale" not in await gl.client.list_tasks()
@@ -148,8 +150,10 @@ async def test_import_of_1000_issues_over_offset_pagination(
     gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
 ) -> None:
     """A GitLab before 18.3 ignores ``pagination=keyset`` on project issues and answers with
-    offset pagination: the client follows it, 10 pages for 1,000 issues, with the total
-    page count from ``x-total-pages`` driving the progress."""
+    offset pagination. The walk never follows page numbers (an edit during the walk would
+    shift issues past it): each next page asks from page 1 ``updated_after`` the last
+    ``updated_at`` read, so the boundary issue comes twice and 1,000 issues take
+    1 + ceil(900 / 99) = 11 pages; ``x-total-pages`` drives the progress."""
     fake = gitlab
     fake.keyset_supported = False
     fake.bulk_issues(PROJECT, 1000, closed_every=10)
@@ -159,27 +163,26 @@ async def test_import_of_1000_issues_over_offset_pagination(
         report = await gl.sync.poll_once(lambda done, total: progress.append((done, total)))
 
         pages = issue_pages(fake)
-        assert len(pages) == math.ceil(1000 / 100) == 10
-        assert [r.status for r in pages] == [200] * 10
-        assert [r.query.get("page") for r in pages] == [None, *map(str, range(2, 11))]
-        assert all("cursor" not in r.query for r in pages)
+        assert len(pages) == 1 + math.ceil(900 / 99) == 11
+        assert [r.status for r in pages] == [200] * 11
+        assert all("page" not in r.query and "cursor" not in r.query for r in pages)
+        after = [r.query["updated_after"] for r in pages[1:]]
+        assert after == sorted(set(after))  # always further on
         assert len(merge_request_pages(fake)) == 1
         assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(linked)
-        assert len(fake.requests) == 10 + 1 + 4 * len(linked)
-        assert (report.pages, report.issues, report.fetched) == (10, 1000, 3)
+        assert len(fake.requests) == 11 + 1 + 3 * len(linked)
+        assert (report.pages, report.issues, report.fetched) == (11, 1000, 0)
         assert progress[:10] == [(page, 10) for page in range(1, 11)]
-        assert all(total == 10 and done <= total for done, total in progress), progress
+        assert progress[10] == (11, 11)
         await check_mirror_matches(gl, 1000)
         assert await gl.cursor() == iso(newest_updated_at(fake))
 
 
-async def test_a_long_offset_listing_restarts_and_never_meets_the_offset_limit(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_long_offset_listing_never_meets_the_offset_limit(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
 ) -> None:
-    """Scaled down: restart every 2 pages (instead of 100) against an offset limit of 300
-    records (instead of 50,000), over 700 issues. Every request must stay within the limit,
-    and a restart asks page 1 again from the newest ``updated_at`` read so far."""
-    monkeypatch.setattr(gitlab_client, "OFFSET_RESTART_PAGES", 2)
+    """Against an offset limit of 300 records, over 700 issues: every page is a first
+    page ``updated_after`` the last one read, so no request goes past the limit."""
     fake = gitlab
     fake.keyset_supported = False
     fake.max_offset = 300
@@ -190,13 +193,8 @@ async def test_a_long_offset_listing_restarts_and_never_meets_the_offset_limit(
         pages = issue_pages(fake)
         assert [r.status for r in pages] == [200] * len(pages)
         assert all(int(r.query.get("page", "1")) * 100 <= 300 for r in pages)
-        restarts = [r for r in pages[1:] if "page" not in r.query]
-        assert restarts, "the listing never started over"
-        for request in restarts:
-            before = pages[pages.index(request) - 1]
-            assert "updated_after" in request.query
-            assert request.query.get("updated_after") != before.query.get("updated_after")
-        assert report.issues >= 700
+        assert all("updated_after" in r.query for r in pages[1:])
+        assert report.issues == 700
         await check_mirror_matches(gl, 700)
 
 
@@ -265,8 +263,11 @@ async def test_a_merge_request_since_the_last_poll_brings_evidence(gl: GitLabEnd
 
     report = await gl.poll()
 
-    assert fetched_iids(fake, mark) == [5]
-    assert report.fetched == 1
+    # The merge request noted itself on #5, which moved #5's updated_at: the listing
+    # brings it, and its evidence is read with it (nothing is fetched one by one).
+    assert fetched_iids(fake, mark) == []
+    assert report.fetched == 0
+    assert len(fake.calls("GET", f"{ISSUES}/5/related_merge_requests")) == 1
     record = await gl.get(5)
     assert (record["status"], record["statusSource"]) == ("done", "closed")
     assert ("commit", sha) in {(e["kind"], e["ref"]) for e in record["evidence"]}

@@ -1,0 +1,55 @@
+"""What keeps a walk over an ``updated_at``-ascending listing from losing an issue.
+
+A listing paged by position loses issues when they change during the walk: an issue
+edited after its page was read moves to the end, and every later issue shifts back a
+place, onto the page already read. So a walk asks each next page from the last
+``updated_at`` read (``since``, ``updated_after``), and follows a page number only
+through a run of issues that share one timestamp, which a timestamp cannot step past.
+``Steps`` watches such runs: should an issue read there come again with a newer
+``updated_at``, the run may have shifted, and the walk reads from that timestamp once
+more before it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cotal_tasks.providers.hosted.boundary import as_int, as_stamp
+
+MAX_RESTARTS = 3  # walks again from a disturbed timestamp at most this often
+
+
+class Steps:
+    def __init__(self, key: str) -> None:
+        self.key = key  # the item's number field: "number" (GitHub), "iid" (GitLab)
+        self.stepped: dict[int, str] = {}  # read while stepping, with its updated_at
+        self.disturbed: str | None = None
+        self.stepping = False
+        self.restarts = 0
+
+    def page(self, items: Sequence[Mapping[str, Any]], since: str | None) -> str | None:
+        """Note a page read; the ``updated_at`` of its last item. After it, ``stepping``
+        says whether the next page must be asked by page number (one timestamp)."""
+        for item in items:
+            at = self.stepped.get(as_int(item.get(self.key)) or 0)
+            if at is not None and item.get("updated_at") != at:
+                self.disturbed = min(self.disturbed or at, at)
+        # The last timestamp that reads as one: an item with another shape cannot stop
+        # the walk.
+        last = next((s for i in reversed(items) if (s := as_stamp(i.get("updated_at")))), None)
+        tied = last is not None and last == since
+        if self.stepping or tied:
+            self.stepped |= {as_int(i.get(self.key)) or 0: str(i.get("updated_at")) for i in items}
+        self.stepping = tied
+        return str(last) if last is not None else None
+
+    def restart(self) -> str | None:
+        """At the end of the walk: the timestamp to read from once more, if any."""
+        if self.disturbed is None or self.restarts >= MAX_RESTARTS:
+            return None
+        since, self.disturbed = self.disturbed, None
+        self.restarts += 1
+        self.stepped.clear()
+        self.stepping = False
+        return since
