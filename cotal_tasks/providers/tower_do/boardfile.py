@@ -182,12 +182,15 @@ def _reap(lock: Path) -> None:
             if now - lock.stat().st_mtime > STALE_LOCK_S:
                 lock.rmdir()
         return
+    reaped = False
     for name in entries:
         with contextlib.suppress(OSError):
             if now - (lock / name).stat().st_mtime > STALE_LOCK_S:
                 (lock / name).unlink()
-    with contextlib.suppress(OSError):
-        lock.rmdir()
+                reaped = True
+    if reaped:  # never remove a live holder's directory, not even one between its steps
+        with contextlib.suppress(OSError):
+            lock.rmdir()
 
 
 def live_owners(board: Path, now: int, window_ms: int) -> set[str] | None:

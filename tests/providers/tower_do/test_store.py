@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.core import ContractError, Task
 from cotal_tasks.providers.store import RevisionConflict, Write
 from cotal_tasks.providers.tower_do import TowerDoConfig
+from cotal_tasks.providers.tower_do.boardfile import STALE_LOCK_S, _reap
 from cotal_tasks.providers.tower_do.fold import fold_text
 from tests.bridge._support import Client, DictPresence
 from tests.conftest import seat
@@ -326,3 +329,25 @@ async def test_evidence_written_to_the_board_is_read_back_by_a_fresh_mirror(
         ("review", "pr-12"),
     ]
     assert record["status"] == "open"  # no presence there: the invariant, not a guess
+
+
+def test_a_waiting_writer_never_removes_a_live_holders_lease(tmp_path: Path) -> None:
+    """Another writer's lease directory, just made (no token yet) or holding a fresh token,
+    or just emptied by its holder, is left alone: only tokens quiet past the stale bound
+    are reaped, and the directory only with them."""
+    lock = tmp_path / "board.jsonl.lock"
+    lock.mkdir()
+    _reap(lock)  # a holder between its mkdir and its token write
+    assert lock.is_dir()
+    (lock / "live").write_text("live", encoding="utf-8")
+    _reap(lock)
+    assert (lock / "live").exists()
+    (lock / "live").unlink()
+    _reap(lock)  # a holder between its token unlink and its rmdir
+    assert lock.is_dir()
+    stale = lock / "stale"
+    stale.write_text("stale", encoding="utf-8")
+    old = time.time() - STALE_LOCK_S - 1
+    os.utime(stale, (old, old))
+    _reap(lock)
+    assert not lock.exists()
