@@ -18,8 +18,7 @@ from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.core import ContractError, Task
 from cotal_tasks.providers.store import RevisionConflict, Write
-from cotal_tasks.providers.tower_do import TowerDoConfig
-from cotal_tasks.providers.tower_do.boardfile import STALE_LOCK_S, _reap
+from cotal_tasks.providers.tower_do import TowerDoConfig, boardfile
 from cotal_tasks.providers.tower_do.fold import fold_text
 from tests.bridge._support import Client, DictPresence
 from tests.conftest import seat
@@ -331,23 +330,22 @@ async def test_evidence_written_to_the_board_is_read_back_by_a_fresh_mirror(
     assert record["status"] == "open"  # no presence there: the invariant, not a guess
 
 
-def test_a_waiting_writer_never_removes_a_live_holders_lease(tmp_path: Path) -> None:
-    """Another writer's lease directory, just made (no token yet) or holding a fresh token,
-    or just emptied by its holder, is left alone: only tokens quiet past the stale bound
-    are reaped, and the directory only with them."""
+def test_a_waiting_writer_never_removes_a_live_holders_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another writer's lease directory is left alone unless a token quiet past the stale
+    bound was reaped from it. The race: the waiter lists the directory while one holder
+    still has its token, that holder releases, and the next holder makes the directory
+    again before it writes its token; an unconditional remove took the new holder's lease."""
     lock = tmp_path / "board.jsonl.lock"
-    lock.mkdir()
-    _reap(lock)  # a holder between its mkdir and its token write
+    lock.mkdir()  # the next holder, between its mkdir and its token write
+    monkeypatch.setattr(boardfile, "_entries", lambda _lock: ["released-token"])
+    boardfile._reap(lock)  # listed while the previous holder's token was still there
     assert lock.is_dir()
-    (lock / "live").write_text("live", encoding="utf-8")
-    _reap(lock)
-    assert (lock / "live").exists()
-    (lock / "live").unlink()
-    _reap(lock)  # a holder between its token unlink and its rmdir
-    assert lock.is_dir()
+    monkeypatch.undo()
     stale = lock / "stale"
     stale.write_text("stale", encoding="utf-8")
-    old = time.time() - STALE_LOCK_S - 1
+    old = time.time() - boardfile.STALE_LOCK_S - 1
     os.utime(stale, (old, old))
-    _reap(lock)
+    boardfile._reap(lock)
     assert not lock.exists()
