@@ -65,8 +65,28 @@ class Page:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordPage:
+    """A ``Page`` of full records (brief and evidence included), for a reader that shows
+    every field of every task on the page (the dashboard's board) in one read."""
+
+    tasks: Sequence[Task]
+    last: int | None
+    more: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SyncState:
+    """How a store that mirrors another source (a hosted tracker, a tower-do board) last
+    synced: the time of its last success and, while it fails, why (epoch ms)."""
+
+    last_success_ms: int | None
+    failing: str | None = None
+    failing_since_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class JsonPage:
-    """A ``Page`` whose tasks are already in their wire form (``TaskSummary.to_json()``)."""
+    """A ``Page`` (or ``RecordPage``) whose tasks are already in their wire form."""
 
     tasks: Sequence[dict[str, Any]]
     last: int | None
@@ -149,6 +169,10 @@ class TaskStore(Protocol):
         """A keyset page; cost independent of position."""
         ...
 
+    async def page_records(self, query: PageQuery) -> RecordPage:
+        """``page(query)`` with each task's full record, in the same one read."""
+        ...
+
     async def commit(self, write: Write) -> Committed:
         """Apply ``write`` atomically, or raise ``RevisionConflict``/``IdempotencyKeyTaken``."""
         ...
@@ -173,6 +197,11 @@ class TaskStore(Protocol):
         """The task's append-only history, oldest first."""
         ...
 
+    async def sync_state(self) -> SyncState | None:
+        """How the store last synced from its source; ``None`` for a store that is its
+        own source of truth (the board)."""
+        ...
+
     async def close(self) -> None: ...
 
 
@@ -182,7 +211,8 @@ class JsonReads(Protocol):
 
     A store implements these when it keeps records in their wire form and only ever
     wrote validated records (the board). The command service uses them for
-    ``get-task`` and the pages when the store offers them; the answer is the same.
+    ``get-task`` and the pages, the dashboard's board feed for its pages of records,
+    when the store offers them; the answer is the same.
     """
 
     async def get_json(self, task_id: str) -> dict[str, Any]:
@@ -191,4 +221,8 @@ class JsonReads(Protocol):
 
     async def page_json(self, query: PageQuery) -> JsonPage:
         """``page(query)`` with each task as ``to_json()``."""
+        ...
+
+    async def page_records_json(self, query: PageQuery) -> JsonPage:
+        """``page_records(query)`` with each record as ``to_json()``."""
         ...

@@ -30,6 +30,7 @@ from cotal_tasks.core import (
 from cotal_tasks.providers.store import (
     IdempotencyKey,
     IdempotencyKeyTaken,
+    JsonReads,
     PageQuery,
     RevisionConflict,
     Write,
@@ -191,6 +192,49 @@ async def test_pages_carry_summaries_without_brief_or_evidence(harness: StoreHar
     assert "brief" not in summary
     assert "evidence" not in summary
     assert summary["title"] == "with brief"
+
+
+async def test_a_page_of_records_carries_each_full_record_in_page_order(
+    harness: StoreHarness,
+) -> None:
+    store = harness.store
+    args = CreateTaskInput.model_validate(
+        {"title": "with brief", "brief": "long text", "evidence": [{"kind": "run", "ref": "r1"}]}
+    )
+    await harness.commit_new(create_task(args, task_id="t-brief", space="demo", now=NOW))
+    for n in range(1, 6):
+        await harness.create(n, status="done" if n % 2 == 0 else "open")
+    query = PageQuery(limit=2, statuses=frozenset({"open"}))
+    summaries = await store.page(query)
+    records = await store.page_records(query)
+    assert [t.taskId for t in records.tasks] == [t.taskId for t in summaries.tasks]
+    assert (records.last, records.more) == (summaries.last, summaries.more)
+    for task in records.tasks:
+        assert task == (await store.get(task.taskId)).task  # brief and evidence included
+    assert records.tasks[0].brief == "long text"
+    assert [(e.kind, e.ref) for e in records.tasks[0].evidence] == [("run", "r1")]
+    rest = await store.page_records(PageQuery(limit=2, after=records.last, statuses=query.statuses))
+    assert [t.status for t in rest.tasks] == ["open", "open"]
+    assert rest.more is False
+    if isinstance(store, JsonReads):
+        as_json = await store.page_records_json(query)
+        assert list(as_json.tasks) == [t.to_json() for t in records.tasks]
+        assert (as_json.last, as_json.more) == (records.last, records.more)
+
+
+async def test_sync_state_is_none_on_a_board_and_reports_a_mirrors_sync(
+    harness: StoreHarness,
+) -> None:
+    state = await harness.store.sync_state()
+    if not harness.hosted:
+        assert state is None
+        return
+    assert state is not None
+    await harness.sync()
+    synced = await harness.store.sync_state()
+    assert synced is not None
+    assert synced.last_success_ms is not None
+    assert synced.failing is None
 
 
 DIGEST = "sha256:" + "0" * 64

@@ -4,7 +4,7 @@
 endpoint: the broker connection is up and the store answers a one-task page read (not
 a cached counter). It carries the endpoint's ``changeSeq``, the ``stale`` marker when
 the store reports one (``freshness()``), and ``lastSync`` when the store reports the
-time of its last successful sync (a hosted tracker's mirror: see ``ReportsLastSync``),
+time of its last successful sync (a mirror's ``sync_state()``),
 and ``degraded`` (counts by reason and the latest few) when the store counts the tracker
 items it mapped without a refused part or skipped (``ReportsDegradations``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
@@ -26,18 +26,9 @@ from cotal_tasks.bridge.app import Endpoint
 from cotal_tasks.bridge.http.context import context_of
 from cotal_tasks.bridge.http.responses import json_answer
 from cotal_tasks.core import ContractError, ErrorCode
-from cotal_tasks.providers.store import PageQuery, TaskStore
+from cotal_tasks.providers.store import PageQuery
 
 PROBE_TIMEOUT_S = 5.0
-
-
-@runtime_checkable
-class ReportsLastSync(Protocol):
-    """A store that mirrors a remote tracker and knows when it last synced."""
-
-    async def last_sync(self) -> int | None:
-        """Epoch ms of the last successful sync, or None before the first one."""
-        ...
 
 
 @runtime_checkable
@@ -49,14 +40,6 @@ class ReportsDegradations(Protocol):
         ...
 
 
-async def _last_sync(store: TaskStore) -> int | None:
-    if isinstance(store, ReportsLastSync):
-        return await asyncio.wait_for(store.last_sync(), PROBE_TIMEOUT_S)
-    # A hosted store's sync health (``HostedStore.health``), until it offers last_sync().
-    last = getattr(getattr(store, "health", None), "last_success_ms", None)
-    return last if isinstance(last, int) else None
-
-
 async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
     store = endpoint.service.store
     entry: dict[str, Any] = {"provider": endpoint.config.provider}
@@ -66,9 +49,9 @@ async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
         stale = await asyncio.wait_for(store.freshness(), PROBE_TIMEOUT_S)
         if stale is not None:
             entry["stale"] = stale.to_json()
-        last = await _last_sync(store)
-        if last is not None:
-            entry["lastSync"] = last
+        synced = await asyncio.wait_for(store.sync_state(), PROBE_TIMEOUT_S)
+        if synced is not None and synced.last_success_ms is not None:
+            entry["lastSync"] = synced.last_success_ms
         if isinstance(store, ReportsDegradations):
             entry["degraded"] = store.degradations()
         readable = True

@@ -39,7 +39,9 @@ from cotal_tasks.providers.store import (
     JsonPage,
     Page,
     PageQuery,
+    RecordPage,
     StoredTask,
+    SyncState,
     Write,
 )
 
@@ -209,8 +211,10 @@ class BoardStore:
                     self._cache.put(stored)
         return found
 
-    async def _page_rows(self, query: PageQuery) -> tuple[Sequence[Any], bool]:
-        sql, params = _page_sql(query)
+    async def _page_rows(
+        self, query: PageQuery, column: str = "summary"
+    ) -> tuple[Sequence[Any], bool]:
+        sql, params = _page_sql(query, column)
         rows = await self._rows("reading a page", sql, params)
         return rows[: query.limit], len(rows) > query.limit
 
@@ -222,6 +226,16 @@ class BoardStore:
     async def page_json(self, query: PageQuery) -> JsonPage:
         rows, more = await self._page_rows(query)
         tasks = [self._decoded(summary) for _seq, summary in rows]
+        return JsonPage(tasks, rows[-1][0] if rows else query.after, more)
+
+    async def page_records(self, query: PageQuery) -> RecordPage:
+        rows, more = await self._page_rows(query, "body")
+        tasks = [_decode(Task, body) for _seq, body in rows]
+        return RecordPage(tasks, rows[-1][0] if rows else query.after, more)
+
+    async def page_records_json(self, query: PageQuery) -> JsonPage:
+        rows, more = await self._page_rows(query, "body")
+        tasks = [stored_json(body) for _seq, body in rows]
         return JsonPage(tasks, rows[-1][0] if rows else query.after, more)
 
     async def commit(self, write: Write) -> Committed:
@@ -294,6 +308,9 @@ class BoardStore:
     async def freshness(self) -> StaleMarker | None:
         return None  # the board is its own source of truth
 
+    async def sync_state(self) -> SyncState | None:
+        return None  # nothing to sync from
+
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
         h = schema.history
         stmt = select(h).where(h.c.task_id == task_id).order_by(h.c.id).limit(limit)
@@ -337,8 +354,9 @@ def _decode(model: type[_M], body: str) -> _M:
         raise damaged() from exc
 
 
-def _page_sql(query: PageQuery) -> tuple[str, list[Any]]:
-    """The keyset page: ``WHERE seq > :after ORDER BY seq`` on an index, one row extra."""
+def _page_sql(query: PageQuery, column: str) -> tuple[str, list[Any]]:
+    """The keyset page of ``column`` (``summary`` or ``body``): ``WHERE seq > :after
+    ORDER BY seq`` on an index, one row extra."""
     where: list[str] = []
     params: list[Any] = []
     if query.after is not None:
@@ -351,7 +369,7 @@ def _page_sql(query: PageQuery) -> tuple[str, list[Any]]:
         seat = query.bound_to
         where.append("bound_owner = ? AND bound_actor = ? AND bound_uid = ?")
         params.extend((seat.owner, seat.actor, seat.lifecycleUid))
-    sql = "SELECT seq, summary FROM ct_tasks"
+    sql = f"SELECT seq, {column} FROM ct_tasks"
     if where:
         sql += " WHERE " + " AND ".join(where)
     params.append(query.limit + 1)

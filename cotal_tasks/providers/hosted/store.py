@@ -31,8 +31,10 @@ from cotal_tasks.providers.store import (
     IdempotencyRecord,
     Page,
     PageQuery,
+    RecordPage,
     RevisionConflict,
     StoredTask,
+    SyncState,
     Write,
 )
 
@@ -64,6 +66,10 @@ class SyncHealth:
     def failed(self, reason: str, now: int) -> None:
         self.failing = reason[:400]
         self.failing_since_ms = self.failing_since_ms or now
+
+    def state(self) -> SyncState:
+        """What the port's ``sync_state()`` answers."""
+        return SyncState(self.last_success_ms, self.failing, self.failing_since_ms)
 
 
 def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractError:
@@ -134,6 +140,9 @@ class HostedStore:
     async def page(self, query: PageQuery) -> Page:
         return await self.mirror.page(query)
 
+    async def page_records(self, query: PageQuery) -> RecordPage:
+        return await self.mirror.page_records(query)
+
     async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
         return await self.mirror.recall(key, not_before)
 
@@ -146,6 +155,9 @@ class HostedStore:
 
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
         return await self.mirror.history(task_id, limit)
+
+    async def sync_state(self) -> SyncState | None:
+        return self.health.state()
 
     async def close(self) -> None:
         await self.writes.drain()

@@ -26,8 +26,10 @@ from cotal_tasks.providers.store import (
     IdempotencyRecord,
     Page,
     PageQuery,
+    RecordPage,
     RevisionConflict,
     StoredTask,
+    SyncState,
     Write,
 )
 from cotal_tasks.providers.tower_do import mapping, rules
@@ -94,6 +96,9 @@ class TowerDoStore:
     async def page(self, query: PageQuery) -> Page:
         return await self.mirror.page(query)
 
+    async def page_records(self, query: PageQuery) -> RecordPage:
+        return await self.mirror.page_records(query)
+
     async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
         return await self.mirror.recall(key, not_before)
 
@@ -106,8 +111,8 @@ class TowerDoStore:
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
         return await self.mirror.history(task_id, limit)
 
-    async def last_sync(self) -> int | None:
-        return self.health.last_success_ms
+    async def sync_state(self) -> SyncState | None:
+        return self.health.state()
 
     async def close(self) -> None:
         await self.mirror.close()

@@ -29,7 +29,9 @@ from cotal_tasks.providers.store import (
     IdempotencyRecord,
     Page,
     PageQuery,
+    RecordPage,
     StoredTask,
+    SyncState,
     TaskStore,
     Write,
 )
@@ -185,6 +187,9 @@ class StaleStore:
     async def page(self, query: PageQuery) -> Page:
         return await self.inner.page(query)
 
+    async def page_records(self, query: PageQuery) -> RecordPage:
+        return await self.inner.page_records(query)
+
     async def commit(self, write: Write) -> Committed:
         return await self.inner.commit(write)
 
@@ -199,6 +204,9 @@ class StaleStore:
 
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
         return await self.inner.history(task_id, limit)
+
+    async def sync_state(self) -> SyncState | None:
+        return await self.inner.sync_state()
 
     async def close(self) -> None:
         await self.inner.close()

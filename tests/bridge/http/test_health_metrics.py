@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cotal_tasks.core import StaleMarker
-from cotal_tasks.providers.store import TaskStore
+from cotal_tasks.providers.store import SyncState, TaskStore
 from tests.bridge.http._support import (
     ACME,
     OPS,
@@ -86,28 +86,25 @@ async def test_a_stale_endpoint_is_ready_and_says_it_is_stale(mesh: HttpMesh) ->
 
 
 class SyncedStore(StaleStore):
-    """A mirror that reports its last successful sync, as a hosted tracker's store does."""
+    """A mirror that reports its sync state, as a hosted tracker's store does."""
+
+    def __init__(self, inner: TaskStore, marker: StaleMarker, state: SyncState) -> None:
+        super().__init__(inner, marker)
+        self.state = state
 
     async def freshness(self) -> StaleMarker | None:
-        return None
+        return self.marker if self.state.failing is not None else None
 
-    async def last_sync(self) -> int | None:
-        return 1_780_000_000_000
-
-
-class HealthReportingStore(StaleStore):
-    """A hosted store that exposes its sync health rather than ``last_sync()``."""
-
-    def __init__(self, inner: TaskStore, marker: StaleMarker) -> None:
-        super().__init__(inner, marker)
-        self.health = SimpleNamespace(last_success_ms=1_780_000_000_500)
+    async def sync_state(self) -> SyncState | None:
+        return self.state
 
 
 async def test_health_reports_the_last_sync(mesh: HttpMesh) -> None:
     never = StaleMarker(staleAsOf=0, reason="unused")
     acme, ops = mesh.endpoint(ACME).service, mesh.endpoint(OPS).service
-    acme.store = SyncedStore(acme.store, never)
-    ops.store = HealthReportingStore(ops.store, never)
+    acme.store = SyncedStore(acme.store, never, SyncState(1_780_000_000_000))
+    failing = SyncState(1_780_000_000_500, "the tracker answered 502", 1_780_000_000_900)
+    ops.store = SyncedStore(ops.store, never, failing)
     body = (await mesh.get("/healthz")).json()
     assert body["endpoints"][ACME]["lastSync"] == 1_780_000_000_000
     assert "stale" not in body["endpoints"][ACME]
@@ -207,3 +204,43 @@ async def test_metrics_count_commands_latency_and_change_seq(mesh: HttpMesh) -> 
     # Defined for the hosted trackers, which feed them; present before they do.
     assert "# TYPE cotal_tasks_sync_requests_total counter" in text
     assert "# TYPE cotal_tasks_rate_limit_wait_seconds_total counter" in text
+
+
+async def test_the_board_feed_reads_one_page_per_column_and_serves_no_get_task(
+    mesh: HttpMesh, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    operator = mesh.caller(OPERATOR)
+    ids = [
+        (await operator.ok("create-task", {"title": f"t{n}", "brief": "b"}))["taskId"]
+        for n in range(4)
+    ]
+    for task_id in ids[:2]:
+        await mesh.caller(BUILDER).ok("claim-task", {"taskId": task_id}, mode="self")
+    store = mesh.endpoint(ACME).service.store
+    calls: list[str] = []
+    for method in ("get", "get_json", "page", "page_json", "page_records", "page_records_json"):
+        inner = getattr(store, method)
+
+        def counting(*args: Any, _inner: Any = inner, _name: str = method) -> Any:
+            calls.append(_name)
+            return _inner(*args)
+
+        monkeypatch.setattr(store, method, counting)
+
+    columns = ("open", "claimed", "done")
+    pages = [await mesh.ok(f"/v1/endpoints/{ACME}/board?status={s}") for s in columns]
+    assert len(calls) == len(columns)  # one store read per column, none per task
+    assert set(calls) == {"page_records_json"}
+    assert [[t["taskId"] for t in page["tasks"]] for page in pages] == [ids[2:], ids[:2], []]
+    monkeypatch.undo()
+    for task in pages[1]["tasks"]:
+        assert task == await mesh.ok(f"/v1/endpoints/{ACME}/tasks/{task['taskId']}")
+        assert task["brief"] == "b"
+
+    got = samples((await mesh.get("/metrics")).text)
+    http = {
+        dict(labels)["command"]: value
+        for (name, labels), value in got.items()
+        if name == "cotal_tasks_commands_total" and dict(labels)["transport"] == "http"
+    }
+    assert http == {"list-tasks": len(columns), "get-task": 2}  # the two reads above

@@ -17,7 +17,7 @@ import pytest
 from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.core import ContractError, Task
-from cotal_tasks.providers.store import RevisionConflict, Write
+from cotal_tasks.providers.store import PageQuery, RevisionConflict, Write
 from cotal_tasks.providers.tower_do import TowerDoConfig, boardfile
 from cotal_tasks.providers.tower_do.fold import fold_text
 from tests.bridge._support import Client, DictPresence
@@ -194,6 +194,31 @@ async def test_drop_is_a_removal_and_a_lost_race_is_decided_again(board: Board) 
     last = board.events()[-1]
     assert (last["op"], last["key"], last["by"]) == ("remove", key, "tower")
     assert "peer" in store.board.fold.tasks
+
+
+async def test_a_page_of_records_and_the_sync_state_come_from_the_mirror(board: Board) -> None:
+    store = board.endpoint.store
+    assert await store.sync_state() is not None
+    board.agent(agent_event("a", "A", "pending", "main", 1000, description="Do A."))
+    board.agent(agent_event("b", "B", "pending", "main", 1001))
+    await board.refresh()
+    synced = await store.sync_state()
+    assert synced is not None
+    assert synced.last_success_ms is not None
+    assert synced.failing is None
+    page = await store.page_records(PageQuery(limit=1, statuses=frozenset({"open"})))
+    assert [t.taskId for t in page.tasks] == ["a"]
+    assert page.more is True
+    assert page.tasks[0] == (await store.get("a")).task
+    assert page.tasks[0].brief == "Do A."
+    board.path.rename(board.path.with_suffix(".bak"))
+    board.path.mkdir()
+    with pytest.raises(ContractError):
+        await board.refresh()
+    failing = await store.sync_state()
+    assert failing is not None
+    assert failing.failing is not None
+    assert failing.last_success_ms == synced.last_success_ms
 
 
 async def test_an_unreadable_board_reads_stale_not_empty(board: Board) -> None:
