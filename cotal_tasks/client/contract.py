@@ -23,6 +23,7 @@ from nats.errors import Error as NatsError
 from cotal_tasks.client.errors import TasksError
 from cotal_tasks.client.subjects import Responder, artifact_subject, contracts_stream
 from cotal_tasks.core import CLUSTER_URN, ErrorCode, canonical_json, digest
+from cotal_tasks.core.commands import targeting
 
 STORE_TIMEOUT_S = 5.0
 _DIGEST_PREFIX = "sha256:"
@@ -49,10 +50,7 @@ class CommandContract:
 
     def targeting(self) -> str:
         """The targeting shape, as ``describe`` prints it."""
-        if not self.targeted:
-            return "untargeted"
-        word = "mode" if len(self.modes) == 1 else "modes"
-        return f"targeted, {word} " + " and ".join(self.modes)
+        return targeting(self.modes)
 
 
 @dataclass(frozen=True, slots=True)
