@@ -29,8 +29,13 @@ STORE_TIMEOUT_S = 5.0
 _DIGEST_PREFIX = "sha256:"
 
 
-def _invalid(message: str) -> TasksError:
-    return TasksError(ErrorCode.CONTRACT_INVALID, message, outcome="not-executed")
+def _invalid(what: str) -> TasksError:
+    """The endpoint's contract cannot be trusted: ``what`` is wrong with it."""
+    return TasksError(
+        ErrorCode.CONTRACT_INVALID,
+        f"{what}. Nothing was sent; report the endpoint's contract to its operator",
+        outcome="not-executed",
+    )
 
 
 @dataclass(frozen=True, slots=True)
