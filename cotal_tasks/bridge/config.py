@@ -10,21 +10,17 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
-from cotal_tasks.providers.hosted.config import GitHubConfig, GitLabConfig
+from cotal_tasks.core.identity import Principal
+from cotal_tasks.providers.hosted.config import Closed, GitHubConfig, GitLabConfig
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 
 DEFAULT_ENDPOINT = "com.example.tasks"
-Principal = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")]
 
 
-class _Closed(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
-
-
-class EndpointConfig(_Closed):
+class EndpointConfig(Closed):
     """One endpoint the bridge serves."""
 
     name: str = DEFAULT_ENDPOINT
@@ -72,7 +68,7 @@ class EndpointConfig(_Closed):
         return f"sqlite:///{data_dir / (endpoint_token(self.name) + '.db')}"
 
 
-class HttpToken(_Closed):
+class HttpToken(Closed):
     """A bearer token for the read API, mapped to a principal and its capabilities."""
 
     token_env: Annotated[str, Field(min_length=1)]
@@ -81,7 +77,7 @@ class HttpToken(_Closed):
     capabilities: tuple[Literal["tasks.read", "tasks.self"], ...] = ("tasks.read",)
 
 
-class HttpConfig(_Closed):
+class HttpConfig(Closed):
     """The HTTP listener: read API, server-sent events, webhooks, health, metrics, dashboard."""
 
     enabled: bool = True
@@ -90,7 +86,7 @@ class HttpConfig(_Closed):
     tokens: tuple[HttpToken, ...] = ()
 
 
-class BridgeConfig(_Closed):
+class BridgeConfig(Closed):
     space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
     owner: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}$")] = "local"
     data_dir: Path = Path(".cotal-tasks")

@@ -49,6 +49,7 @@ from cotal_tasks.core import (
     digest,
     update_task,
 )
+from cotal_tasks.core.commands import mode_refusal
 from cotal_tasks.providers.store import (
     IdempotencyKey,
     IdempotencyKeyTaken,
@@ -365,30 +366,15 @@ class CommandService:
 
 def _admit(spec: CommandSpec, call: Call) -> None:
     """Mode admission per the command table, before anything runs."""
-    if not spec.targeted:
-        if call.mode is not None or call.target is not None:
-            raise ContractError(
-                ErrorCode.PERMISSION_DENIED,
-                f"{spec.name} is untargeted; send it without a mode or target",
-            )
-        return
-    if call.mode not in spec.modes:
-        shape = " or ".join(spec.modes)
-        raise ContractError(
-            ErrorCode.PERMISSION_DENIED,
-            f"{spec.name} is targeted at mode {shape}, not "
-            f"{call.mode or 'untargeted'}; send it with mode {shape}",
-        )
-    if call.mode == "self" and call.target not in (None, call.caller):
-        raise ContractError(
-            ErrorCode.TARGET_MISMATCH,
-            f"{spec.name} at mode self acts on the caller itself; send no target",
-        )
-    if call.mode != "self" and call.target is None:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST,
-            f"{spec.name} at mode {call.mode} needs a target seat (owner, actor, lifecycleUid)",
-        )
+    refusal = mode_refusal(
+        spec.name,
+        spec.modes,
+        call.mode,
+        target_given=call.target is not None,
+        target_is_caller=call.target == call.caller,
+    )
+    if refusal is not None:
+        raise ContractError(refusal.code, refusal.message)
 
 
 def _parse(spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:

@@ -23,13 +23,19 @@ from nats.errors import Error as NatsError
 from cotal_tasks.client.errors import TasksError
 from cotal_tasks.client.subjects import Responder, artifact_subject, contracts_stream
 from cotal_tasks.core import CLUSTER_URN, ErrorCode, canonical_json, digest
+from cotal_tasks.core.commands import targeting
 
 STORE_TIMEOUT_S = 5.0
 _DIGEST_PREFIX = "sha256:"
 
 
-def _invalid(message: str) -> TasksError:
-    return TasksError(ErrorCode.CONTRACT_INVALID, message, outcome="not-executed")
+def _invalid(what: str) -> TasksError:
+    """The endpoint's contract cannot be trusted: ``what`` is wrong with it."""
+    return TasksError(
+        ErrorCode.CONTRACT_INVALID,
+        f"{what}. Nothing was sent; report the endpoint's contract to its operator",
+        outcome="not-executed",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +55,7 @@ class CommandContract:
 
     def targeting(self) -> str:
         """The targeting shape, as ``describe`` prints it."""
-        if not self.targeted:
-            return "untargeted"
-        word = "mode" if len(self.modes) == 1 else "modes"
-        return f"targeted, {word} " + " and ".join(self.modes)
+        return targeting(self.modes)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from cotal_tasks.client.refusals import args_refused
 from cotal_tasks.client.subjects import CallerRail
 from cotal_tasks.client.wire import Answer, exchange, new_id, nonce
 from cotal_tasks.core import ContractError, ErrorCode, Seat, endpoint_token
+from cotal_tasks.core.commands import mode_refusal
 from cotal_tasks.core.identity import ID_TOKEN
 
 DESCRIBE_RETRY_S = 0.25
@@ -123,8 +124,9 @@ class Session:
     ) -> tuple[Mode | None, Seat | None]:
         """The mode and target to send, or a usage error naming the right shape."""
         if not row.targeted:
-            if mode is not None or target is not None:
-                raise usage_error(f"{row.name} is untargeted; send it without a mode or target")
+            refusal = mode_refusal(row.name, (), mode, target_given=target is not None)
+            if refusal is not None:
+                raise usage_error(refusal.message)
             return None, None
         if mode is None and target is not None:
             mode = "owner" if target.owner == self.seat.owner and "owner" in row.modes else "any"
@@ -133,12 +135,9 @@ class Session:
                 f"{row.name} is a targeted command ({row.targeting()}) and none was given; "
                 "give a mode (mode self acts on your own seat)"
             )
-        if mode not in row.modes:
-            raise usage_error(f"{row.name} does not admit mode {mode}; it is {row.targeting()}")
-        if mode == "self" and target is not None:
-            raise usage_error(f"{row.name} at mode self acts on the caller; drop the target")
-        if mode != "self" and target is None:
-            raise usage_error(f"{row.name} at mode {mode} needs a target seat (OWNER.ACTOR/UID)")
+        refusal = mode_refusal(row.name, row.modes, mode, target_given=target is not None)
+        if refusal is not None:
+            raise usage_error(refusal.message)
         return mode, target
 
     async def invoke_answer(

@@ -7,11 +7,12 @@ idempotency key, the input and output shapes, and an example input that must val
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
+from cotal_tasks.core.errors import ErrorCode
 from cotal_tasks.core.messages import (
     AdministerTaskInput,
     BindTaskInput,
@@ -55,10 +56,64 @@ class CommandSpec:
 
     def targeting(self) -> str:
         """The targeting shape as ``describe`` prints it."""
-        if not self.modes:
-            return "untargeted"
-        word = "mode" if len(self.modes) == 1 else "modes"
-        return f"targeted, {word} " + " and ".join(self.modes)
+        return targeting(self.modes)
+
+
+def targeting(modes: Sequence[str]) -> str:
+    """The targeting shape of a command admitting ``modes`` (none: untargeted), as
+    ``describe`` prints it."""
+    if not modes:
+        return "untargeted"
+    word = "mode" if len(modes) == 1 else "modes"
+    return f"targeted, {word} " + " and ".join(modes)
+
+
+@dataclass(frozen=True, slots=True)
+class ModeRefusal:
+    """Why a call's mode or target does not fit its command: the code and the message."""
+
+    code: ErrorCode
+    message: str
+
+
+def mode_refusal(
+    name: str,
+    modes: Sequence[str],
+    mode: str | None,
+    *,
+    target_given: bool,
+    target_is_caller: bool = False,
+) -> ModeRefusal | None:
+    """Mode admission per the command table, before anything runs; None when admitted.
+
+    An untargeted command takes no mode and no target; a targeted one takes one of its
+    modes; mode ``self`` acts on the caller (no target, or the caller's own seat), every
+    other mode needs a target seat.
+    """
+    if not modes:
+        if mode is not None or target_given:
+            return ModeRefusal(
+                ErrorCode.PERMISSION_DENIED,
+                f"{name} is untargeted. Send it without a mode or target",
+            )
+        return None
+    if mode not in modes:
+        return ModeRefusal(
+            ErrorCode.PERMISSION_DENIED,
+            f"{name} is {targeting(modes)}; mode {mode or 'untargeted'} is not admitted. "
+            f"Send it with mode {' or '.join(modes)}",
+        )
+    if mode == "self" and target_given and not target_is_caller:
+        return ModeRefusal(
+            ErrorCode.TARGET_MISMATCH,
+            f"{name} at mode self acts on the caller itself. Send no target",
+        )
+    if mode != "self" and not target_given:
+        return ModeRefusal(
+            ErrorCode.BAD_REQUEST,
+            f"{name} at mode {mode} needs a target seat. Give one (owner, actor, lifecycleUid)",
+        )
+    return None
 
 
 _TASK = {"taskId": "b-7k2m9q"}

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Annotated
+
+from pydantic import Field
 
 from cotal_tasks.core.errors import bad_request
 
@@ -20,6 +23,8 @@ ID_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 GENERATION = re.compile(r"^[0-9a-f]{32}$")
 _LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 ENDPOINT_TOKEN_MAX = 64
+# A seat's principal ``owner.actor`` in settings (the seat directories of the trackers).
+Principal = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")]
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,13 +24,14 @@ from cotal_tasks.core.text import TaskText
 
 TASK_VERSION = "ai.cotal.tasks.task/v1"
 MAX_EVIDENCE = 32
+TITLE_BYTES, BRIEF_BYTES, SOURCE_BYTES = 200, 4096, 64  # title, brief and note, statusSource
 
 Text128 = Annotated[str, TaskText(128)]
-Text200 = Annotated[str, TaskText(200)]
+Text200 = Annotated[str, TaskText(TITLE_BYTES)]
 Text512 = Annotated[str, TaskText(512)]
 Text2048 = Annotated[str, TaskText(2048)]
-Text4096 = Annotated[str, TaskText(4096)]
-StatusSourceText = Annotated[str, TaskText(64)]
+Text4096 = Annotated[str, TaskText(BRIEF_BYTES)]
+StatusSourceText = Annotated[str, TaskText(SOURCE_BYTES)]
 EpochMs = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
 Count = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
 
@@ -48,6 +49,13 @@ TrueFlag = Annotated[bool, Strict(), AfterValidator(_only_true), WithJsonSchema(
 TaskStatus = Literal["open", "claimed", "blocked", "done", "dropped"]
 STATUSES: tuple[TaskStatus, ...] = ("open", "claimed", "blocked", "done", "dropped")
 TERMINAL: frozenset[TaskStatus] = frozenset({"done", "dropped"})
+
+
+def is_terminal(status: TaskStatus) -> bool:
+    """Whether ``status`` ends the work (``done`` or ``dropped``)."""
+    return status in TERMINAL
+
+
 NEEDS_BINDING: frozenset[TaskStatus] = frozenset({"claimed", "blocked"})
 
 

@@ -167,3 +167,4 @@ async def test_a_contract_that_does_not_match_its_digest_is_refused(space: NATS)
         ErrorCode.CONTRACT_INVALID,
         "not-executed",
     )
+    assert caught.value.message.endswith("report the endpoint's contract to its operator")

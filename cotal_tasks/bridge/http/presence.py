@@ -19,7 +19,6 @@ another lifecycle uid: a new incarnation, which the binding does not follow), or
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping
@@ -31,9 +30,9 @@ from nats.js import JetStreamContext
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError
 from nats.js.kv import KeyValue
 
-from cotal_tasks.bridge.wire.space import PRESENCE_TTL_S
 from cotal_tasks.bridge.wire.subjects import stream_names
 from cotal_tasks.core import Seat
+from cotal_tasks.core.presence import PresenceCard, read_presence_card
 
 log = logging.getLogger(__name__)
 
@@ -43,13 +42,7 @@ READ_TIMEOUT_S = 2.0
 REUSE_MS = 1000  # a burst of board reads (one per column) shares one presence read
 
 
-@dataclass(frozen=True, slots=True)
-class Card:
-    """What the liveness column needs of one presence card."""
-
-    lifecycle_uid: str | None
-    ts: int | None
-    online: bool  # fresh when read, and not reporting itself offline
+Card = PresenceCard  # what the liveness column needs of one presence card
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,25 +97,7 @@ def _wall_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def parse_card(key: str, raw: bytes | None, now: int) -> Card | None:
-    """A card as ``KvPresence`` reads it: the id must equal the key; fresh within the TTL."""
-    if raw is None:
-        return None
-    try:
-        card = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(card, dict) or not isinstance(card.get("card"), dict):
-        return None
-    if card["card"].get("id") != key:
-        return None
-    ts = card.get("ts")
-    ts = ts if isinstance(ts, int) and not isinstance(ts, bool) else None
-    uid = card.get("lifecycleUid")
-    online = (
-        ts is not None and now - ts <= PRESENCE_TTL_S * 1000 and card.get("status") != "offline"
-    )
-    return Card(uid if isinstance(uid, str) else None, ts, online)
+parse_card = read_presence_card  # a card as the wire's presence lookup reads it
 
 
 class KvPresenceView:

@@ -25,6 +25,7 @@ from cotal_tasks.providers.hosted.boundary import Reason
 
 log = logging.getLogger(__name__)
 
+NOT_AN_OBJECT = "the body is not a JSON object. Send the tracker's JSON webhook payload"
 DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
 
 
@@ -113,7 +114,7 @@ def github_receiver(endpoints: Sequence[Endpoint]) -> Route:
         body = await request.body()
         payload = _json_object(body)
         if payload is None:
-            return _reply(400, "the body is not a JSON object")
+            return _reply(400, NOT_AN_OBJECT)
         signature = request.headers.get(github.SIGNATURE_HEADER)
 
         def verifies(ep: Endpoint) -> bool:
@@ -126,17 +127,29 @@ def github_receiver(endpoints: Sequence[Endpoint]) -> Route:
             # An organisation's hook says hello: no repository, nothing to sync.
             if any(verifies(ep) for ep in matcher.endpoints):
                 return _reply(200, "pong")
-            return _reply(401, "the X-Hub-Signature-256 signature matches no endpoint's secret")
+            return _reply(
+                401,
+                "the X-Hub-Signature-256 signature matches no endpoint's secret. Set the webhook "
+                "secret to the one the endpoint's webhook_secret_env names",
+            )
         endpoint = await matcher.find(rid, repo, verifies)
         if endpoint is None or endpoint.hosted is None:
-            return _reply(404, "no endpoint of this bridge syncs that repository")
+            return _reply(
+                404,
+                "no endpoint of this bridge syncs that repository. Point the webhook at the "
+                "bridge that syncs it, or add an endpoint for the repository",
+            )
         hosted = endpoint.hosted
         if hosted.webhook_secret is None:
             return _reply(
                 401, "this endpoint has no webhook secret configured; set webhook_secret_env"
             )
         if not verifies(endpoint):
-            return _reply(401, "the X-Hub-Signature-256 signature does not match")
+            return _reply(
+                401,
+                "the X-Hub-Signature-256 signature does not match. Set the webhook secret to "
+                "the one the endpoint's webhook_secret_env names",
+            )
         own = endpoint.config.github.repository if endpoint.config.github else ""
         named = hosted.store.tracker.boundary.map(
             f"{event} delivery", github.issues_named, event, payload, own, reason=UNMAPPABLE
@@ -155,7 +168,7 @@ def gitlab_receiver(endpoints: Sequence[Endpoint]) -> Route:
     async def receive(request: Request) -> JSONResponse:
         payload = _json_object(await request.body())
         if payload is None:
-            return _reply(400, "the body is not a JSON object")
+            return _reply(400, NOT_AN_OBJECT)
         token = request.headers.get(gitlab.TOKEN_HEADER)
 
         def verifies(ep: Endpoint) -> bool:
@@ -165,13 +178,21 @@ def gitlab_receiver(endpoints: Sequence[Endpoint]) -> Route:
         path, pid = gitlab.project_of(payload)
         endpoint = await matcher.find(pid, path, verifies)
         if endpoint is None or endpoint.hosted is None:
-            return _reply(404, "no endpoint of this bridge syncs that project")
+            return _reply(
+                404,
+                "no endpoint of this bridge syncs that project. Point the webhook at the "
+                "bridge that syncs it, or add an endpoint for the project",
+            )
         if endpoint.hosted.webhook_secret is None:
             return _reply(
                 401, "this endpoint has no webhook secret configured; set webhook_secret_env"
             )
         if not verifies(endpoint):
-            return _reply(401, "the X-Gitlab-Token does not match")
+            return _reply(
+                401,
+                "the X-Gitlab-Token does not match. Set the webhook secret token to the one "
+                "the endpoint's webhook_secret_env names",
+            )
         tracker = endpoint.hosted.store.tracker
         own = getattr(tracker, "path", None) or path or ""
         named = tracker.boundary.map(
@@ -191,7 +212,11 @@ async def _accept(
     assert hosted is not None
     numbers = named or set()
     if not delivery:
-        return _reply(400, "the delivery id header is missing")
+        return _reply(
+            400,
+            "the delivery id header is missing. Send the delivery as the tracker sends it, "
+            "with its delivery headers",
+        )
     try:
         first = await hosted.store.mirror.state().first_delivery(
             f"{tracker}:{delivery}", wall_clock_ms(), DELIVERY_KEEP_MS

@@ -52,6 +52,7 @@ from cotal_tasks.core import (
     endpoint_token,
     json_schema,
 )
+from cotal_tasks.core.commands import mode_refusal
 from cotal_tasks.core.errors import Outcome
 from cotal_tasks.providers.store import deadline_at
 
@@ -314,13 +315,14 @@ class EndpointServer:
             )
         self._check_bind(request)
         spec = COMMANDS[request.command]
-        if (subject.mode or None) not in (spec.modes or (None,)):
-            shape = spec.targeting()
-            raise _refused(
-                ErrorCode.PERMISSION_DENIED,
-                f"{request.command} is {shape}; mode {subject.mode or 'untargeted'} is not "
-                "admitted. Send it in the shape describe prints",
-            )
+        refusal = mode_refusal(
+            request.command,
+            spec.modes,
+            subject.mode or None,
+            target_given=request.target is not None,
+        )
+        if refusal is not None:
+            raise _refused(refusal.code, refusal.message)
         if not contract.args.is_valid(request.args):
             raise _refused(ErrorCode.BAD_REQUEST, args_refusal(request.command, request.args))
 

@@ -17,10 +17,11 @@ from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotF
 from cotal_tasks.bridge.service import SeatPresence
 from cotal_tasks.bridge.wire.subjects import artifact_subject, prefix, stream_names
 from cotal_tasks.core import Artifact, ContractError, ErrorCode
+from cotal_tasks.core.presence import PRESENCE_TTL_MS, read_presence_card
 
 log = logging.getLogger(__name__)
 
-PRESENCE_TTL_S = 6.0
+PRESENCE_TTL_S = PRESENCE_TTL_MS / 1000
 _ALREADY_PUBLISHED = {10071, 10164, 10077}
 
 
@@ -114,29 +115,14 @@ class KvPresence:
             # Presence is advisory: an unreadable card reads as no card, never as a failure.
             log.warning("presence card %s could not be read (%s); treated as absent", key, exc)
             return None
-        if entry.value is None:
+        card = read_presence_card(key, entry.value, time.time_ns() // 1_000_000)
+        if card is None:
+            if entry.value is not None:
+                log.warning("presence card %s is not a card for this key; ignored", key)
             return None
-        try:
-            card = json.loads(entry.value)
-        except ValueError:
-            log.warning("presence card %s is not JSON; ignored", key)
-            return None
-        if not isinstance(card, dict) or not isinstance(card.get("card"), dict):
-            return None
-        if card["card"].get("id") != key:
-            return None  # a card whose id differs from its key is dropped
-        ts = card.get("ts")
-        fresh = (
-            isinstance(ts, int)
-            and time.time() * 1000 - ts <= PRESENCE_TTL_S * 1000
-            and card.get("status") != "offline"
-        )
-        uid = card.get("lifecycleUid")
-        environment = card.get("environment")
-        if environment is not None and not isinstance(environment, str):
+        if card.environment_ignored:
             log.warning("presence card %s carries a non-string environment; ignored", key)
-            environment = None
-        return SeatPresence(uid if isinstance(uid, str) else None, environment, fresh)
+        return SeatPresence(card.lifecycle_uid, card.environment, card.online)
 
 
 @dataclass(frozen=True, slots=True)

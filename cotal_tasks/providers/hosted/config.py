@@ -12,15 +12,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from cotal_tasks.core import TaskStatus
+from cotal_tasks.core.identity import Principal
 
-Principal = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")]
 
+class Closed(BaseModel):
+    """Base of the settings models: closed and frozen; a refused value is never quoted."""
 
-class _Closed(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
-class StatusRule(_Closed):
+class StatusRule(Closed):
     """``status`` when every given condition holds (an empty rule always matches)."""
 
     status: TaskStatus
@@ -30,7 +31,7 @@ class StatusRule(_Closed):
     project_status: str | None = None  # GitHub Projects v2 Status (case-insensitive)
 
 
-class HostedConfig(_Closed):
+class HostedConfig(Closed):
     """What every hosted tracker shares."""
 
     api_url: str

@@ -18,8 +18,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from cotal_tasks.core import (
+    BRIEF_BYTES,
     MAX_EVIDENCE,
+    SOURCE_BYTES,
     TASK_VERSION,
+    TITLE_BYTES,
     Seat,
     Task,
     TaskBinding,
@@ -33,7 +36,6 @@ from cotal_tasks.providers.hosted.boundary import Reason
 from cotal_tasks.providers.hosted.config import StatusRule
 from cotal_tasks.providers.hosted.tracker import NativeState, TrackedIssue, evidence_entries
 
-TITLE_BYTES, BRIEF_BYTES, SOURCE_BYTES = 200, 4096, 64
 MAX_MS = 2**53 - 1
 WITHHELD = "confidential"  # the fate of an issue the operator did not opt in to mirror
 # Who a binding read from the tracker was made by: the tracker's assignment, not a caller.
@@ -140,7 +142,7 @@ def resolve_binding(
 def merge_evidence(
     existing: Sequence[TaskEvidence], found: Sequence[TaskEvidence]
 ) -> tuple[TaskEvidence, ...]:
-    """The record's evidence plus what the tracker shows, deduplicated, the newest 32."""
+    """The record's evidence plus the tracker's, deduplicated, the newest MAX_EVIDENCE."""
     have = {(e.kind, e.ref): e for e in existing}
     for item in found:
         have.setdefault((item.kind, item.ref), item)

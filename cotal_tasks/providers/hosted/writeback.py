@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from cotal_tasks.core import Task, TaskBinding
+from cotal_tasks.core import Task, TaskBinding, is_terminal
 from cotal_tasks.providers.hosted.tracker import NewIssue, TrackedIssue, TrackerChange
 
 
@@ -69,16 +69,16 @@ def plan_change(
         (add if on else remove).append(label)
     state: Literal["open", "closed"] | None = None
     reason: Literal["completed", "not_planned", "reopened"] | None = None
-    if new.status in ("done", "dropped") and old.status not in ("done", "dropped"):
+    if is_terminal(new.status) and not is_terminal(old.status):
         state = "closed"
-    elif new.status not in ("done", "dropped") and old.status in ("done", "dropped"):
+    elif not is_terminal(new.status) and is_terminal(old.status):
         state = "open"
         reason = "reopened" if plan.close_reasons else None
     reclose = False
-    if plan.close_reasons and new.status != old.status and new.status in ("done", "dropped"):
+    if plan.close_reasons and new.status != old.status and is_terminal(new.status):
         state = "closed"
         reason = "completed" if new.status == "done" else "not_planned"
-        reclose = old.status in ("done", "dropped")
+        reclose = is_terminal(old.status)
     added = [e for e in new.evidence if e not in old.evidence]
     lines = [note] if note else []
     lines += [f"- {e.kind}: {e.ref}" for e in added]
@@ -106,7 +106,7 @@ def plan_new(task: Task, plan: WritePlan) -> tuple[NewIssue, TrackerChange]:
     """A ``create-task`` record as a new issue, plus the change that closes it if needed."""
     labels = (plan.dropped_label,) if task.status == "dropped" and plan.dropped_label else ()
     follow = TrackerChange()
-    if task.status in ("done", "dropped"):
+    if is_terminal(task.status):
         follow = TrackerChange(
             state="closed",
             state_reason=(

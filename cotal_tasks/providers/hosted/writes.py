@@ -25,7 +25,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from cotal_tasks.core import ContractError, ErrorCode, Outcome, Task
+from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Outcome, Task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.config import HostedConfig
@@ -240,7 +240,7 @@ class Writes:
         return Task.model_validate(
             {
                 **projected.model_dump(),
-                "evidence": [e.model_dump() for e in evidence.values()][-32:],
+                "evidence": [e.model_dump() for e in evidence.values()][-MAX_EVIDENCE:],
             }
         )
 

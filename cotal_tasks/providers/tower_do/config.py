@@ -18,7 +18,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Principal = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")]
+from cotal_tasks.core.identity import Principal
+
 Identity = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\r\n\u2028\u2029\x00]+$")]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

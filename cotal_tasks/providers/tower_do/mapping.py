@@ -23,12 +23,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cotal_tasks.core import TASK_VERSION, Task, TaskBinding, TaskEvidence, TaskStatus
-from cotal_tasks.core.models import NEEDS_BINDING
-from cotal_tasks.providers.hosted.mapping import (
+from cotal_tasks.core import (
     BRIEF_BYTES,
     SOURCE_BYTES,
+    TASK_VERSION,
     TITLE_BYTES,
+    Task,
+    TaskBinding,
+    TaskEvidence,
+    TaskStatus,
+)
+from cotal_tasks.core.models import NEEDS_BINDING
+from cotal_tasks.providers.hosted.mapping import (
     UidLookup,
     clean_text,
     merge_evidence,

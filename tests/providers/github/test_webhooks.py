@@ -133,7 +133,7 @@ async def test_a_tampered_body_is_refused_and_changes_nothing(hooked: GitHubMesh
     )
 
     assert (answer.status_code, unsigned.status_code) == (401, 401)
-    assert answer.json() == {"message": "the X-Hub-Signature-256 signature does not match"}
+    assert answer.json()["message"].startswith("the X-Hub-Signature-256 signature does not match. ")
     # Prove the bridge is past any refresh the refused deliveries could have caused: a
     # good delivery for #4 is refreshed, and #2 and #3 were never read.
     fake.close_issue(REPO, 4)
