@@ -114,6 +114,11 @@ class Huge:
     size: int
 
 
+def _nested(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    """Lists and objects of ``inner`` (a named function: Hypothesis reads its source)."""
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+
+
 hostile = st.one_of(
     st.none(),
     st.booleans(),
@@ -124,9 +129,7 @@ hostile = st.one_of(
     st.just(_DEEP),
     st.recursive(
         st.none() | st.booleans() | st.integers(-10, 10) | st.text(max_size=8),
-        lambda inner: (
-            st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
-        ),
+        _nested,
         max_leaves=8,
     ),
 )
