@@ -93,7 +93,47 @@ def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractErr
     return ContractError(code, f"{what} ({detail}); {remedy}", outcome=outcome)
 
 
-class HostedStore:
+class MirroredReads:
+    """The read half of a store whose tasks live in a local mirror (a board store): every
+    read is the mirror's, never the source's. Hosted trackers and tower-do boards share it."""
+
+    mirror: BoardStore
+    health: SyncHealth
+    _on_change: list[ChangeHook]
+
+    def on_change(self, hook: ChangeHook) -> None:
+        """Hear every change the sync commits (the service hears its own writes)."""
+        self._on_change.append(hook)
+
+    async def get(self, task_id: str) -> StoredTask:
+        return await self.mirror.get(task_id)
+
+    async def page(self, query: PageQuery) -> Page:
+        return await self.mirror.page(query)
+
+    async def page_records(self, query: PageQuery) -> RecordPage:
+        return await self.mirror.page_records(query)
+
+    async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
+        return await self.mirror.recall(key, not_before)
+
+    async def prune(self, before: int) -> int:
+        return await self.mirror.prune(before)
+
+    async def change_seq(self) -> int:
+        return await self.mirror.change_seq()
+
+    async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
+        return await self.mirror.history(task_id, limit)
+
+    async def sync_state(self) -> SyncState | None:
+        return self.health.state()
+
+    async def close(self) -> None:
+        await self.mirror.close()
+
+
+class HostedStore(MirroredReads):
     """The ``TaskStore`` of one hosted tracker endpoint."""
 
     def __init__(
@@ -129,39 +169,14 @@ class HostedStore:
         )
         self._on_change: list[ChangeHook] = []
 
-    def on_change(self, hook: ChangeHook) -> None:
-        """Hear every change the sync commits (the service hears its own writes)."""
-        self._on_change.append(hook)
-
-    # -- reads: the mirror, never the tracker --------------------------------------------
-    async def get(self, task_id: str) -> StoredTask:
-        return await self.mirror.get(task_id)
-
-    async def page(self, query: PageQuery) -> Page:
-        return await self.mirror.page(query)
-
-    async def page_records(self, query: PageQuery) -> RecordPage:
-        return await self.mirror.page_records(query)
-
-    async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
-        return await self.mirror.recall(key, not_before)
-
+    # -- reads: the mirror, never the tracker (``MirroredReads``) -------------------------
     async def prune(self, before: int) -> int:
         await self.writes.ledger.prune(before)
-        return await self.mirror.prune(before)
-
-    async def change_seq(self) -> int:
-        return await self.mirror.change_seq()
-
-    async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
-        return await self.mirror.history(task_id, limit)
-
-    async def sync_state(self) -> SyncState | None:
-        return self.health.state()
+        return await super().prune(before)
 
     async def close(self) -> None:
         await self.writes.drain()
-        await self.mirror.close()
+        await super().close()
 
     def degradations(self) -> dict[str, Any]:
         """Items the sync mapped without a refused part, or skipped: counts by reason."""

@@ -12,24 +12,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.mapping import same_record
-from cotal_tasks.providers.hosted.store import SeatUids, SyncHealth, no_uids
+from cotal_tasks.providers.hosted.store import MirroredReads, SeatUids, SyncHealth, no_uids
 from cotal_tasks.providers.store import (
     Committed,
-    HistoryEntry,
     IdempotencyKeyTaken,
-    IdempotencyRecord,
-    Page,
     PageQuery,
-    RecordPage,
     RevisionConflict,
-    StoredTask,
-    SyncState,
     Write,
 )
 from cotal_tasks.providers.tower_do import mapping, rules
@@ -62,7 +56,7 @@ class Landed:
     fold: Fold
 
 
-class TowerDoStore:
+class TowerDoStore(MirroredReads):
     """The ``TaskStore`` of one tower-do endpoint."""
 
     def __init__(
@@ -86,37 +80,7 @@ class TowerDoStore:
         self._live_keys: set[str] | None = None  # mirror keys not dropped, once loaded
         self._mirrored: tuple[int, int] | None = None  # (rebuilds, offset) last mirrored
 
-    def on_change(self, hook: ChangeHook) -> None:
-        self._on_change.append(hook)
-
-    # -- reads: the mirror ------------------------------------------------------------------
-    async def get(self, task_id: str) -> StoredTask:
-        return await self.mirror.get(task_id)
-
-    async def page(self, query: PageQuery) -> Page:
-        return await self.mirror.page(query)
-
-    async def page_records(self, query: PageQuery) -> RecordPage:
-        return await self.mirror.page_records(query)
-
-    async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
-        return await self.mirror.recall(key, not_before)
-
-    async def prune(self, before: int) -> int:
-        return await self.mirror.prune(before)
-
-    async def change_seq(self) -> int:
-        return await self.mirror.change_seq()
-
-    async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
-        return await self.mirror.history(task_id, limit)
-
-    async def sync_state(self) -> SyncState | None:
-        return self.health.state()
-
-    async def close(self) -> None:
-        await self.mirror.close()
-
+    # -- reads: the mirror (``MirroredReads``) -----------------------------------------------
     async def freshness(self) -> StaleMarker | None:
         if self.health.failing is not None:
             return StaleMarker(
