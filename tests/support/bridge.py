@@ -10,8 +10,8 @@ import nats
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.embedded import EmbeddedNats
-from cotal_tasks.bridge.runtime import Bridge, running_bridge
+from cotal_tasks.bridge.process.broker import EmbeddedNats
+from cotal_tasks.bridge.process.lifecycle import Bridge, running_bridge
 from cotal_tasks.bridge.wire.space import ensure_space
 
 SPACE = "conf"

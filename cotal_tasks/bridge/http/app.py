@@ -38,7 +38,7 @@ from cotal_tasks.bridge.http.auth import Tokens
 from cotal_tasks.bridge.http.context import HttpContext
 from cotal_tasks.bridge.http.openapi import openapi_document
 from cotal_tasks.bridge.http.responses import error_answer
-from cotal_tasks.bridge.metrics import Metrics
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
 
 __all__ = ["HttpContext", "create_app"]

@@ -9,12 +9,12 @@ from typing import cast
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
-from cotal_tasks.bridge.app import Endpoint
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.bridge.http.auth import Tokens
 from cotal_tasks.bridge.http.events import EventHub
 from cotal_tasks.bridge.http.presence import BrokerState, NoPresenceView, PresenceReader
-from cotal_tasks.bridge.metrics import Metrics
+from cotal_tasks.bridge.service.metrics import Metrics
+from cotal_tasks.bridge.wiring import Endpoint
 from cotal_tasks.core import ContractError, ErrorCode
 
 KEEPALIVE_S = 15.0

@@ -22,9 +22,9 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from starlette.requests import Request
 from starlette.responses import Response
 
-from cotal_tasks.bridge.app import Endpoint
 from cotal_tasks.bridge.http.context import context_of
 from cotal_tasks.bridge.http.responses import json_answer
+from cotal_tasks.bridge.wiring import Endpoint
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.store import PageQuery
 

@@ -29,8 +29,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from cotal_tasks.bridge.service import Call, CommandService, PresenceSource
-from cotal_tasks.bridge.validation import args_refusal
+from cotal_tasks.bridge.service.commands import Call, CommandService, PresenceSource
+from cotal_tasks.bridge.service.validation import args_refusal
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.instance import InstanceIdentity
 from cotal_tasks.bridge.wire.resume import resumed

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from cotal_tasks.bridge.http.health import _probe as probe
-from cotal_tasks.bridge.leader import Election
+from cotal_tasks.bridge.process.leader import Election
 from tests.bridge._support import DictPresence
 from tests.providers.github._support import REPO, GitHubEndpoint, open_github, task_id
 from tests.providers.hosted_support import eventually

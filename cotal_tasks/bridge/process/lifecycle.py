@@ -19,15 +19,14 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.client import Server
 
-from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig
-from cotal_tasks.bridge.embedded import BrokerError, EmbeddedNats
 from cotal_tasks.bridge.hosted import Hosted
 from cotal_tasks.bridge.http.app import HttpContext, create_app
 from cotal_tasks.bridge.http.presence import KvPresenceView
 from cotal_tasks.bridge.http.server import serve_http
 from cotal_tasks.bridge.http.webhooks import webhook_routes
-from cotal_tasks.bridge.metrics import Metrics
+from cotal_tasks.bridge.process.broker import BrokerError, EmbeddedNats
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.bridge.wire.instance import next_incarnation
 from cotal_tasks.bridge.wire.server import EndpointServer
 from cotal_tasks.bridge.wire.space import (
@@ -36,6 +35,7 @@ from cotal_tasks.bridge.wire.space import (
     ensure_space,
     publish_artifacts,
 )
+from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
 from cotal_tasks.providers.tower_do import TowerDo

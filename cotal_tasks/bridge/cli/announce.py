@@ -3,9 +3,9 @@ walkthrough of commands to try against it."""
 
 from __future__ import annotations
 
+from cotal_tasks.bridge.cli.seed import Seeded
 from cotal_tasks.bridge.http.auth import is_loopback_host
-from cotal_tasks.bridge.runtime import Bridge
-from cotal_tasks.bridge.seed import Seeded
+from cotal_tasks.bridge.process.lifecycle import Bridge
 from cotal_tasks.bridge.wire.subjects import event_filter
 
 CLI = ".venv/bin/cotal-tasks"

@@ -10,8 +10,13 @@ from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.hosted import Hosted, build_hosted, presence_uids
-from cotal_tasks.bridge.metrics import Metrics
-from cotal_tasks.bridge.service import CommandService, NoPresence, PresenceSource, ServiceSettings
+from cotal_tasks.bridge.service.commands import (
+    CommandService,
+    NoPresence,
+    PresenceSource,
+    ServiceSettings,
+)
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import TaskStore
