@@ -31,7 +31,7 @@ from bench.links import Link, score
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import MAX_EVIDENCE
-from cotal_tasks.providers.hosted.config import GitHubConfig
+from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.hosted.sync import SyncReport
 from tests.support.fake_github import FakeGitHub, RecordedRequest, serve_fake_github
 from tests.support.fake_github_model import Issue

@@ -32,7 +32,7 @@ from bench.links import Link, score
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import MAX_EVIDENCE
-from cotal_tasks.providers.hosted.config import GitLabConfig
+from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.hosted.sync import SyncReport
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest, serve_fake_gitlab
 from tests.support.fake_gitlab_model import Issue, MergeRequest

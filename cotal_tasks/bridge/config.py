@@ -14,7 +14,9 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import Principal
-from cotal_tasks.providers.hosted.config import Closed, GitHubConfig, GitLabConfig
+from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.hosted.config import Closed
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 
 DEFAULT_ENDPOINT = "com.example.tasks"

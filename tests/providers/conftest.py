@@ -31,7 +31,8 @@ from cotal_tasks.bridge.hosted import Hosted, build_hosted
 from cotal_tasks.bridge.wiring import wall_clock_ms
 from cotal_tasks.core import CreateTaskInput, Task, create_task
 from cotal_tasks.providers.board import BoardStore
-from cotal_tasks.providers.hosted.config import GitHubConfig, GitLabConfig
+from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.store import Committed, IdempotencyKey, TaskStore, Write
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_gitlab import FakeGitLab

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 
 from cotal_tasks.core import Task, check_task_text
 from cotal_tasks.providers.github import mapping as github
+from cotal_tasks.providers.github.config import github_default_rules
 from cotal_tasks.providers.gitlab import mapping as gitlab
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
-from cotal_tasks.providers.hosted.config import github_default_rules
 from cotal_tasks.providers.hosted.mapping import project, safe_cut
 from cotal_tasks.providers.hosted.tracker import Evidence, TrackedIssue
 

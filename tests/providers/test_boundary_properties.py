@@ -18,18 +18,14 @@ from cotal_tasks.providers.github import evidence
 from cotal_tasks.providers.github import mapping as github
 from cotal_tasks.providers.github import webhook as github_hook
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
+from cotal_tasks.providers.github.config import GitHubConfig, github_default_rules
 from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.gitlab import mapping as gitlab
 from cotal_tasks.providers.gitlab import webhook as gitlab_hook
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
+from cotal_tasks.providers.gitlab.config import GitLabConfig, gitlab_default_rules
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
-from cotal_tasks.providers.hosted.config import (
-    GitHubConfig,
-    GitLabConfig,
-    github_default_rules,
-    gitlab_default_rules,
-)
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.tracker import Evidence, TrackedIssue

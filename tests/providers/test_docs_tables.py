@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cotal_tasks.providers.hosted.config import github_default_rules, gitlab_default_rules
+from cotal_tasks.providers.github.config import github_default_rules
+from cotal_tasks.providers.gitlab.config import gitlab_default_rules
 from cotal_tasks.providers.hosted.mapping import evaluate
 from cotal_tasks.providers.hosted.tracker import NativeState
 

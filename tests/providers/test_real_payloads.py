@@ -17,12 +17,13 @@ from cotal_tasks.providers.github import mapping as github
 from cotal_tasks.providers.github import webhook as github_hook
 from cotal_tasks.providers.github.client import GONE, GitHubClient, github_http_client
 from cotal_tasks.providers.github.client import github_retry as retry
+from cotal_tasks.providers.github.config import github_default_rules
 from cotal_tasks.providers.github.tracker import _last_page
 from cotal_tasks.providers.gitlab import mapping as gitlab
 from cotal_tasks.providers.gitlab import webhook as gitlab_hook
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
+from cotal_tasks.providers.gitlab.config import gitlab_default_rules
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
-from cotal_tasks.providers.hosted.config import github_default_rules, gitlab_default_rules
 from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.tracker import TrackedIssue

@@ -12,9 +12,9 @@ import httpx
 
 from cotal_tasks.providers.github import evidence, mapping
 from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient, GraphQLRefused
+from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.github.walk import Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
-from cotal_tasks.providers.hosted.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
     IssueGone,

@@ -10,8 +10,8 @@ from typing import Any
 
 from cotal_tasks.providers.gitlab import mapping
 from cotal_tasks.providers.gitlab.client import GitLabClient
+from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
-from cotal_tasks.providers.hosted.config import GitLabConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
     Evidence,

@@ -7,7 +7,7 @@ issue decides its status, and the native value that decided it becomes ``statusS
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,65 +50,3 @@ class HostedConfig(Closed):
     # accounts can ever produce a binding; every other assignee is a human.
     seats: dict[str, Principal] = Field(default_factory=dict)
     status_rules: tuple[StatusRule, ...] = ()
-
-
-def github_default_rules() -> tuple[StatusRule, ...]:
-    return (
-        StatusRule(status="dropped", state="closed", state_reasons=("not_planned", "duplicate")),
-        StatusRule(status="done", state="closed"),
-        StatusRule(status="blocked", state="open", label="blocked"),
-        StatusRule(status="blocked", state="open", project_status="Blocked"),
-        StatusRule(status="claimed", state="open", label="in-progress"),
-        StatusRule(status="claimed", state="open", project_status="In Progress"),
-        StatusRule(status="open", state="open"),
-    )
-
-
-def gitlab_default_rules() -> tuple[StatusRule, ...]:
-    return (
-        StatusRule(status="dropped", state="closed", state_reasons=("duplicate",)),
-        StatusRule(status="dropped", state="closed", label="workflow::won't do"),
-        StatusRule(status="dropped", state="closed", label="workflow::cancelled"),
-        StatusRule(status="done", state="closed"),
-        StatusRule(status="blocked", state="opened", label="workflow::blocked"),
-        StatusRule(status="claimed", state="opened", label="workflow::in progress"),
-        StatusRule(status="claimed", state="opened", label="workflow::in review"),
-        StatusRule(status="open", state="opened"),
-    )
-
-
-class GitHubConfig(HostedConfig):
-    repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
-    api_url: str = "https://api.github.com"
-    token_env: str = "GITHUB_TOKEN"
-    status_rules: tuple[StatusRule, ...] = Field(default_factory=github_default_rules)
-    # Read each issue's Projects v2 "Status" (GraphQL, one request per page of issues) so
-    # project_status rules can match. Off by default: it costs a request per page.
-    project_status: bool = False
-    graphql_url: str | None = None  # default: derived from api_url
-
-    def graphql_endpoint(self) -> str:
-        if self.graphql_url is not None:
-            return self.graphql_url
-        base = self.api_url.rstrip("/")
-        if base.endswith("/api/v3"):  # GitHub Enterprise Server
-            return base.removesuffix("/v3") + "/graphql"
-        return base + "/graphql"
-
-
-class GitLabConfig(HostedConfig):
-    project: Annotated[str, Field(min_length=1)]  # "group/project" path or numeric id
-    api_url: str = "https://gitlab.com/api/v4"
-    token_env: str = "GITLAB_TOKEN"
-    claimed_label: str | None = "workflow::in progress"
-    blocked_label: str | None = "workflow::blocked"
-    dropped_label: str | None = "workflow::won't do"
-    status_rules: tuple[StatusRule, ...] = Field(default_factory=gitlab_default_rules)
-    pagination: Literal["auto", "keyset", "offset"] = "auto"
-    # Confidential issues are withheld from the board (which every tasks.read holder can
-    # read) unless the operator opts in here.
-    include_confidential: bool = False
-    # GitLab Free keeps one assignee per issue. ``true``: claim by the claimed label alone
-    # while someone else is assigned (a human assignee is never replaced); ``None``: learn
-    # it from the first claim GitLab answers with only the first assignee kept.
-    single_assignee: bool | None = None

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cotal_tasks.bridge.config import EndpointConfig
-from cotal_tasks.providers.hosted.config import GitHubConfig
+from cotal_tasks.providers.github.config import GitHubConfig
 from tests.bridge._support import OPERATOR, DictPresence
 from tests.conftest import seat
 from tests.providers.hosted_support import (
