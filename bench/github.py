@@ -135,7 +135,7 @@ def endpoint(api_url: str) -> EndpointConfig:
         mutation_spacing_s=0,
         max_retries=0,
     )
-    return EndpointConfig(name="com.example.github", provider="github", github=github)
+    return EndpointConfig(name="com.example.github", settings=github)
 
 
 async def import_once(fake: FakeGitHub, api_url: str, data_dir: Path) -> Import:

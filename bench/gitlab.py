@@ -143,7 +143,7 @@ def endpoint(api_url: str) -> EndpointConfig:
         mutation_spacing_s=0,
         max_retries=0,
     )
-    return EndpointConfig(name="com.example.gitlab", provider="gitlab", gitlab=gitlab)
+    return EndpointConfig(name="com.example.gitlab", settings=gitlab)
 
 
 def bridge_config(api_url: str, data_dir: Path) -> tuple[BridgeConfig, EndpointConfig]:

@@ -8,25 +8,36 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import Principal
-from cotal_tasks.providers.github.config import GitHubConfig
-from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers import registry
 from cotal_tasks.providers.hosted.config import Closed
-from cotal_tasks.providers.tower_do.config import TowerDoConfig
 
 DEFAULT_ENDPOINT = "com.example.tasks"
 
+if TYPE_CHECKING:
+    ProviderSettings = BaseModel
+else:  # one member per registered provider, told apart by its ``provider`` tag
+    ProviderSettings = Annotated[
+        Union[tuple(p.settings for p in registry.PROVIDERS)],  # noqa: UP007
+        Field(discriminator="provider"),
+    ]
+
 
 class EndpointConfig(Closed):
-    """One endpoint the bridge serves."""
+    """One endpoint the bridge serves.
+
+    In the file, ``provider = "…"`` names the provider and its settings are the table
+    ``[endpoints.<section>]`` (``github``, ``gitlab``, ``tower_do``; a board has none).
+    Validated, they are ``settings``: one member of a union discriminated by ``provider``.
+    """
 
     name: str = DEFAULT_ENDPOINT
-    provider: Literal["board", "github", "gitlab", "tower-do"] = "board"
+    settings: ProviderSettings = Field(default_factory=lambda: registry.BY_NAME["board"].settings())
     # The board, or a hosted tracker's local mirror. Default: SQLite under data_dir.
     database: str | None = None
     page_ceiling: Annotated[int, Field(ge=1, le=1000)] = 100
@@ -35,9 +46,43 @@ class EndpointConfig(Closed):
     # How owner/any targets are checked for currency before the handler runs: against the
     # trusted lifecycle head (Cotal's rule), the weaker presence card, or not at all.
     target_check: Literal["lifecycle", "presence", "none"] = "lifecycle"
-    github: GitHubConfig | None = None
-    gitlab: GitLabConfig | None = None
-    tower_do: TowerDoConfig | None = None
+
+    @property
+    def provider(self) -> str:
+        return str(getattr(self.settings, "provider"))  # noqa: B009 (every member has it)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_section(cls, data: Any) -> Any:
+        """``provider`` and its ``[endpoints.<section>]`` table -> ``settings``."""
+        if not isinstance(data, dict) or "settings" in data:
+            return data
+        data = dict(data)
+        name = data.pop("provider", "board")
+        entry = registry.BY_NAME.get(name) if isinstance(name, str) else None
+        if entry is None:
+            raise ValueError(
+                f"provider {name!r} is not known. Set provider to one of {registry.names()}"
+            )
+        for other in registry.PROVIDERS:
+            if other is not entry and other.section is not None and other.section in data:
+                raise ValueError(
+                    f"an [endpoints.{other.section}] section belongs to provider = "
+                    f"{other.name!r}, not {name!r}. Remove the section or set the provider"
+                )
+        section = data.pop(entry.section, None) if entry.section is not None else None
+        if section is None:
+            try:
+                section = entry.settings()
+            except ValidationError:
+                raise ValueError(
+                    f"provider {name!r} needs an [endpoints.{entry.section}] section. Add it "
+                    "(at least the repository, project or board)"
+                ) from None
+        if isinstance(section, dict):
+            section = {**section, "provider": name}
+        data["settings"] = section
+        return data
 
     @field_validator("name")
     @classmethod
@@ -47,22 +92,6 @@ class EndpointConfig(Closed):
         except ContractError as exc:
             raise ValueError(exc.message) from exc
         return value
-
-    @model_validator(mode="after")
-    def _provider_section(self) -> EndpointConfig:
-        for provider, section in (("github",) * 2, ("gitlab",) * 2, ("tower-do", "tower_do")):
-            has = getattr(self, section) is not None
-            if self.provider == provider and not has:
-                raise ValueError(
-                    f"provider {provider!r} needs an [endpoints.{section}] section "
-                    "(at least the repository, project or board)"
-                )
-            if self.provider != provider and has:
-                raise ValueError(
-                    f"an [endpoints.{section}] section belongs to provider = {provider!r}, "
-                    f"not {self.provider!r}"
-                )
-        return self
 
     def database_url(self, data_dir: Path) -> str:
         if self.database is not None:
@@ -138,7 +167,7 @@ def load_config(path: Path | None) -> BridgeConfig:
         config = BridgeConfig.model_validate(raw)
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '(top level)'}: "
+            f"{'.'.join(_file_path(err['loc'])) or '(top level)'}: "
             f"{err['msg'].removeprefix('Value error, ')}"
             for err in exc.errors(include_url=False, include_input=False)
         )
@@ -146,3 +175,14 @@ def load_config(path: Path | None) -> BridgeConfig:
     if not config.data_dir.is_absolute():
         config = config.model_copy(update={"data_dir": (path.parent / config.data_dir)})
     return config
+
+
+def _file_path(loc: tuple[int | str, ...]) -> list[str]:
+    """An error's location as the file spells it: ``settings.<provider>`` is the provider's
+    section (``endpoints.0.settings.tower-do.board`` is ``endpoints.0.tower_do.board``)."""
+    parts = [str(p) for p in loc]
+    for i, part in enumerate(parts[:-1]):
+        entry = registry.BY_NAME.get(parts[i + 1])
+        if part == "settings" and entry is not None:
+            return [*parts[:i], entry.section or entry.name, *parts[i + 2 :]]
+    return parts

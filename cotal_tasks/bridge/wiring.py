@@ -1,15 +1,19 @@
-"""The composition root: the one place that names concrete providers."""
+"""The composition root: opens an endpoint's store and service through the provider registry.
+
+No provider is named here: the endpoint's ``provider`` finds its registry entry, whose
+``build`` gets the endpoint's local board store (the board itself, or a mirror). A hosted
+tracker's sync loop is run under leader election (``process.leader``), attached here.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.bridge.hosted import Hosted, build_hosted, presence_uids
+from cotal_tasks.bridge.process.leader import Election, process_holder
 from cotal_tasks.bridge.service.commands import (
     CommandService,
     NoPresence,
@@ -17,11 +21,19 @@ from cotal_tasks.bridge.service.commands import (
     ServiceSettings,
 )
 from cotal_tasks.bridge.service.metrics import Metrics
-from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.hosted.assemble import Hosted
+from cotal_tasks.providers.hosted.store import MirroredReads
+from cotal_tasks.providers.provider import (
+    BuildContext,
+    Built,
+    Runner,
+    SeatUids,
+    WebhookReceiver,
+    no_uids,
+)
+from cotal_tasks.providers.registry import provider
 from cotal_tasks.providers.store import TaskStore
-from cotal_tasks.providers.tower_do import TowerDo
-from cotal_tasks.providers.tower_do import build as build_tower_do
 
 
 def wall_clock_ms() -> int:
@@ -30,18 +42,73 @@ def wall_clock_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:
+    """An opened endpoint: its store and command service, and what its provider built."""
+
     config: EndpointConfig
     store: TaskStore
     service: CommandService
     location: str
-    hosted: Hosted | None = None  # a hosted tracker's sync loop, client and webhook secret
-    tower_do: TowerDo | None = None  # a tower-do board's store and its follower
+    runner: Runner | None = None  # run while serving: a sync loop (elected), a file follower
+    webhook: WebhookReceiver | None = None  # its side of the provider's webhook route
+    parts: object | None = None  # the provider's own parts (for its tools and tests)
+    catch_up: Callable[[], Awaitable[str]] | None = None
+
+    @property
+    def hosted(self) -> Hosted | None:
+        """A hosted tracker's parts (store, sync loop, client), else ``None``."""
+        return self.parts if isinstance(self.parts, Hosted) else None
+
+    @property
+    def election(self) -> Election | None:
+        return self.runner if isinstance(self.runner, Election) else None
+
+
+def presence_uids(presence: PresenceSource | None) -> SeatUids:
+    """A seat's current lifecycle uid from its fresh presence card, if it has one."""
+    if presence is None:
+        return no_uids
+
+    async def uid_of(owner: str, actor: str) -> str | None:
+        card = await presence.lookup(owner, actor)
+        return card.lifecycleUid if card is not None and card.fresh else None
+
+    return uid_of
 
 
 async def open_store(
     config: BridgeConfig, endpoint: EndpointConfig, *, serve: bool = False
 ) -> BoardStore:
     return await BoardStore.open(endpoint.database_url(config.data_dir), serve=serve)
+
+
+async def build_endpoint(
+    config: BridgeConfig,
+    endpoint: EndpointConfig,
+    board: BoardStore,
+    *,
+    presence: PresenceSource | None = None,
+    metrics: Metrics | None = None,
+) -> Built:
+    """What the endpoint's provider builds over ``board`` (the caller closes ``board`` if
+    this raises)."""
+    context = BuildContext(
+        endpoint.name,
+        config.space,
+        board,
+        wall_clock_ms,
+        seat_uids=presence_uids(presence),
+        metrics=metrics,
+    )
+    return await provider(endpoint.provider).build(endpoint.settings, context)
+
+
+def _runner(built: Built, board: BoardStore) -> Runner | None:
+    """A hosted sync loop runs on the elected instance only; other runners run as built."""
+    if isinstance(built.runner, Hosted):
+        hosted = built.runner
+        interval = hosted.tracker_config.poll_interval_s
+        return Election(hosted.sync, board.state(), interval, wall_clock_ms, process_holder())
+    return built.runner
 
 
 @asynccontextmanager
@@ -56,32 +123,15 @@ async def open_endpoint(
     """Open the endpoint's store and its command service; close them on exit.
 
     ``serve`` is for the process that serves the endpoint (see ``BoardStore.open``). A
-    hosted endpoint's store is its tracker over a local board mirror.
+    mirroring endpoint's store is its source over a local board mirror.
     """
     board = await open_store(config, endpoint, serve=serve)
-    hosted: Hosted | None = None
-    tower: TowerDo | None = None
-    store: TaskStore = board
-    if endpoint.tower_do is not None:
-        tower = build_tower_do(
-            endpoint.tower_do,
-            board,
-            space=config.space,
-            clock=wall_clock_ms,
-            seat_uids=presence_uids(presence),
-        )
-        store = tower.store
-        with contextlib.suppress(ContractError):  # unreadable: reads say stale, not empty
-            await tower.store.refresh()
-    elif endpoint.provider != "board":
-        try:
-            hosted = build_hosted(
-                config, endpoint, board, wall_clock_ms, presence=presence, metrics=metrics
-            )
-        except BaseException:
-            await board.close()
-            raise
-        store = hosted.store
+    try:
+        built = await build_endpoint(config, endpoint, board, presence=presence, metrics=metrics)
+    except BaseException:
+        await board.close()
+        raise
+    store = built.store
     settings = ServiceSettings(
         space=config.space,
         page_ceiling=endpoint.page_ceiling,
@@ -90,12 +140,18 @@ async def open_endpoint(
     )
     try:
         service = CommandService(store, settings, wall_clock_ms, presence or NoPresence())
-        if hosted is not None:
-            hosted.store.on_change(service.announce)
-        if tower is not None:
-            tower.store.on_change(service.announce)
-        yield Endpoint(endpoint, store, service, board.label, hosted, tower)
+        if isinstance(store, MirroredReads):
+            store.on_change(service.announce)
+        yield Endpoint(
+            endpoint,
+            store,
+            service,
+            board.label,
+            _runner(built, board),
+            built.webhook,
+            built.parts,
+            built.catch_up,
+        )
     finally:
-        if hosted is not None:
-            await hosted.close()
+        await built.close()
         await store.close()

@@ -123,9 +123,7 @@ TRACKER = Tracker(
         f'provider = "github"\n[endpoints.github]\nrepository = "{REPO}"\n'
         f'api_url = "{api_url}"\ntoken_env = "{TOKEN_ENV}"\n'
     ),
-    endpoint=lambda api_url: EndpointConfig(
-        name=ENDPOINT, provider="github", github=github_config(api_url)
-    ),
+    endpoint=lambda api_url: EndpointConfig(name=ENDPOINT, settings=github_config(api_url)),
     labels_of=labels_titled,
     claimed="in-progress",
 )

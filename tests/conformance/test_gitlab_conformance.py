@@ -135,9 +135,7 @@ TRACKER = Tracker(
         f'provider = "gitlab"\n[endpoints.gitlab]\nproject = "{PROJECT}"\n'
         f'api_url = "{api_url}"\ntoken_env = "{TOKEN_ENV}"\n'
     ),
-    endpoint=lambda api_url: EndpointConfig(
-        name=ENDPOINT, provider="gitlab", gitlab=gitlab_config(api_url)
-    ),
+    endpoint=lambda api_url: EndpointConfig(name=ENDPOINT, settings=gitlab_config(api_url)),
     labels_of=labels_titled,
     claimed=CLAIMED,
 )

@@ -40,6 +40,7 @@ from tests.conformance.test_section6 import (  # noqa: F401  (collected here, on
     test_check,
     test_check_12_list_limit_is_capped_at_ceiling,
 )
+from tests.providers.tower_do._support import tower_of
 from tests.support.bridge import ENDPOINT
 
 
@@ -47,8 +48,8 @@ from tests.support.bridge import ENDPOINT
 async def tower_do_mesh(tmp_path: Path, **endpoint: object) -> AsyncIterator[Mesh]:
     board = tmp_path / "project" / "board.jsonl"
     config = TowerDoConfig(board=board)
-    async with open_mesh(tmp_path, provider="tower-do", tower_do=config, **endpoint) as running:
-        assert running.bridge.endpoints[0].tower_do is not None  # served from the board file
+    async with open_mesh(tmp_path, settings=config, **endpoint) as running:
+        tower_of(running.bridge.endpoints[0])  # served from the board file
         yield running
     if board.exists():  # what the endpoint wrote is a log tower-do folds whole
         assert fold_text(board.read_text(encoding="utf-8")).skipped == 0
@@ -80,9 +81,7 @@ async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
     tracker = hosted.Tracker(
         provider="tower-do",
         section=lambda _: f'provider = "tower-do"\n[endpoints.tower_do]\nboard = "{board}"\n',
-        endpoint=lambda _: EndpointConfig(
-            name=ENDPOINT, provider="tower-do", tower_do=TowerDoConfig(board=board)
-        ),
+        endpoint=lambda _: EndpointConfig(name=ENDPOINT, settings=TowerDoConfig(board=board)),
         labels_of=_statuses,
         claimed="in_progress",
     )

@@ -2,11 +2,11 @@
 
 ``harness`` is parametrized over the SQLite board, the PostgreSQL board, and the hosted
 stores of both trackers (a ``HostedStore`` over a fresh SQLite mirror, its tracker the
-fake GitHub or the fake GitLab on loopback, built by the bridge's own ``build_hosted``).
+fake GitHub or the fake GitLab on loopback, built by the bridge's own ``build_endpoint``).
 A hosted store assigns the id of a task it creates (the tracker numbers a new issue), so
 the harness's ``create(n)`` returns the id the store assigned.
 
-The hosted stores reach their fake in-process: the HTTP client ``build_hosted`` made is
+The hosted stores reach their fake in-process: the HTTP client the build made is
 kept (base URL, headers, timeout) but sends through ``httpx.ASGITransport`` to the fake's
 app instead of a socket. The suite is about the store's behaviour; the trackers' wire is
 the provider tests' subject (they use loopback). A socket costs ~40 ms a request with
@@ -27,12 +27,12 @@ import pytest
 from starlette.types import ASGIApp
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.hosted import Hosted, build_hosted
-from cotal_tasks.bridge.wiring import wall_clock_ms
+from cotal_tasks.bridge.wiring import build_endpoint
 from cotal_tasks.core import CreateTaskInput, Task, create_task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.store import Committed, IdempotencyKey, TaskStore, Write
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_gitlab import FakeGitLab
@@ -129,13 +129,11 @@ def _endpoint(kind: Kind, api_url: str) -> EndpointConfig:
     if kind == "github":
         return EndpointConfig(
             name="com.acme.github",
-            provider="github",
-            github=GitHubConfig(repository=GITHUB_REPO, **common),
+            settings=GitHubConfig(repository=GITHUB_REPO, **common),
         )
     return EndpointConfig(
         name="com.acme.gitlab",
-        provider="gitlab",
-        gitlab=GitLabConfig(project=GITLAB_PROJECT, **common),
+        settings=GitLabConfig(project=GITLAB_PROJECT, **common),
     )
 
 
@@ -148,18 +146,20 @@ async def _hosted(
     )
     mirror = await BoardStore.open(mirror_url, serve=True)
     try:
-        hosted = build_hosted(config, endpoint, mirror, wall_clock_ms, presence=None, metrics=None)
+        built = await build_endpoint(config, endpoint, mirror)
     except BaseException:
         await mirror.close()
         raise
-    built = hosted.http.client
+    hosted = built.parts
+    assert isinstance(hosted, Hosted)
+    made = hosted.http.client
     hosted.http.client = httpx.AsyncClient(
-        base_url=built.base_url,
-        headers=built.headers,
-        timeout=built.timeout,
+        base_url=made.base_url,
+        headers=made.headers,
+        timeout=made.timeout,
         transport=httpx.ASGITransport(app=app),
     )
-    await built.aclose()
+    await made.aclose()
     return hosted
 
 

@@ -28,6 +28,7 @@ from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.client import Mode, TasksClient, TasksError
 from cotal_tasks.core import CAPABILITIES, ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.providers.hosted.sync import SyncReport
+from cotal_tasks.providers.registry import provider
 
 T = TypeVar("T")
 DEFAULT_CALLER = "local.cli/" + "0" * 26
@@ -313,24 +314,15 @@ def check_config(preview_count: int | None, endpoint: str | None, config_path: P
             f"page ceiling {ep.page_ceiling}, idempotency retention "
             f"{ep.idempotency_retention_hours:g} h, target check {ep.target_check}"
         )
-        tracker = ep.github or ep.gitlab
-        if tracker is not None:
-            click.echo(
-                f"  {ep.provider} at {tracker.api_url}, token from ${tracker.token_env}, "
-                f"poll every {tracker.poll_interval_s:g} s, stale after {tracker.stale_after_s:g} s"
-            )
-            click.echo(f"  {len(tracker.status_rules)} status rules, {len(tracker.seats)} seats")
-        if ep.tower_do is not None:
-            click.echo(
-                f"  tower-do board {ep.tower_do.board_file()}, {len(ep.tower_do.seats)} seats, "
-                f"writes as {ep.tower_do.identity!r}, poll every {ep.tower_do.poll_interval_s:g} s"
-            )
+        for line in provider(ep.provider).describe(ep.settings):
+            click.echo(f"  {line}")
     if preview_count is None:
         return
     target = config.endpoint(endpoint)
-    if target.provider == "board":
+    if not provider(target.provider).mirrors:
         raise click.UsageError(
-            f"{target.name} is a board; --preview is for hosted trackers and tower-do boards"
+            f"{target.name} is a {target.provider} endpoint, its own source, so there is "
+            "nothing to preview. Name a tracker or tower-do endpoint with --endpoint"
         )
     shown = _run(lambda: preview(config, target, preview_count))
     click.echo(f"preview of {target.name} (nothing was written):")
@@ -348,24 +340,19 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
     """
     config = _config(config_path)
     target = config.endpoint(endpoint)
-    if target.provider == "board":
-        raise click.UsageError(f"{target.name} is a board; there is nothing to sync")
-    if target.tower_do is not None:
-
-        async def catch_up() -> int:
-            async with open_endpoint(config, target, serve=True) as opened:
-                assert opened.tower_do is not None
-                return await opened.tower_do.store.refresh()  # opening folded it already
-
-        _run(catch_up)
-        click.echo(f"{target.name}: caught up with {target.tower_do.board_file()}")
-        return
-
+    if not provider(target.provider).mirrors:
+        raise click.UsageError(
+            f"{target.name} is a {target.provider} endpoint, its own source, so there is "
+            "nothing to sync. Name a tracker or tower-do endpoint with --endpoint"
+        )
     degraded: dict[str, int] = {}
 
-    async def work() -> SyncReport:
+    async def work() -> SyncReport | str:
         async with open_endpoint(config, target, serve=True) as opened:
-            assert opened.hosted is not None
+            if opened.hosted is None:
+                if opened.catch_up is None:
+                    raise click.UsageError(f"{target.name} has nothing to sync")
+                return await opened.catch_up()
             bar: Any = None
 
             def progress(done: int, total: int | None) -> None:
@@ -386,6 +373,9 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
                 degraded.update(opened.hosted.store.degradations()["counts"])
 
     report = _run(work)
+    if isinstance(report, str):
+        click.echo(f"{target.name}: {report}")
+        return
     state = "unchanged (one conditional request)" if report.not_modified else "synced"
     click.echo(
         f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "

@@ -65,8 +65,8 @@ async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
             "message": f"the store did not answer within {PROBE_TIMEOUT_S:g} s; check the "
             "database, then retry",
         }
-    if endpoint.hosted is not None:
-        election = endpoint.hosted.election
+    election = endpoint.election
+    if election is not None:
         entry["sync"] = {"role": election.role, "since": election.since_ms}
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up

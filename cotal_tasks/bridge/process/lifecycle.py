@@ -20,7 +20,6 @@ from nats.aio.client import Client as NATS
 from nats.aio.client import Server
 
 from cotal_tasks.bridge.config import BridgeConfig
-from cotal_tasks.bridge.hosted import Hosted
 from cotal_tasks.bridge.http.app import HttpContext, create_app
 from cotal_tasks.bridge.http.presence import KvPresenceView
 from cotal_tasks.bridge.http.server import serve_http
@@ -38,7 +37,7 @@ from cotal_tasks.bridge.wire.space import (
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
-from cotal_tasks.providers.tower_do import TowerDo
+from cotal_tasks.providers.provider import Runner
 
 log = logging.getLogger(__name__)
 
@@ -177,10 +176,8 @@ async def running_bridge(
             await server.start()
             stack.push_async_callback(server.stop)
             endpoint.service.add_listener(_gauge(metrics, name))
-            if endpoint.hosted is not None:
-                await _start_sync(stack, endpoint.hosted)
-            if endpoint.tower_do is not None:
-                _start_follower(stack, endpoint.tower_do)
+            if endpoint.runner is not None:
+                _start(stack, endpoint.runner)
             bridge.endpoints.append(endpoint)
             bridge.servers.append(server)
         if config.http.enabled:
@@ -204,22 +201,11 @@ async def running_bridge(
         yield bridge
 
 
-async def _start_sync(stack: AsyncExitStack, hosted: Hosted) -> None:
-    """Run the endpoint's sync loop (on the elected instance) until the bridge stops."""
+def _start(stack: AsyncExitStack, runner: Runner) -> None:
+    """Run the endpoint's background loop (a sync loop under leader election, a file
+    follower) until the bridge stops."""
     stop = asyncio.Event()
-    task = asyncio.create_task(hosted.election.run(stop))
-
-    async def halt() -> None:
-        stop.set()
-        await task
-
-    stack.push_async_callback(halt)
-
-
-def _start_follower(stack: AsyncExitStack, tower: TowerDo) -> None:
-    """Follow the tower-do board file until the bridge stops."""
-    stop = asyncio.Event()
-    task = asyncio.create_task(tower.follower.run(stop))
+    task = asyncio.create_task(runner.run(stop))
 
     async def halt() -> None:
         stop.set()

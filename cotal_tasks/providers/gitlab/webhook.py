@@ -1,14 +1,26 @@
-"""GitLab webhooks: the ``X-Gitlab-Token`` shared secret (compared in constant time; GitLab
-sends the secret itself, not an HMAC), the delivery id, and the issues a hook names."""
+"""GitLab webhooks (``POST /webhooks/gitlab``): the ``X-Gitlab-Token`` shared secret
+(compared in constant time; GitLab sends the secret itself, not an HMAC), the endpoint a
+hook is for, the delivery id, and the issues a hook names."""
 
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cotal_tasks.providers.gitlab.mapping import mentioned_issues
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
+from cotal_tasks.providers.hosted.webhook import (
+    NOT_AN_OBJECT,
+    UNMAPPABLE,
+    HookTarget,
+    Matcher,
+    accept,
+    find_verified,
+    json_object,
+    targets,
+)
+from cotal_tasks.providers.provider import Receive, Webhook, WebhookReceiver, WebhookReply
 
 TOKEN_HEADER = "x-gitlab-token"
 EVENT_HEADER = "x-gitlab-event"
@@ -60,3 +72,40 @@ def issues_named(payload: Mapping[str, Any], path: str) -> set[int]:
     if kind == "merge_request":
         return mentioned_issues(path, attributes)
     return set()
+
+
+def receiver(receivers: Sequence[WebhookReceiver]) -> Receive:
+    """The route's handler over the GitLab endpoints' receivers."""
+    matcher = Matcher(targets(receivers))
+
+    async def receive(headers: Mapping[str, str], body: bytes) -> WebhookReply:
+        payload = json_object(body)
+        if payload is None:
+            return WebhookReply(400, NOT_AN_OBJECT)
+        token = headers.get(TOKEN_HEADER)
+
+        def verifies(ep: HookTarget) -> bool:
+            return ep.secret is not None and token_valid(ep.secret, token)
+
+        path, pid = project_of(payload)
+        endpoint = await find_verified(
+            matcher,
+            pid,
+            path,
+            verifies,
+            what="project",
+            mismatch="the X-Gitlab-Token does not match. Set the webhook secret token to the "
+            "one the endpoint's webhook_secret_env names",
+        )
+        if isinstance(endpoint, WebhookReply):
+            return endpoint
+        own = getattr(endpoint.store.tracker, "path", None) or path or ""
+        named = endpoint.boundary.map(
+            "hook delivery", issues_named, payload, own, reason=UNMAPPABLE
+        )
+        return await accept(endpoint, delivery_id(headers), named, "gitlab")
+
+    return receive
+
+
+WEBHOOK = Webhook("gitlab", receiver)

@@ -25,6 +25,7 @@ from cotal_tasks.providers.hosted.mapping import project, same_record
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
 from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
 from cotal_tasks.providers.hosted.writes import Writes
+from cotal_tasks.providers.provider import SeatUids, no_uids
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
@@ -42,12 +43,7 @@ log = logging.getLogger(__name__)
 
 _SYNC_ATTEMPTS = 5
 
-SeatUids = Callable[[str, str], Awaitable[str | None]]  # (owner, actor) -> current uid
 ChangeHook = Callable[[int], Awaitable[None]]
-
-
-async def no_uids(owner: str, actor: str) -> str | None:
-    return None
 
 
 @dataclass

@@ -3,24 +3,24 @@
 Everything tower-do-specific lives here: the settings (``config``), the fold of its log
 (``fold``), its write rules (``rules``), the mapping onto the contract (``mapping``), the
 file on disk (``boardfile``), the store over a local mirror (``store``), the follower
-(``follow``), and ``build``, which the composition root calls.
+(``follow``), and ``build``, which the composition root calls through the registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+import contextlib
 from dataclasses import dataclass
 
-from cotal_tasks.core import Task
-from cotal_tasks.providers.board import BoardStore
-from cotal_tasks.providers.hosted.store import SeatUids, no_uids
+from cotal_tasks.core import ContractError, Task
+from cotal_tasks.providers.provider import BuildContext, Built, Provider
 from cotal_tasks.providers.tower_do import mapping
 from cotal_tasks.providers.tower_do.boardfile import BoardFile
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower
 from cotal_tasks.providers.tower_do.store import TowerDoStore
 
-__all__ = ["TowerDo", "TowerDoConfig", "TowerDoStore", "build", "preview"]
+__all__ = ["PROVIDER", "TowerDo", "TowerDoConfig", "TowerDoStore", "build", "preview"]
 
 
 @dataclass
@@ -32,16 +32,32 @@ class TowerDo:
     config: TowerDoConfig
 
 
-def build(
-    config: TowerDoConfig,
-    mirror: BoardStore,
-    *,
-    space: str,
-    clock: Callable[[], int],
-    seat_uids: SeatUids = no_uids,
-) -> TowerDo:
-    store = TowerDoStore(mirror, config, space=space, clock=clock, seat_uids=seat_uids)
-    return TowerDo(store, Follower(store, config.poll_interval_s), config)
+async def build(config: TowerDoConfig, ctx: BuildContext) -> Built:
+    """The store over the mirror, folded from the board file once; the follower runs it."""
+    store = TowerDoStore(
+        ctx.mirror, config, space=ctx.space, clock=ctx.clock, seat_uids=ctx.seat_uids
+    )
+    tower = TowerDo(store, Follower(store, config.poll_interval_s), config)
+    with contextlib.suppress(ContractError):  # unreadable: reads say stale, not empty
+        await store.refresh()
+
+    async def catch_up() -> str:
+        await store.refresh()  # opening folded it already
+        return f"caught up with {config.board_file()}"
+
+    return Built(store, runner=tower.follower, parts=tower, catch_up=catch_up)
+
+
+def describe(config: TowerDoConfig) -> list[str]:
+    return [
+        f"tower-do board {config.board_file()}, {len(config.seats)} seats, "
+        f"writes as {config.identity!r}, poll every {config.poll_interval_s:g} s"
+    ]
+
+
+async def preview_async(config: TowerDoConfig, space: str, count: int) -> list[tuple[int, Task]]:
+    tasks = await asyncio.to_thread(preview, config, space=space, count=count)
+    return list(enumerate(tasks, 1))
 
 
 def preview(config: TowerDoConfig, *, space: str, count: int) -> list[Task]:
@@ -63,3 +79,13 @@ def preview(config: TowerDoConfig, *, space: str, count: int) -> list[Task]:
         )
         for row in rows
     ]
+
+
+PROVIDER = Provider(
+    "tower-do",
+    TowerDoConfig,
+    build,
+    section="tower_do",
+    describe=describe,
+    preview=preview_async,
+)

@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -30,6 +30,7 @@ class TowerDoConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
+    provider: Literal["tower-do"] = "tower-do"
     board: Path | None = None  # the board.jsonl itself
     project: Path | None = None  # or the project directory, resolved as tower-do does
     home: Path | None = None  # the home directory tower-do uses; default $HOME

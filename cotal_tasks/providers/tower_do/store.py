@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.mapping import same_record
-from cotal_tasks.providers.hosted.store import MirroredReads, SeatUids, SyncHealth, no_uids
+from cotal_tasks.providers.hosted.store import MirroredReads, SyncHealth
+from cotal_tasks.providers.provider import SeatUids, no_uids
 from cotal_tasks.providers.store import (
     Committed,
     IdempotencyKeyTaken,

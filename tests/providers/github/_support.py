@@ -60,10 +60,9 @@ def endpoint_config(
 ) -> EndpointConfig:
     return EndpointConfig(
         name=ENDPOINT_NAME,
-        provider="github",
         database=database,
         page_ceiling=page_ceiling,
-        github=github_config(api_url, **overrides),
+        settings=github_config(api_url, **overrides),
     )
 
 
@@ -141,8 +140,7 @@ async def github_mesh(
 ) -> AsyncIterator[GitHubMesh]:
     async with hosted_wire(
         tmp_path,
-        provider="github",
         page_ceiling=page_ceiling,
-        github=github_config(api_url, **overrides),
+        settings=github_config(api_url, **overrides),
     ) as (url, running, nc, space):
         yield GitHubMesh(url, running, nc, space, fake)

@@ -45,7 +45,8 @@ async def pair(
 
 
 def election(end: GitHubEndpoint) -> Election:
-    return end.hosted.election
+    assert end.endpoint.election is not None
+    return end.endpoint.election
 
 
 async def test_two_instances_elect_one_leader_and_fail_over(

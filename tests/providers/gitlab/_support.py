@@ -68,10 +68,9 @@ def endpoint_config(
 ) -> EndpointConfig:
     return EndpointConfig(
         name=ENDPOINT_NAME,
-        provider="gitlab",
         database=database,
         page_ceiling=page_ceiling,
-        gitlab=gitlab_config(api_url, **overrides),
+        settings=gitlab_config(api_url, **overrides),
     )
 
 
@@ -188,8 +187,7 @@ async def gitlab_mesh(
     async with hosted_wire(
         tmp_path,
         wait_for_sync=wait_for_sync,
-        provider="gitlab",
         page_ceiling=page_ceiling,
-        gitlab=gitlab_config(api_url, **overrides),
+        settings=gitlab_config(api_url, **overrides),
     ) as (url, running, nc, space):
         yield GitLabMesh(url, running, nc, space, fake)

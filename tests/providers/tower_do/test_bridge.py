@@ -20,6 +20,7 @@ from cotal_tasks.core import ContractError
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower
 from tests.providers.hosted_support import eventually
+from tests.providers.tower_do._support import tower_of
 from tests.providers.tower_do.test_store import agent_event
 
 TOKEN_ENV = "CT_TOWER_DO_READER"
@@ -49,8 +50,7 @@ async def test_the_read_api_serves_tower_do_beside_a_board(
             EndpointConfig(name="com.acme.tasks"),
             EndpointConfig(
                 name="com.acme.agents",
-                provider="tower-do",
-                tower_do=TowerDoConfig(board=board_file, poll_interval_s=60),
+                settings=TowerDoConfig(board=board_file, poll_interval_s=60),
             ),
         ),
     )
@@ -84,15 +84,12 @@ async def test_the_read_api_serves_tower_do_beside_a_board(
 async def opened(tmp_path: Path) -> AsyncIterator[tuple[Path, Follower]]:
     # The board's directory does not exist yet: no watcher can start, only the poll runs.
     path = tmp_path / "later" / "board.jsonl"
-    endpoint = EndpointConfig(
-        provider="tower-do", tower_do=TowerDoConfig(board=path, poll_interval_s=0.05)
-    )
+    endpoint = EndpointConfig(settings=TowerDoConfig(board=path, poll_interval_s=0.05))
     config = BridgeConfig(
         data_dir=tmp_path / "data", http=HttpConfig(enabled=False), endpoints=(endpoint,)
     )
     async with open_endpoint(config, endpoint, serve=True) as ep:
-        assert ep.tower_do is not None
-        yield path, ep.tower_do.follower
+        yield path, tower_of(ep).follower
 
 
 async def test_the_poll_follows_where_no_watcher_runs(opened: tuple[Path, Follower]) -> None:

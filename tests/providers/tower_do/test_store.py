@@ -22,6 +22,7 @@ from cotal_tasks.providers.tower_do import TowerDoConfig, boardfile
 from cotal_tasks.providers.tower_do.fold import fold_text
 from tests.bridge._support import Client, DictPresence
 from tests.conftest import seat
+from tests.providers.tower_do._support import tower_of
 
 Json = dict[str, Any]
 WORKER = seat("worker", 1)
@@ -55,8 +56,7 @@ class Board:
             handle.write(line)
 
     async def refresh(self) -> int:
-        assert self.endpoint.tower_do is not None
-        return await self.endpoint.tower_do.store.refresh()
+        return await tower_of(self.endpoint).store.refresh()
 
     def events(self) -> list[Json]:
         return [json.loads(line) for line in self.path.read_text("utf-8").splitlines() if line]
@@ -66,7 +66,7 @@ class Board:
 async def board(tmp_path: Path) -> AsyncIterator[Board]:
     path = tmp_path / "project" / "board.jsonl"
     path.parent.mkdir()
-    endpoint = EndpointConfig(provider="tower-do", tower_do=TowerDoConfig(board=path, seats=SEATS))
+    endpoint = EndpointConfig(settings=TowerDoConfig(board=path, seats=SEATS))
     config = BridgeConfig(
         data_dir=tmp_path / "data", http=HttpConfig(enabled=False), endpoints=(endpoint,)
     )
@@ -185,8 +185,7 @@ async def test_budget_and_dependency_gating_refuse(board: Board) -> None:
 async def test_drop_is_a_removal_and_a_lost_race_is_decided_again(board: Board) -> None:
     created = await board.call("create-task", READER, {"title": "Drop me"})
     key = created["taskId"]
-    assert board.endpoint.tower_do is not None
-    store = board.endpoint.tower_do.store
+    store = tower_of(board.endpoint).store
     # A peer appends after our last fold: the write folds again before it decides.
     board.agent(agent_event("peer", "Peer work", "pending", "alice", 5000))
     dropped = await board.call("administer-task", READER, {"taskId": key, "status": "dropped"})
@@ -270,7 +269,7 @@ def live_record(board: Board, identity: str, at: int) -> None:
 
 
 async def test_a_stale_claim_is_adopted_and_a_live_one_is_not(board: Board) -> None:
-    now = board.endpoint.tower_do.store.clock() if board.endpoint.tower_do else 0
+    now = tower_of(board.endpoint).store.clock()
     old = now - 7 * 3_600_000  # quiet on the task for 7 h: past the 6 h window
     board.agent(
         agent_event("ghost-task", "Left behind", "in_progress", "ghost", old, owner="ghost")
@@ -340,9 +339,7 @@ async def test_evidence_written_to_the_board_is_read_back_by_a_fresh_mirror(
     (note,) = [e["message"] for e in board.events() if e["kind"] == "message"]
     assert note["body"] == "Pushed.\nevidence commit: 9f2c1e7 ✓\nevidence review: pr-12"
     # Another bridge, its own mirror, the same board file.
-    endpoint = EndpointConfig(
-        provider="tower-do", tower_do=TowerDoConfig(board=board.path, seats=SEATS)
-    )
+    endpoint = EndpointConfig(settings=TowerDoConfig(board=board.path, seats=SEATS))
     config = BridgeConfig(
         data_dir=tmp_path / "other", http=HttpConfig(enabled=False), endpoints=(endpoint,)
     )

@@ -1,0 +1,144 @@
+"""Assembling a hosted tracker endpoint from its parts, for a tracker folder's ``build``.
+
+A tracker's ``build`` makes its client and its ``Tracker``, then ``assemble`` puts the
+store over the mirror, the sync loop and the webhook receiver around it. The sync loop is
+the endpoint's runner; the bridge runs it under leader election (``Hosted``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import httpx
+
+from cotal_tasks.core import ContractError, ErrorCode, Task
+from cotal_tasks.providers.hosted.config import HostedConfig
+from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
+from cotal_tasks.providers.hosted.mapping import project
+from cotal_tasks.providers.hosted.store import HostedStore
+from cotal_tasks.providers.hosted.sync import SyncEngine
+from cotal_tasks.providers.hosted.tracker import Tracker
+from cotal_tasks.providers.hosted.webhook import HookTarget
+from cotal_tasks.providers.hosted.writeback import WritePlan
+from cotal_tasks.providers.provider import BuildContext, Built
+
+
+@dataclass
+class Hosted:
+    """A hosted endpoint's parts: the store over the mirror, the sync loop, the tracker's
+    HTTP client, its settings and its webhook receiver (with the secret, if configured)."""
+
+    store: HostedStore
+    sync: SyncEngine
+    http: TrackerHttp
+    tracker_config: HostedConfig
+    webhook: HookTarget
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Sync every poll interval until ``stop`` (one instance: no election)."""
+        await self.sync.run(self.tracker_config.poll_interval_s, stop)
+
+    async def close(self) -> None:
+        await self.http.client.aclose()
+
+
+def secret(env: str | None, what: str, *, required: bool) -> str | None:
+    if env is None:
+        return None
+    value = os.environ.get(env)
+    if value is None and required:
+        raise ContractError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"{what} is read from the environment variable {env}, which is not set; export it "
+            "(the config names the variable, never the secret)",
+        )
+    return value
+
+
+def tracker_http(
+    cfg: HostedConfig,
+    tracker: str,
+    client: Callable[[str, str, float], httpx.AsyncClient],
+    retry: RetryPolicy,
+) -> TrackerHttp:
+    """The tracker's HTTP client, its token read from ``token_env`` (the caller closes it)."""
+    token = secret(cfg.token_env, f"the {tracker} token", required=True) or ""
+    return TrackerHttp(
+        client(cfg.api_url, token, cfg.request_timeout_s),
+        retry,
+        max_retries=cfg.max_retries,
+        max_wait_s=cfg.max_rate_limit_wait_s,
+    )
+
+
+def assemble(
+    ctx: BuildContext,
+    tracker: Tracker,
+    cfg: HostedConfig,
+    http: TrackerHttp,
+    *,
+    plan: WritePlan,
+    key: str,
+    path: str,
+) -> Built:
+    """The endpoint over ``tracker``: ``key`` names its sync checkpoint, ``path`` what its
+    webhook deliveries name (a repository or project path, or a numeric project id)."""
+    metrics, name = ctx.metrics, ctx.name
+    if metrics is not None:
+        http.on_response = lambda status: metrics.tracker_request(name, status)
+        http.on_wait = lambda seconds: metrics.rate_limit_wait(name, seconds)
+        tracker.boundary.observers.append(lambda reason: metrics.degraded(name, reason))
+    store = HostedStore(
+        ctx.mirror,
+        tracker,
+        config=cfg,
+        plan=plan,
+        space=ctx.space,
+        clock=ctx.clock,
+        seat_uids=ctx.seat_uids,
+    )
+    sync = SyncEngine(store, ctx.mirror.state(), key, ctx.clock)
+    webhook = secret(cfg.webhook_secret_env, "the webhook secret", required=False)
+    target = HookTarget(
+        name, path, webhook.encode() if webhook is not None else None, store, sync, ctx.clock
+    )
+    hosted = Hosted(store, sync, http, cfg, target)
+    return Built(store, runner=hosted, webhook=target, parts=hosted, close=hosted.close)
+
+
+def describe(provider: str, cfg: HostedConfig) -> list[str]:
+    """What ``check-config`` prints about a hosted tracker's settings."""
+    return [
+        f"{provider} at {cfg.api_url}, token from ${cfg.token_env}, "
+        f"poll every {cfg.poll_interval_s:g} s, stale after {cfg.stale_after_s:g} s",
+        f"{len(cfg.status_rules)} status rules, {len(cfg.seats)} seats",
+    ]
+
+
+async def preview(
+    tracker: Tracker, cfg: HostedConfig, http: TrackerHttp, *, space: str, count: int
+) -> list[tuple[int, Task]]:
+    """Map the ``count`` most recently updated issues (evidence included); write nothing.
+    Closes ``http``."""
+    try:
+        shown: list[tuple[int, Task]] = []
+        for number in [issue.number for issue in await tracker.recent(count)]:
+            issue = await tracker.fetch(number)
+            if issue is None:
+                continue
+            task = project(
+                issue,
+                space=space,
+                rules=cfg.status_rules,
+                seats=cfg.seats,
+                existing=None,
+                uid_of=lambda owner, actor: None,
+                now=issue.updated_at,
+            )
+            shown.append((number, task))
+        return shown
+    finally:
+        await http.client.aclose()

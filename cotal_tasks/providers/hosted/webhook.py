@@ -1,0 +1,181 @@
+"""What the hosted trackers' webhook receivers share: an endpoint's receiver (its secret,
+the path its deliveries name, and the port the route talks to), finding the endpoint a
+delivery is for, and accepting a verified delivery.
+
+A delivery is authenticated first (by the tracker's own scheme, in constant time); a bad
+one is 401 and changes nothing. A delivery seen before (by its delivery id) is
+acknowledged and ignored. Otherwise it only wakes the endpoint's sync for the issues it
+names: polling stays the source of truth.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cotal_tasks.core import ContractError
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
+from cotal_tasks.providers.hosted.store import HostedStore
+from cotal_tasks.providers.hosted.sync import SyncEngine
+from cotal_tasks.providers.provider import WebhookReceiver, WebhookReply
+
+log = logging.getLogger(__name__)
+
+NOT_AN_OBJECT = "the body is not a JSON object. Send the tracker's JSON webhook payload"
+NO_SECRET = "this endpoint has no webhook secret configured; set webhook_secret_env"
+DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
+UNMAPPABLE: Reason = "webhook-unmappable"
+ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
+
+
+@dataclass
+class HookTarget:
+    """A hosted endpoint's webhook receiver (the ``WebhookReceiver`` port, and what the
+    tracker's verification needs: the secret, the configured path, the item boundary)."""
+
+    name: str
+    path: str  # the configured repository or project (a path, or a GitLab numeric id)
+    secret: bytes | None
+    store: HostedStore
+    sync: SyncEngine
+    clock: Callable[[], int]
+
+    async def first_delivery(self, delivery_id: str) -> bool:
+        state = self.store.mirror.state()
+        return await state.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+
+    def wake(self, numbers: set[int]) -> None:
+        self.sync.wake(numbers)
+
+    @property
+    def boundary(self) -> ItemBoundary:
+        return self.store.tracker.boundary
+
+    @property
+    def known_id(self) -> int | None:
+        """The project's stable id, once the tracker learned it (GitLab issues carry it)."""
+        known = getattr(self.store.tracker, "known_id", None)
+        return known if isinstance(known, int) else None
+
+    async def remembered_id(self) -> int | None:
+        saved = await self.store.mirror.state().load(ID_KEY)
+        return saved["id"] if saved and isinstance(saved.get("id"), int) else None
+
+    async def remember_id(self, pid: int) -> None:
+        await self.store.mirror.state().save(ID_KEY, {"id": pid}, self.clock())
+
+
+def targets(receivers: Sequence[WebhookReceiver]) -> list[HookTarget]:
+    return [r for r in receivers if isinstance(r, HookTarget)]
+
+
+def json_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return None
+    return payload if isinstance(payload, dict) else None
+
+
+@dataclass
+class Matcher:
+    """Finds the endpoint a delivery is for: by the repository's or project's stable id
+    first, then by path. Ids come from the configuration (a GitLab project id), from the
+    tracker (``known_id``: GitLab issues carry their project's id), and from earlier
+    verified deliveries matched by path, kept beside the mirror; so a repository or
+    project renamed after that keeps its deliveries."""
+
+    endpoints: list[HookTarget]
+    ids: dict[int, HookTarget] = field(default_factory=dict)
+    _loaded: bool = False
+
+    async def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        for ep in self.endpoints:
+            if ep.path.isdigit():
+                self.ids[int(ep.path)] = ep
+            try:
+                saved = await ep.remembered_id()
+            except ContractError:
+                continue
+            if saved is not None:
+                self.ids.setdefault(saved, ep)
+
+    def _by_id(self, pid: int) -> HookTarget | None:
+        if pid in self.ids:
+            return self.ids[pid]
+        for ep in self.endpoints:
+            if ep.known_id == pid:
+                return ep
+        return None
+
+    async def find(
+        self, pid: int | None, path: str | None, verifies: Callable[[HookTarget], bool]
+    ) -> HookTarget | None:
+        await self._load()
+        if pid is not None and (found := self._by_id(pid)) is not None:
+            return found
+        named = [ep for ep in self.endpoints if path and ep.path.lower() == path.lower()]
+        if not named:
+            return None
+        found = named[0]
+        if pid is not None and verifies(found):  # learn the id, so a rename keeps working
+            self.ids[pid] = found
+            try:
+                await found.remember_id(pid)
+            except ContractError as exc:
+                log.warning("could not keep the project id of %s: %s", found.name, exc.message)
+        return found
+
+
+async def find_verified(
+    matcher: Matcher,
+    pid: int | None,
+    path: str | None,
+    verifies: Callable[[HookTarget], bool],
+    *,
+    what: str,
+    mismatch: str,
+) -> HookTarget | WebhookReply:
+    """The endpoint a delivery is for, if it is verified by that endpoint's secret; else
+    the refusal (``what`` is a repository or a project; ``mismatch`` says a bad secret)."""
+    endpoint = await matcher.find(pid, path, verifies)
+    if endpoint is None:
+        return WebhookReply(
+            404,
+            f"no endpoint of this bridge syncs that {what}. Point the webhook at the "
+            f"bridge that syncs it, or add an endpoint for the {what}",
+        )
+    if endpoint.secret is None:
+        return WebhookReply(401, NO_SECRET)
+    if not verifies(endpoint):
+        return WebhookReply(401, mismatch)
+    return endpoint
+
+
+async def accept(
+    endpoint: WebhookReceiver, delivery: str | None, named: set[int] | None, tracker: str
+) -> WebhookReply:
+    """Deduplicate a verified delivery by its id, then wake the sync for what it names
+    (``None``: the payload named nothing readable; the poll finds the change)."""
+    numbers = named or set()
+    if not delivery:
+        return WebhookReply(
+            400,
+            "the delivery id header is missing. Send the delivery as the tracker sends it, "
+            "with its delivery headers",
+        )
+    try:
+        first = await endpoint.first_delivery(f"{tracker}:{delivery}")
+    except ContractError as exc:
+        return WebhookReply(503, exc.message)
+    if not first:
+        return WebhookReply(200, "delivery already received")
+    if numbers:
+        endpoint.wake(numbers)
+    return WebhookReply(202, f"accepted; {len(numbers)} issue(s) to refresh")
