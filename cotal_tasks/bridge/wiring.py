@@ -102,12 +102,12 @@ async def build_endpoint(
     return await provider(endpoint.provider).build(endpoint.settings, context)
 
 
-def _runner(built: Built, board: BoardStore) -> Runner | None:
+def _runner(built: Built) -> Runner | None:
     """A hosted sync loop runs on the elected instance only; other runners run as built."""
     if isinstance(built.runner, Hosted):
         hosted = built.runner
         interval = hosted.tracker_config.poll_interval_s
-        return Election(hosted.sync, board.state(), interval, wall_clock_ms, process_holder())
+        return Election(hosted.sync, interval, wall_clock_ms, process_holder())
     return built.runner
 
 
@@ -147,7 +147,7 @@ async def open_endpoint(
             store,
             service,
             board.label,
-            _runner(built, board),
+            _runner(built),
             built.webhook,
             built.parts,
             built.catch_up,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cotal_tasks.core import ContractError
-from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.hosted.assemble import MirrorState
 from cotal_tasks.providers.hosted.ledger import Leases
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
@@ -43,12 +43,16 @@ class Election:
     """Leader election and the sync loop of one hosted endpoint."""
 
     sync: SyncEngine
-    state: MirrorState
     interval_s: float
     clock: Callable[[], int]
     holder: str
     role: Role = "follower"
     since_ms: int | None = None  # when this instance took its current role
+
+    @property
+    def state(self) -> MirrorState:
+        """The mirror's state table: the sync checkpoint, the lease, the sync health."""
+        return self.sync.state
 
     @property
     def store(self) -> HostedStore:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import httpx
 
 from cotal_tasks.core import ContractError, ErrorCode, Task
+from cotal_tasks.providers.board.state import MirrorState as MirrorState  # for the election
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.mapping import project
