@@ -61,15 +61,19 @@ board = "board.jsonl"
         )
     )
     board, github, gitlab, tower = config.endpoints
-    assert isinstance(board.settings, BoardConfig) and board.provider == "board"
-    assert isinstance(github.settings, GitHubConfig) and github.provider == "github"
+    assert isinstance(board.settings, BoardConfig)
+    assert board.provider == "board"
+    assert isinstance(github.settings, GitHubConfig)
+    assert github.provider == "github"
     assert github.settings.repository == "octo-org/hello-world"
     assert github.settings.poll_interval_s == 30
     assert len(github.settings.status_rules) == 7  # the GitHub defaults
-    assert isinstance(gitlab.settings, GitLabConfig) and gitlab.provider == "gitlab"
+    assert isinstance(gitlab.settings, GitLabConfig)
+    assert gitlab.provider == "gitlab"
     assert gitlab.settings.pagination == "keyset"
     assert gitlab.settings.claimed_label == "workflow::in progress"
-    assert isinstance(tower.settings, TowerDoConfig) and tower.provider == "tower-do"
+    assert isinstance(tower.settings, TowerDoConfig)
+    assert tower.provider == "tower-do"
     assert tower.settings.board == Path("board.jsonl")
 
 
