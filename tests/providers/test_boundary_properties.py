@@ -217,7 +217,7 @@ PAGE = st.one_of(st.lists(st.one_of(GITHUB_ISSUE, GITLAB_ISSUE, JSON), max_size=
 
 async def walk(tracker: Any) -> list[TrackedIssue]:
     found: list[TrackedIssue] = []
-    async for page in tracker.list_changed(None, None, {}):
+    async for page in tracker.list_changed(None, {}):
         found += page.issues
     return found
 

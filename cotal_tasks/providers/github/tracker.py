@@ -28,6 +28,8 @@ from cotal_tasks.providers.hosted.writeback import carries_marker
 
 log = logging.getLogger(__name__)
 
+ETAG = "etag"  # the checkpoint's (URL, ETag) of the last listing page
+
 
 def _iso(stamp: datetime) -> str:
     return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -47,8 +49,12 @@ class GitHubTracker:
         return mapping.number_of(self.repo, task_id)
 
     async def list_changed(
-        self, cursor: str | None, etag: tuple[str, str] | None, marks: Mapping[str, str]
+        self, cursor: str | None, remembered: Mapping[str, Any]
     ) -> AsyncIterator[ListPage]:
+        """The issue listing; ``remembered["etag"]`` is the (URL, ETag) of the last poll's
+        last page, for a conditional request."""
+        saved_etag = remembered.get(ETAG)
+        etag = (saved_etag[0], saved_etag[1]) if saved_etag else None
         since = None
         if cursor is not None:
             at = datetime.fromisoformat(cursor.replace("Z", "+00:00"))
@@ -78,8 +84,8 @@ class GitHubTracker:
                 read.issues,
                 frozenset(read.linked),
                 read.highest,
-                etag=page_etag,
                 total_pages=total,
+                remember={ETAG: list(page_etag)} if page_etag else None,
                 evidenced=frozenset(read.evidenced),
                 reread=read.reread,
             )

@@ -26,6 +26,7 @@ from cotal_tasks.providers.hosted.writeback import carries_marker
 
 log = logging.getLogger(__name__)
 
+MARKS = "marks"  # the checkpoint's cursors of the listings beside the issues
 MR_MARK = "merge_requests"
 
 
@@ -78,8 +79,11 @@ class GitLabTracker:
         return _iso(at - timedelta(seconds=self.config.overlap_s))
 
     async def list_changed(
-        self, cursor: str | None, etag: tuple[str, str] | None, marks: Mapping[str, str]
+        self, cursor: str | None, remembered: Mapping[str, Any]
     ) -> AsyncIterator[ListPage]:
+        """The issue listing, then the merge requests changed since their own cursor
+        (``remembered["marks"]``), which name the issues worth an evidence read."""
+        marks: dict[str, str] = dict(remembered.get(MARKS) or {})
         since = self._since(cursor)
         highest = cursor
         first = True
@@ -142,7 +146,7 @@ class GitLabTracker:
                 frozenset(linked),
                 cursor=highest,
                 listing=False,
-                marks={MR_MARK: newest} if newest else None,
+                remember={MARKS: {**marks, MR_MARK: newest}} if newest else None,
             )
 
     async def recent(self, count: int) -> list[TrackedIssue]:

@@ -69,14 +69,12 @@ class SyncEngine:
         tracker = self.store.tracker
         saved = await self.checkpoint()
         cursor: str | None = saved.get("cursor")
-        etag = tuple(saved["etag"]) if saved.get("etag") else None
-        marks: dict[str, str] = dict(saved.get("marks") or {})
         report = SyncReport()
         # Issues owed an evidence read survive an interruption: they are checkpointed too.
         linked: set[int] = set(saved.get("pending") or ())
         total: int | None = None
         mark = await self.store.read_mark()
-        async for page in tracker.list_changed(cursor, etag, marks):
+        async for page in tracker.list_changed(cursor, saved):
             if page.not_modified:
                 report.not_modified = True
                 break
@@ -87,10 +85,7 @@ class SyncEngine:
             linked = (linked - page.evidenced) | (page.linked - page.evidenced)
             if page.cursor is not None:
                 cursor = page.cursor
-            marks.update(page.marks or {})
-            saved = {**saved, "cursor": cursor, "marks": marks, "pending": sorted(linked)}
-            if page.etag is not None:
-                saved["etag"] = list(page.etag)
+            saved = {**saved, **(page.remember or {}), "cursor": cursor, "pending": sorted(linked)}
             await self.state.save(self.key, saved, self.clock())  # checkpoint every page
             total = page.total_pages or total
             if total is not None:  # an estimate: a walk may take a page more than it said

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cotal_tasks.core import MAX_EVIDENCE, TaskEvidence
 
@@ -67,10 +67,11 @@ class ListPage:
     linked: frozenset[int] = frozenset()  # issues a merge/pull request on this page references
     cursor: str | None = None  # the highest updated_at seen so far (tracker's own format)
     not_modified: bool = False  # a conditional request said nothing changed
-    etag: tuple[str, str] | None = None  # (request URL, ETag) of the first page
     total_pages: int | None = None  # when the tracker says how many pages there are
     listing: bool = True  # False: not a page of the issue listing (links found elsewhere)
-    marks: Mapping[str, str] | None = None  # further named cursors to checkpoint
+    # The tracker's own entries to keep in the sync checkpoint (an ETag for a conditional
+    # request, the cursor of a listing beside the issues); the next poll hands them back.
+    remember: Mapping[str, Any] | None = None
     # Issues whose evidence was read with this page: what earlier pages linked them to
     # is covered (a later page's link is not: it may be newer than the read).
     evidenced: frozenset[int] = frozenset()
@@ -128,12 +129,12 @@ class Tracker(Protocol):
         ...
 
     def list_changed(
-        self, cursor: str | None, etag: tuple[str, str] | None, marks: Mapping[str, str]
+        self, cursor: str | None, remembered: Mapping[str, Any]
     ) -> AsyncIterator[ListPage]:
         """Pages of issues updated at or after ``cursor`` minus the overlap, oldest first.
 
-        ``marks`` are the named cursors earlier pages returned (``ListPage.marks``), for
-        listings beside the issues (a tracker's merge requests).
+        ``remembered`` is the checkpoint, holding what earlier pages asked to keep
+        (``ListPage.remember``), the latest of each entry.
         """
         ...
 
