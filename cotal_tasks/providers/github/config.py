@@ -2,22 +2,35 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Literal
 
 from pydantic import Field
 
 from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
 
+PROJECT_STATUS = "project_status"  # NativeState.extra: the Projects v2 Status
 
-def github_default_rules() -> tuple[StatusRule, ...]:
+
+class GitHubStatusRule(StatusRule):
+    """A status rule that may also ask for the issue's Projects v2 Status."""
+
+    project_status: str | None = None  # case-insensitive
+
+    def native_conditions(self) -> Mapping[str, str]:
+        return {} if self.project_status is None else {PROJECT_STATUS: self.project_status}
+
+
+def github_default_rules() -> tuple[GitHubStatusRule, ...]:
+    rule = GitHubStatusRule
     return (
-        StatusRule(status="dropped", state="closed", state_reasons=("not_planned", "duplicate")),
-        StatusRule(status="done", state="closed"),
-        StatusRule(status="blocked", state="open", label="blocked"),
-        StatusRule(status="blocked", state="open", project_status="Blocked"),
-        StatusRule(status="claimed", state="open", label="in-progress"),
-        StatusRule(status="claimed", state="open", project_status="In Progress"),
-        StatusRule(status="open", state="open"),
+        rule(status="dropped", state="closed", state_reasons=("not_planned", "duplicate")),
+        rule(status="done", state="closed"),
+        rule(status="blocked", state="open", label="blocked"),
+        rule(status="blocked", state="open", project_status="Blocked"),
+        rule(status="claimed", state="open", label="in-progress"),
+        rule(status="claimed", state="open", project_status="In Progress"),
+        rule(status="open", state="open"),
     )
 
 
@@ -28,7 +41,7 @@ class GitHubConfig(HostedConfig):
     repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
     api_url: str = "https://api.github.com"
     token_env: str = "GITHUB_TOKEN"
-    status_rules: tuple[StatusRule, ...] = Field(default_factory=github_default_rules)
+    status_rules: tuple[GitHubStatusRule, ...] = Field(default_factory=github_default_rules)
     # Read each issue's Projects v2 "Status" (GraphQL, one request per page of issues) so
     # project_status rules can match. Off by default: it costs a request per page.
     project_status: bool = False

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cotal_tasks.providers.github.config import PROJECT_STATUS
 from cotal_tasks.providers.hosted import taskids
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms, as_str
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
@@ -56,7 +57,7 @@ def tracked(
             state=as_str(item.get("state")) or "open",
             state_reason=as_str(item.get("state_reason")),
             labels=labels_of(item.get("labels")),
-            project_status=project_status,
+            extra={PROJECT_STATUS: project_status} if project_status is not None else {},
         ),
         assignees=tuple(
             login

@@ -7,6 +7,7 @@ issue decides its status, and the native value that decided it becomes ``statusS
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -28,7 +29,11 @@ class StatusRule(Closed):
     state: str | None = None  # GitHub open|closed, GitLab opened|closed
     state_reasons: tuple[str, ...] = ()  # GitHub state_reason, any of; "none" matches null
     label: str | None = None  # the issue carries this label (case-insensitive)
-    project_status: str | None = None  # GitHub Projects v2 Status (case-insensitive)
+
+    def native_conditions(self) -> Mapping[str, str]:
+        """Further native facts the rule asks for, by name (``NativeState.extra``), each
+        matched case-insensitively: a tracker's own rule model adds them."""
+        return {}
 
 
 class HostedConfig(Closed):

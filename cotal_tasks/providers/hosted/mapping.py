@@ -57,15 +57,16 @@ def evaluate(rules: Sequence[StatusRule], native: NativeState) -> tuple[TaskStat
                 continue
         if rule.label is not None and rule.label.casefold() not in labels:
             continue
-        if rule.project_status is not None and (
-            native.project_status is None
-            or native.project_status.casefold() != rule.project_status.casefold()
+        conditions = rule.native_conditions()
+        if any(
+            (held := native.extra.get(name)) is None or held.casefold() != wanted.casefold()
+            for name, wanted in conditions.items()
         ):
             continue
         if rule.label is not None:
             return rule.status, labels[rule.label.casefold()]
-        if rule.project_status is not None and native.project_status is not None:
-            return rule.status, native.project_status
+        for name in conditions:
+            return rule.status, native.extra[name]
         if rule.state_reasons and native.state_reason:
             return rule.status, f"{native.state}/{native.state_reason}"
         return rule.status, native.state

@@ -28,7 +28,8 @@ class NativeState:
     state: str  # GitHub open|closed, GitLab opened|closed
     state_reason: str | None = None
     labels: tuple[str, ...] = ()
-    project_status: str | None = None
+    # Further facts of one tracker the rules may read, by name (GitHub: project_status).
+    extra: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
