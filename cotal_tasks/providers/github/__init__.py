@@ -8,17 +8,24 @@ registry.
 
 from __future__ import annotations
 
-from cotal_tasks.core import Task
+from cotal_tasks.core import Task, TaskStatus
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.github.webhook import WEBHOOK
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
-from cotal_tasks.providers.hosted.writeback import WritePlan
+from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
 from cotal_tasks.providers.provider import BuildContext, Built, Provider
 
 __all__ = ["PROVIDER", "GitHubConfig", "build", "open_tracker"]
+
+# GitHub keeps a state_reason with the state: why an issue closed, or that it reopened.
+CLOSE_REASONS: dict[TaskStatus, str] = {
+    "done": "completed",
+    "dropped": "not_planned",
+    "open": "reopened",
+}
 
 
 def open_tracker(config: GitHubConfig) -> tuple[GitHubTracker, TrackerHttp]:
@@ -30,7 +37,8 @@ def open_tracker(config: GitHubConfig) -> tuple[GitHubTracker, TrackerHttp]:
 
 async def build(config: GitHubConfig, ctx: BuildContext) -> Built:
     tracker, http = open_tracker(config)
-    plan = WritePlan(config.claimed_label, config.blocked_label)
+    labels = status_labels(claimed=config.claimed_label, blocked=config.blocked_label)
+    plan = WritePlan(labels, reasons=CLOSE_REASONS)
     key = f"github:{config.repository}"
     return assemble.assemble(ctx, tracker, config, http, plan=plan, key=key, path=config.repository)
 

@@ -14,7 +14,7 @@ from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.gitlab.webhook import WEBHOOK
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
-from cotal_tasks.providers.hosted.writeback import WritePlan
+from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
 from cotal_tasks.providers.provider import BuildContext, Built, Provider
 
 __all__ = ["PROVIDER", "GitLabConfig", "build", "open_tracker"]
@@ -29,9 +29,11 @@ def open_tracker(config: GitLabConfig) -> tuple[GitLabTracker, TrackerHttp]:
 
 async def build(config: GitLabConfig, ctx: BuildContext) -> Built:
     tracker, http = open_tracker(config)
-    plan = WritePlan(
-        config.claimed_label, config.blocked_label, config.dropped_label, close_reasons=False
+    # GitLab keeps no close reason: the dropped label says "dropped".
+    labels = status_labels(
+        claimed=config.claimed_label, blocked=config.blocked_label, dropped=config.dropped_label
     )
+    plan = WritePlan(labels)
     key = f"gitlab:{config.project}"
     return assemble.assemble(ctx, tracker, config, http, plan=plan, key=key, path=config.project)
 

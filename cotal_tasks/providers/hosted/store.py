@@ -235,8 +235,8 @@ class HostedStore(MirroredReads):
         labels = {label.casefold() for label in issue.native.labels}
         riding = {
             label.casefold()
-            for label in (self.plan.claimed_label, self.plan.blocked_label)
-            if label is not None
+            for status, label in self.plan.labels.items()
+            if status in ("claimed", "blocked")
         }
         assigned = {seats.get(login) for login in issue.assignees}
         if principal in assigned or not labels & riding:

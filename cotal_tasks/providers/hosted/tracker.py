@@ -88,7 +88,7 @@ class TrackerChange:
     add_labels: tuple[str, ...] = ()
     remove_labels: tuple[str, ...] = ()
     state: Literal["open", "closed"] | None = None
-    state_reason: Literal["completed", "not_planned", "reopened"] | None = None
+    state_reason: str | None = None  # the tracker's own reason (``WritePlan.reasons``)
     body: str | None = None
     comment: str | None = None
     # Closing an already closed issue with another reason: a tracker that only takes a

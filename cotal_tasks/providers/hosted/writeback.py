@@ -11,21 +11,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Literal, cast
 
-from cotal_tasks.core import Task, TaskBinding, is_terminal
+from cotal_tasks.core import Task, TaskBinding, TaskStatus, is_terminal
 from cotal_tasks.providers.hosted.tracker import NewIssue, TrackedIssue, TrackerChange
 
 
 @dataclass(frozen=True, slots=True)
 class WritePlan:
-    """The labels a tracker uses for the statuses it has no native state for."""
+    """How a tracker says the statuses its open/closed state does not: by a label
+    (``labels``: status -> label), and by a reason kept with the state (``reasons``:
+    status -> the tracker's reason for closing as it, or for reopening as ``open``; empty:
+    the tracker keeps no reason)."""
 
-    claimed_label: str | None
-    blocked_label: str | None
-    dropped_label: str | None = None  # GitLab has no close reason: a label says "dropped"
-    close_reasons: bool = True  # GitHub's state_reason
+    labels: Mapping[TaskStatus, str] = field(default_factory=dict)
+    reasons: Mapping[TaskStatus, str] = field(default_factory=dict)
+
+
+def status_labels(**by_status: str | None) -> dict[TaskStatus, str]:
+    """``labels`` for a ``WritePlan`` from the configured ones (``None``: no label)."""
+    return {cast(TaskStatus, status): label for status, label in by_status.items() if label}
 
 
 def _account(binding: TaskBinding | None, accounts: Mapping[str, str]) -> str | None:
@@ -53,31 +59,21 @@ def plan_change(
     unassign = (before,) if before is not None and before != after else ()
     add: list[str] = []
     remove: list[str] = []
-    wanted = {
-        plan.claimed_label: new.status == "claimed",
-        plan.blocked_label: new.status == "blocked",
-        plan.dropped_label: new.status == "dropped",
-    }
-    was = {
-        plan.claimed_label: old.status == "claimed",
-        plan.blocked_label: old.status == "blocked",
-        plan.dropped_label: old.status == "dropped",
-    }
-    for label, on in wanted.items():
-        if label is None or on == was[label]:
-            continue
-        (add if on else remove).append(label)
+    for status, label in plan.labels.items():
+        on = new.status == status
+        if on != (old.status == status):
+            (add if on else remove).append(label)
     state: Literal["open", "closed"] | None = None
-    reason: Literal["completed", "not_planned", "reopened"] | None = None
+    reason: str | None = None
     if is_terminal(new.status) and not is_terminal(old.status):
         state = "closed"
     elif not is_terminal(new.status) and is_terminal(old.status):
         state = "open"
-        reason = "reopened" if plan.close_reasons else None
+        reason = plan.reasons.get("open")
     reclose = False
-    if plan.close_reasons and new.status != old.status and is_terminal(new.status):
+    if plan.reasons and new.status != old.status and is_terminal(new.status):
         state = "closed"
-        reason = "completed" if new.status == "done" else "not_planned"
+        reason = plan.reasons.get(new.status)
         reclose = is_terminal(old.status)
     added = [e for e in new.evidence if e not in old.evidence]
     lines = [note] if note else []
@@ -104,17 +100,11 @@ def plan_change(
 
 def plan_new(task: Task, plan: WritePlan) -> tuple[NewIssue, TrackerChange]:
     """A ``create-task`` record as a new issue, plus the change that closes it if needed."""
-    labels = (plan.dropped_label,) if task.status == "dropped" and plan.dropped_label else ()
+    label = plan.labels.get(task.status) if is_terminal(task.status) else None
+    labels = (label,) if label else ()
     follow = TrackerChange()
     if is_terminal(task.status):
-        follow = TrackerChange(
-            state="closed",
-            state_reason=(
-                ("completed" if task.status == "done" else "not_planned")
-                if plan.close_reasons
-                else None
-            ),
-        )
+        follow = TrackerChange(state="closed", state_reason=plan.reasons.get(task.status))
     lines = [f"- {e.kind}: {e.ref}" for e in task.evidence]
     if lines:
         follow = TrackerChange(
