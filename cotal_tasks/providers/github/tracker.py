@@ -87,7 +87,7 @@ class GitHubTracker:
                 total_pages=total,
                 remember={ETAG: list(page_etag)} if page_etag else None,
                 evidenced=frozenset(read.evidenced),
-                reread=read.reread,
+                fetched=read.reread,  # earlier pages' issues, read again for evidence
             )
 
     async def recent(self, count: int) -> list[TrackedIssue]:

@@ -145,7 +145,7 @@ class GitLabTracker:
                 (),
                 frozenset(linked),
                 cursor=highest,
-                listing=False,
+                pages=0,
                 remember={MARKS: {**marks, MR_MARK: newest}} if newest else None,
             )
 

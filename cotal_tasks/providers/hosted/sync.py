@@ -78,9 +78,9 @@ class SyncEngine:
             if page.not_modified:
                 report.not_modified = True
                 break
-            report.pages += 1 if page.listing else 0
-            report.issues += len(page.issues) - page.reread
-            report.fetched += page.reread
+            report.pages += page.pages
+            report.issues += len(page.issues) - page.fetched
+            report.fetched += page.fetched
             report.changed += await self.store.upsert_page(page.issues, mark)
             linked = (linked - page.evidenced) | (page.linked - page.evidenced)
             if page.cursor is not None:

@@ -69,14 +69,17 @@ class ListPage:
     cursor: str | None = None  # the highest updated_at seen so far (tracker's own format)
     not_modified: bool = False  # a conditional request said nothing changed
     total_pages: int | None = None  # when the tracker says how many pages there are
-    listing: bool = True  # False: not a page of the issue listing (links found elsewhere)
+    # Pages of the issue listing this page counts as, in the sync report and its progress
+    # (0: a page of a listing beside the issues, which only names issues to read).
+    pages: int = 1
     # The tracker's own entries to keep in the sync checkpoint (an ETag for a conditional
     # request, the cursor of a listing beside the issues); the next poll hands them back.
     remember: Mapping[str, Any] | None = None
     # Issues whose evidence was read with this page: what earlier pages linked them to
     # is covered (a later page's link is not: it may be newer than the read).
     evidenced: frozenset[int] = frozenset()
-    reread: int = 0  # the last issues are earlier pages' issues, read again for evidence
+    # The last ``fetched`` issues were read one by one with their evidence, not listed.
+    fetched: int = 0
 
 
 @dataclass(frozen=True, slots=True)
