@@ -5,9 +5,9 @@
 1. the broker: the configured one, or a private nats-server when ``nats_url`` is unset
    (its URL written where local callers find it), and the connection to it;
 2. the space's contract artifacts (and, on the embedded broker, the space itself);
-3. per endpoint: its store and command service, its wire server, its metrics listener,
-   and its background loop (a hosted tracker's sync loop under leader election, or a
-   tower-do board's follower);
+3. per endpoint: its store and command service, its wire server, the service's change
+   listeners (``board-changed`` on the wire, the metrics gauge), and its background loop
+   (a hosted tracker's sync loop under leader election, or a tower-do board's follower);
 4. the HTTP listener, over every endpoint.
 
 Leaving the block stops everything in reverse order: the listener, the loops, the wire
@@ -100,6 +100,7 @@ async def running_bridge(
             )
             await server.start()
             stack.push_async_callback(server.stop)
+            endpoint.service.add_listener(server.publish_board_changed)
             endpoint.service.add_listener(_change_gauge(bridge.metrics, name))
             if endpoint.hosted is not None:
                 _run_in_background(stack, endpoint.hosted.election.run)
