@@ -27,7 +27,7 @@ import pytest
 from starlette.types import ASGIApp
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.wiring import build_endpoint
+from cotal_tasks.bridge.wiring.endpoints import build_endpoint
 from cotal_tasks.core import CreateTaskInput, Task, create_task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.github.config import GitHubConfig

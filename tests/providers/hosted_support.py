@@ -19,8 +19,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.process.lifecycle import Bridge
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.core import Mode, Seat
 from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.hosted.http import TrackerHttp

@@ -14,7 +14,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from cotal_tasks.bridge.wiring import Endpoint
 from cotal_tasks.providers.provider import Webhook, WebhookReceiver
 from cotal_tasks.providers.registry import PROVIDERS
 
@@ -29,17 +28,13 @@ def _route(webhook: Webhook, receivers: Sequence[WebhookReceiver]) -> Route:
     return Route(f"/webhooks/{webhook.route}", deliver, methods=["POST"])
 
 
-def webhook_routes(endpoints: Sequence[Endpoint]) -> list[BaseRoute]:
-    """A route per provider with a webhook, over its endpoints' receivers (none: every
-    delivery is answered 404, naming the remedy)."""
+def webhook_routes(receivers: Sequence[tuple[str, WebhookReceiver]]) -> list[BaseRoute]:
+    """A route per provider with a webhook, over the receivers of its endpoints, given as
+    (provider name, receiver); a provider with none answers every delivery 404, naming the
+    remedy."""
     routes: list[BaseRoute] = []
     for entry in PROVIDERS:
-        if entry.webhook is None:
-            continue
-        receivers = [
-            ep.webhook
-            for ep in endpoints
-            if ep.config.provider == entry.name and ep.webhook is not None
-        ]
-        routes.append(_route(entry.webhook, receivers))
+        if entry.webhook is not None:
+            own = [receiver for name, receiver in receivers if name == entry.name]
+            routes.append(_route(entry.webhook, own))
     return routes

@@ -1,4 +1,5 @@
-"""The composition root: opens an endpoint's store and service through the provider registry.
+"""One endpoint opened from its config: its store (a board, or a source over a board
+mirror) and its command service, built through the provider registry.
 
 No provider is named here: the endpoint's ``provider`` finds its registry entry, whose
 ``build`` gets the endpoint's local board store (the board itself, or a mirror). A hosted
