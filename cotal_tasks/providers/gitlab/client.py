@@ -137,21 +137,40 @@ class GitLabClient:
             raise
         return issue
 
-    async def _every_page(self, tail: str) -> list[dict[str, Any]]:
-        """Every item of a paginated list (GitLab's default page holds only 20)."""
-        found: list[dict[str, Any]] = []
+    async def _every_page(self, tail: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Every item of a paginated list (GitLab's default page holds only 20), offset
+        or keyset, whichever the server answers with. An answer that is not a list adds
+        nothing (the caller's boundary records what it cannot read)."""
+        found, _ = await self.every_page(tail, params)
+        return found
+
+    async def every_page(
+        self, tail: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[list[Any], int]:
+        """``_every_page`` and the number of requests it took."""
+        found: list[Any] = []
+        first = {"per_page": PER_PAGE, **(params or {})}
         url: str | None = self._path(tail)
-        query: Mapping[str, Any] | None = {"per_page": PER_PAGE}
+        query: Mapping[str, Any] | None = first
+        requests = 0
         while url is not None:
             response = await self.http.request("GET", url, params=query)
+            requests += 1
             found.extend(as_list(response.json()))
             next_page = response.headers.get("x-next-page")
             link = response.links.get("next", {}).get("url")
             if next_page:
-                url, query = self._path(tail), {"per_page": PER_PAGE, "page": next_page}
+                url, query = self._path(tail), {**first, "page": next_page}
             else:
                 url, query = link, None
-        return found
+        return found, requests
+
+    async def issue_notes(self, iid: int) -> list[Any]:
+        """Every note on the issue, oldest first, all pages: the system notes among them
+        say what mentioned it ("mentioned in commit …")."""
+        return await self._every_page(
+            f"/issues/{iid}/notes", {"sort": "asc", "order_by": "created_at"}
+        )
 
     async def related_merge_requests(self, iid: int) -> list[dict[str, Any]]:
         return await self._every_page(f"/issues/{iid}/related_merge_requests")
