@@ -319,6 +319,10 @@ class FakeGitLab(FakeGitLabKnobs):
             issue.updated_ms = previous
         return self.shapes().note(issue, note)
 
+    def delete_issue(self, project: int | str, iid: int) -> None:
+        """Deleted (by an owner): gone from every list; ``GET`` answers 404."""
+        del self.project(project).issues[iid]
+
     # -- building merge requests -------------------------------------------------------
 
     def add_merge_request(

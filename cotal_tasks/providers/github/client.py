@@ -149,11 +149,15 @@ class GitHubClient:
         return items
 
     async def get_issue(self, number: int) -> dict[str, Any] | None:
+        """The issue, or ``None`` when it does not exist. A 404 is read as deleted only
+        while the repository's issue listing reads (a token that lost access, or a wrong
+        ``repository``, is an error, never a deletion)."""
         try:
             response = await self.http.request("GET", self._path(f"/issues/{number}"))
         except TrackerHttpError as exc:
             if exc.status == 404:
-                return None  # not an issue this token can read
+                await self.http.request("GET", self._path("/issues"), params={"per_page": 1})
+                raise IssueGone("deleted") from exc
             if exc.status == 301:
                 await self._repository_in_place()
             if exc.status in GONE:
@@ -180,15 +184,35 @@ class GitHubClient:
 
     async def _every_page(self, tail: str) -> list[dict[str, Any]]:
         """Every item of a paginated listing, following the ``Link`` header."""
-        items: list[dict[str, Any]] = []
+        items, _ = await self.every_page(tail)
+        return items
+
+    async def every_page(
+        self, tail: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[list[Any], int]:
+        """``_every_page`` with ``params``, and the number of requests it took."""
+        items: list[Any] = []
         url: str | None = self._path(tail)
-        params: Mapping[str, Any] | None = {"per_page": PER_PAGE}
+        query: Mapping[str, Any] | None = {"per_page": PER_PAGE, **(params or {})}
+        requests = 0
         while url is not None:
-            response = await self.http.request("GET", url, params=params)
+            response = await self.http.request("GET", url, params=query)
+            requests += 1
             items.extend(as_list(response.json()))
             url = response.links.get("next", {}).get("url")
-            params = None
-        return items
+            query = None
+        return items, requests
+
+    async def open_numbers(self) -> tuple[set[int], int]:
+        """The numbers of the open issues (pull requests, which the listing carries too,
+        left out) and the requests it took. The REST listing has no ids-only form."""
+        items, requests = await self.every_page("/issues", {"state": "open"})
+        numbers = {
+            item["number"]
+            for item in items
+            if isinstance(item, dict) and isinstance(item.get("number"), int) and not _is_pull(item)
+        }
+        return numbers, requests
 
     async def graphql(self, url: str, query: str, variables: Mapping[str, Any]) -> Any:
         """The ``data`` of a GraphQL answer. Errors that come with data (an alias that
@@ -277,3 +301,10 @@ class GitHubClient:
         await self.http.request(
             "POST", self._path(f"/issues/{number}/comments"), json={"body": body}
         )
+
+
+def _is_pull(item: Mapping[str, Any]) -> bool:
+    """A pull request as the issues listing shows it (an issue from before 2013 carries
+    ``pull_request`` with no URL: an issue)."""
+    pull = as_dict(item.get("pull_request"))
+    return bool(pull.get("html_url") or pull.get("url"))

@@ -84,6 +84,9 @@ class GitHubTracker:
                 reread=read.reread,
             )
 
+    async def open_numbers(self) -> tuple[set[int], int]:
+        return await self.client.open_numbers()
+
     async def recent(self, count: int) -> list[TrackedIssue]:
         items = await self.client.recent_issues(min(count, PER_PAGE))
         return [

@@ -19,6 +19,7 @@ from cotal_tasks.providers.hosted.http import (
     backoff,
     retry_after,
 )
+from cotal_tasks.providers.hosted.tracker import IssueGone
 from cotal_tasks.providers.hosted.walk import Steps
 
 PER_PAGE = 100
@@ -129,12 +130,24 @@ class GitLabClient:
         return found
 
     async def get_issue(self, iid: int) -> dict[str, Any] | None:
+        """The issue, or ``None`` when GitLab says there is none (404, 410)."""
         try:
             issue: dict[str, Any] = await self._get(f"/issues/{iid}")
         except TrackerHttpError as exc:
             if exc.status in (404, 410):
                 return None
             raise
+        return issue
+
+    async def read_issue(self, iid: int) -> dict[str, Any]:
+        """The issue; ``IssueGone("deleted")`` when GitLab answers 404 (or 410) while the
+        project's issue listing reads: a token that lost access to the project, or a
+        wrong ``project``, is an error, never a deletion. GitLab also answers 404 for a
+        confidential issue the token may not see."""
+        issue = await self.get_issue(iid)
+        if issue is None:
+            await self.http.request("GET", self._path("/issues"), params={"per_page": 1})
+            raise IssueGone("deleted")
         return issue
 
     async def _every_page(self, tail: str, params: Mapping[str, Any] | None = None) -> list[Any]:
@@ -171,6 +184,17 @@ class GitLabClient:
         return await self._every_page(
             f"/issues/{iid}/notes", {"sort": "asc", "order_by": "created_at"}
         )
+
+    async def open_iids(self) -> tuple[set[int], int]:
+        """The iids of the project's open issues, and the requests the listing took.
+        GitLab's REST listing has no ids-only form; keyset pagination by id where the
+        server offers it."""
+        params: dict[str, Any] = {"state": "opened", "order_by": "id", "sort": "asc"}
+        if self.pagination in ("auto", "keyset"):
+            params["pagination"] = "keyset"
+        items, requests = await self.every_page("/issues", params)
+        iids = {i["iid"] for i in items if isinstance(i, dict) and isinstance(i.get("iid"), int)}
+        return iids, requests
 
     async def related_merge_requests(self, iid: int) -> list[dict[str, Any]]:
         return await self._every_page(f"/issues/{iid}/related_merge_requests")

@@ -109,6 +109,14 @@ def tracked(
     )
 
 
+def gone(path: str, iid: int, fate: str) -> TrackedIssue:
+    """An issue GitLab answered for as gone ("deleted": 404 while the project's issues
+    read): the task keeps the rest of its record."""
+    return TrackedIssue(
+        iid, task_id(path, iid), "", None, NativeState("closed"), (), 0, 0, gone=fate
+    )
+
+
 def labels_of(value: Any) -> tuple[str, ...]:
     """Label names from a list of label objects or names."""
     names = (

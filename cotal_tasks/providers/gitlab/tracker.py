@@ -15,6 +15,7 @@ from cotal_tasks.providers.hosted.config import GitLabConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
     Evidence,
+    IssueGone,
     ListPage,
     NewIssue,
     TrackedIssue,
@@ -148,8 +149,14 @@ class GitLabTracker:
         items = await self.client.recent_issues(min(count, 100))
         return [issue for item in items if (issue := self._tracked(item))]
 
+    async def open_numbers(self) -> tuple[set[int], int]:
+        return await self.client.open_iids()
+
     async def fetch(self, number: int) -> TrackedIssue | None:
-        issue = await self.client.get_issue(number)
+        try:
+            issue = await self.client.read_issue(number)
+        except IssueGone as exc:
+            return mapping.gone(self.path or self.config.project, number, exc.fate)
         if not isinstance(issue, dict):
             return None
         if self._withheld(issue):

@@ -502,8 +502,12 @@ async def test_a_missing_issue_is_read_once_and_not_retried(gl: GitLabEndpoint) 
     fake = gl.fake
     fake.add_issue(PROJECT, "Only one")
     clock = gl.virtual_time()
-    assert await gl.store.tracker.fetch(99) is None
-    assert [(r.path, r.status) for r in fake.requests] == [(f"{ISSUES}/99", 404)]
+    missing = await gl.store.tracker.fetch(99)
+    assert missing is not None
+    assert missing.gone == "deleted"  # a mirrored task becomes dropped; else no task
+    # The 404 is not retried; the project's listing is asked once, to tell a deleted
+    # issue from a project the token cannot read.
+    assert [(r.path, r.status) for r in fake.requests] == [(f"{ISSUES}/99", 404), (ISSUES, 200)]
     assert clock.waits == []
 
 
