@@ -28,6 +28,9 @@ from cotal_tasks.providers.hosted.writeback import carries_marker
 
 log = logging.getLogger(__name__)
 
+EVENTS_MARK = "issue_events"  # the newest issue event read
+EVENTS_ETAG = "issue_events_etag"  # the ETag of the issue events feed's first page
+
 
 def _iso(stamp: datetime) -> str:
     return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -53,6 +56,10 @@ class GitHubTracker:
         if cursor is not None:
             at = datetime.fromisoformat(cursor.replace("Z", "+00:00"))
             since = _iso(at - timedelta(seconds=self.config.overlap_s))
+        if self.config.reference_events:
+            referenced = await self._referenced(marks)
+            if referenced is not None:
+                yield referenced
         first = True
         walk = Walk(
             self.repo, cursor, self._links, self._project_statuses, self._tracked, self.boundary
@@ -86,6 +93,22 @@ class GitHubTracker:
 
     async def open_numbers(self) -> tuple[set[int], int]:
         return await self.client.open_numbers()
+
+    async def _referenced(self, marks: Mapping[str, str]) -> ListPage | None:
+        """The issues commits referenced since the last poll, from the issue events feed:
+        a commit reference moves neither the issue's ``updated_at`` nor any listing, so
+        the walk cannot see it. They are read one by one after the walk (``linked``),
+        unless the walk reads their evidence first. ``None`` when the feed is unchanged."""
+        seen = marks.get(EVENTS_MARK)
+        read = await self.client.referenced_since(
+            int(seen) if seen and seen.isdigit() else None, marks.get(EVENTS_ETAG)
+        )
+        if read.not_modified:
+            return None
+        mark = {EVENTS_MARK: str(read.newest)} if read.newest is not None else {}
+        if read.etag:
+            mark[EVENTS_ETAG] = read.etag
+        return ListPage((), read.referenced, listing=False, marks=mark)
 
     async def recent(self, count: int) -> list[TrackedIssue]:
         items = await self.client.recent_issues(min(count, PER_PAGE))

@@ -4,10 +4,11 @@ Each poll walks the issues updated since the cursor (the highest ``updated_at`` 
 re-read with a small overlap), oldest first, checkpointing the cursor after every page,
 so a crash or a rate limit resumes where it stopped rather than starting over. The walk
 itself (the tracker's) loses no issue that changes while it runs (``hosted.walk``). An
-unchanged repository costs one conditional request. The tracker reads the evidence of
-the issues changed on a page with that page; issues a pull or merge request names that
-the walk did not bring, and issues a webhook names, are fetched one by one with their
-evidence afterwards. A task is never closed because its issue is missing from a page.
+unchanged repository costs the tracker's cheapest answers (conditional requests answered
+304 where it offers them). The tracker reads the evidence of the issues changed on a
+page with that page; issues a pull or merge request names that the walk did not bring,
+and issues a webhook names, are fetched one by one with their evidence afterwards. A
+task is never closed because its issue is missing from a page.
 
 An issue can leave without changing anything a poll sees (deleted, or transferred to
 another repository): every ``reconcile_interval_s`` the poll also lists the open issues
