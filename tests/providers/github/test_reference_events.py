@@ -192,3 +192,20 @@ async def test_a_changed_issue_is_read_once_even_when_a_commit_named_it(
         assert [p for p, _ in statuses(fake, mark) if p.startswith(f"{ISSUES}/2")] == []
         assert ("commit", SHA) in await refs(gh, 2)
         assert (await gh.get(2))["status"] == "done"
+
+
+async def test_without_the_feed_the_walk_never_sees_a_commit_reference(
+    gh: GitHubEndpoint,
+) -> None:
+    """What the feed is for: a commit reference moves no ``updated_at``, so the listing
+    stays unchanged (304) and the link stays unknown, poll after poll."""
+    fake = gh.fake
+    await settled(gh)
+    fake.advance(60)
+    fake.add_commit_reference(REPO, 3, SHA)
+
+    for _ in range(2):
+        mark = len(fake.requests)
+        await gh.poll()
+        assert statuses(fake, mark) == [(ISSUES, 304)]
+    assert await refs(gh, 3) == set()
