@@ -23,7 +23,7 @@ import orjson
 from sqlalchemy.engine import make_url
 
 from bench.figures import Rate, Table, rounds_of, sync_rounds
-from cotal_tasks.bridge.service import Call, CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import Call, CommandService, ServiceSettings
 from cotal_tasks.core import CreateTaskInput, Seat, create_task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.board.sqlite import connect

@@ -31,8 +31,8 @@ from pathlib import Path
 import httpx
 
 from bench.links import Link, score
-from cotal_tasks.bridge.app import open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
+from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import MAX_EVIDENCE
 from cotal_tasks.providers.hosted.config import GitLabConfig
 from cotal_tasks.providers.hosted.sync import SyncReport

@@ -20,8 +20,8 @@ from typing import Any
 from bench import wire
 from bench.board import OPERATOR, seed_sqlite, service_on
 from bench.figures import Table
-from cotal_tasks.bridge.paging import encode_cursor
-from cotal_tasks.bridge.service import Call
+from cotal_tasks.bridge.service.commands import Call
+from cotal_tasks.bridge.service.paging import encode_cursor
 from cotal_tasks.providers.board import BoardStore
 
 RSS_LIMIT_MB = 200

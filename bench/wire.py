@@ -30,7 +30,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from bench.figures import Rate, Table
-from cotal_tasks.bridge.embedded import EmbeddedNats
+from cotal_tasks.bridge.process.broker import EmbeddedNats
 from cotal_tasks.bridge.wire.space import ensure_space
 from cotal_tasks.client import Service, TasksClient, new_id
 from cotal_tasks.client.subjects import CallerRail

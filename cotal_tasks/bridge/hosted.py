@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import httpx
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.bridge.leader import Election, process_holder
-from cotal_tasks.bridge.metrics import Metrics
-from cotal_tasks.bridge.service import PresenceSource
+from cotal_tasks.bridge.process.leader import Election, process_holder
+from cotal_tasks.bridge.service.commands import PresenceSource
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cotal_tasks.bridge.service import Call, CommandService, SeatPresence
+from cotal_tasks.bridge.service.commands import Call, CommandService, SeatPresence
 from cotal_tasks.core import (
     ContractError,
     CreateTaskInput,
@@ -30,7 +30,7 @@ from cotal_tasks.core import (
     create_task,
     update_task,
 )
-from cotal_tasks.providers.board import normalize_url, schema
+from cotal_tasks.providers.board import normalize_url, tables
 from cotal_tasks.providers.store import TaskStore
 from tests.conftest import seat
 
@@ -193,7 +193,7 @@ async def seed_board(url: str, tasks: Sequence[Task]) -> None:
     try:
         async with engine.begin() as conn:
             for start in range(0, len(rows), 2000):
-                await conn.execute(insert(schema.tasks), rows[start : start + 2000])
+                await conn.execute(insert(tables.tasks), rows[start : start + 2000])
     finally:
         await engine.dispose()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cotal_tasks.bridge.service import CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.providers.board import BoardStore
 from tests.bridge._support import Client, DictPresence
 from tests.conftest import Clock

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from cotal_tasks.bridge.service import Call, CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import Call, CommandService, ServiceSettings
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.board import BoardStore
 from tests.conftest import Clock, seat

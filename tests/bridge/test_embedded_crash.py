@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from cotal_tasks.bridge.embedded import BrokerError, EmbeddedNats
+from cotal_tasks.bridge.process.broker import BrokerError, EmbeddedNats
 
 CLI = Path(sys.executable).parent / "cotal-tasks"
 

@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from cotal_tasks.bridge.config import EndpointConfig
-from cotal_tasks.bridge.embedded import free_port
+from cotal_tasks.bridge.process.broker import free_port
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.client import Seat, TasksClient
 from cotal_tasks.core import COMMANDS, json_schema

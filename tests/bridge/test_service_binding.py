@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from cotal_tasks.bridge.service import CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
 from tests.bridge._support import OPERATOR, Client, DictPresence, bound_triple, triple

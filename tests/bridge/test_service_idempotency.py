@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from cotal_tasks.bridge.service import CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
 from tests.bridge._support import OPERATOR, Client, Json
@@ -359,7 +359,7 @@ async def test_a_failing_listener_neither_undoes_nor_fails_the_write(
 
     client.service.add_listener(broken)
     client.service.add_listener(healthy)
-    with caplog.at_level(logging.ERROR, logger="cotal_tasks.bridge.service"):
+    with caplog.at_level(logging.ERROR, logger="cotal_tasks.bridge.service.commands"):
         created: Json = await client.create("survives")
         await client.claim(ALICE, created["taskId"])
     assert (await client.get(created["taskId"]))["status"] == "claimed"

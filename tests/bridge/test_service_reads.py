@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cotal_tasks.bridge.paging import encode_cursor
-from cotal_tasks.bridge.service import Call, CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import Call, CommandService, ServiceSettings
+from cotal_tasks.bridge.service.paging import encode_cursor
 from cotal_tasks.core import (
     ContractError,
     ErrorCode,

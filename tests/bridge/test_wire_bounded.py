@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from cotal_tasks.bridge.validation import PREVIEW_CHARS
+from cotal_tasks.bridge.service.validation import PREVIEW_CHARS
 from tests.bridge.wire_support import (
     _DROP,
     RID,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.bridge.metrics import Metrics
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.subjects import parse_request
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts

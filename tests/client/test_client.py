@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from nats.aio.msg import Msg
 
-from cotal_tasks.bridge.embedded import free_port
+from cotal_tasks.bridge.process.broker import free_port
 from cotal_tasks.client import (
     BoardChanged,
     ErrorCode,

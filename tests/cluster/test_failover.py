@@ -31,7 +31,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from cotal_tasks.bridge.embedded import free_port
+from cotal_tasks.bridge.process.broker import free_port
 from cotal_tasks.bridge.wire.space import ensure_space
 from cotal_tasks.bridge.wire.subjects import event_filter
 from cotal_tasks.core import TaskSummary, endpoint_token

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.bridge.service import Call, CommandService
+from cotal_tasks.bridge.service.commands import Call, CommandService
 from cotal_tasks.client.conformance import CHECKS
 from cotal_tasks.core import ContractError, ErrorCode
 from tests.conformance.conftest import Mesh

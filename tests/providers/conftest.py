@@ -26,9 +26,9 @@ import httpx
 import pytest
 from starlette.types import ASGIApp
 
-from cotal_tasks.bridge.app import wall_clock_ms
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.hosted import Hosted, build_hosted
+from cotal_tasks.bridge.wiring import wall_clock_ms
 from cotal_tasks.core import CreateTaskInput, Task, create_task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.config import GitHubConfig, GitLabConfig

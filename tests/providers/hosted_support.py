@@ -18,10 +18,10 @@ from typing import Any, Generic, Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 
-from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.hosted import Hosted
-from cotal_tasks.bridge.runtime import Bridge
+from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.core import Mode, Seat
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore

@@ -17,7 +17,7 @@ import httpx
 import nats
 from nats.aio.client import Client as NATS
 
-from cotal_tasks.bridge.embedded import EmbeddedNats, free_port
+from cotal_tasks.bridge.process.broker import EmbeddedNats, free_port
 
 CLI = Path(sys.executable).parent / "cotal-tasks"
 

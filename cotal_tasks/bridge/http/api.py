@@ -22,7 +22,7 @@ from cotal_tasks.bridge.http.context import HttpContext, context_of, tokens_of
 from cotal_tasks.bridge.http.events import event_stream
 from cotal_tasks.bridge.http.feed import record_page
 from cotal_tasks.bridge.http.responses import error_answer, json_answer
-from cotal_tasks.bridge.service import Call
+from cotal_tasks.bridge.service.commands import Call
 from cotal_tasks.core import ContractError, ErrorCode, Mode, Seat
 
 Json = dict[str, Any]

@@ -15,8 +15,8 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 
-from cotal_tasks.bridge.metrics import Metrics
-from cotal_tasks.bridge.service import ChangeListener
+from cotal_tasks.bridge.service.commands import ChangeListener
+from cotal_tasks.bridge.service.metrics import Metrics
 
 QUEUE_SIZE = 64
 RETRY_MS = 3000

@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cotal_tasks.bridge.paging import decode_cursor, encode_cursor
-from cotal_tasks.bridge.service import CommandService
-from cotal_tasks.bridge.validation import describe_validation_error
+from cotal_tasks.bridge.service.commands import CommandService
+from cotal_tasks.bridge.service.paging import decode_cursor, encode_cursor
+from cotal_tasks.bridge.service.validation import describe_validation_error
 from cotal_tasks.core import ContractError, ErrorCode, ListTasksInput
 from cotal_tasks.providers.store import JsonReads, PageQuery
 

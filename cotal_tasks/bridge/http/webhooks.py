@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
-from cotal_tasks.bridge.app import Endpoint, wall_clock_ms
+from cotal_tasks.bridge.wiring import Endpoint, wall_clock_ms
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.github import webhook as github
 from cotal_tasks.providers.gitlab import webhook as gitlab

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from cotal_tasks.bridge.validation import preview
+from cotal_tasks.bridge.service.validation import preview
 from cotal_tasks.bridge.wire.subjects import RequestSubject
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import COMMAND_TOKEN, ID_TOKEN, LIFECYCLE_UID, OWNER_OR_ACTOR

@@ -14,7 +14,7 @@ from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType, StreamConfig
 from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
 
-from cotal_tasks.bridge.service import SeatPresence
+from cotal_tasks.bridge.service.commands import SeatPresence
 from cotal_tasks.bridge.wire.subjects import artifact_subject, prefix, stream_names
 from cotal_tasks.core import Artifact, ContractError, ErrorCode
 from cotal_tasks.core.presence import PRESENCE_TTL_MS, read_presence_card

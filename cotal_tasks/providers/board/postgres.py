@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import asyncpg
 
-from cotal_tasks.providers.board import schema
+from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.group import CommitFailed, GroupCommit, Item, Outcome
 from cotal_tasks.providers.board.records import unavailable
 from cotal_tasks.providers.store import Committed, IdempotencyKeyTaken, RevisionConflict, Write
@@ -139,7 +139,7 @@ class PostgresBoard:
                 last = await conn.fetchval(
                     "UPDATE ct_meta SET value = value + $1 WHERE key = $2 RETURNING value",
                     written,
-                    schema.CHANGE_SEQ,
+                    tables.CHANGE_SEQ,
                 )
                 if last is None:
                     raise asyncpg.UndefinedTableError("the board has no change counter")

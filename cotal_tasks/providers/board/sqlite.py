@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cotal_tasks.providers.board import schema
+from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.records import columns, unavailable
 from cotal_tasks.providers.store import (
     Committed,
@@ -177,7 +177,7 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Item]) -> list[Outcome]
     conn.execute("BEGIN IMMEDIATE")
     try:
         row = conn.execute(
-            "SELECT value FROM ct_meta WHERE key = ?", (schema.CHANGE_SEQ,)
+            "SELECT value FROM ct_meta WHERE key = ?", (tables.CHANGE_SEQ,)
         ).fetchone()
         if row is None:
             raise sqlite3.OperationalError("the board has no change counter; restart to migrate")
@@ -202,7 +202,7 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Item]) -> list[Outcome]
         if seq == start:
             conn.execute("ROLLBACK")  # every write was refused: nothing to make durable
             return outcomes
-        conn.execute("UPDATE ct_meta SET value = ? WHERE key = ?", (seq, schema.CHANGE_SEQ))
+        conn.execute("UPDATE ct_meta SET value = ? WHERE key = ?", (seq, tables.CHANGE_SEQ))
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

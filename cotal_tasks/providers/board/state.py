@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cotal_tasks.core import ContractError, ErrorCode
-from cotal_tasks.providers.board import schema
+from cotal_tasks.providers.board import tables
 
 
 def _unavailable(what: str, exc: BaseException) -> ContractError:
@@ -37,7 +37,7 @@ class MirrorState:
         return self._engine.dialect.name != "sqlite"
 
     async def load(self, key: str) -> dict[str, Any] | None:
-        s = schema.sync_state
+        s = tables.sync_state
         try:
             async with self._engine.connect() as conn:
                 value = (
@@ -51,7 +51,7 @@ class MirrorState:
         return loaded
 
     async def save(self, key: str, value: dict[str, Any], now: int) -> None:
-        s = schema.sync_state
+        s = tables.sync_state
         text = json.dumps(value, separators=(",", ":"), sort_keys=True)
         try:
             async with self._engine.begin() as conn:
@@ -65,7 +65,7 @@ class MirrorState:
 
     async def first_delivery(self, delivery_id: str, now: int, keep_ms: int) -> bool:
         """Record a webhook delivery id; ``False`` when it was seen already."""
-        d = schema.deliveries
+        d = tables.deliveries
         try:
             async with self._engine.begin() as conn:
                 await conn.execute(d.delete().where(d.c.received_at < now - keep_ms))

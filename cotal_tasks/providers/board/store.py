@@ -24,7 +24,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task, TaskSummary
-from cotal_tasks.providers.board import schema
+from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
 from cotal_tasks.providers.board.migrate import upgrade
 from cotal_tasks.providers.board.postgres import ERRORS as POSTGRES_ERRORS
@@ -278,7 +278,7 @@ class BoardStore:
         return IdempotencyRecord(key, command, args_digest, result)
 
     async def prune(self, before: int) -> int:
-        i = schema.idempotency
+        i = tables.idempotency
         try:
             async with self._engine.begin() as conn:
                 result = await conn.execute(i.delete().where(i.c.created_at < before))
@@ -292,7 +292,7 @@ class BoardStore:
         rows = await self._rows(
             "reading the change counter",
             "SELECT value FROM ct_meta WHERE key = ?",
-            (schema.CHANGE_SEQ,),
+            (tables.CHANGE_SEQ,),
         )
         if not rows:
             raise ContractError(
@@ -312,7 +312,7 @@ class BoardStore:
         return None  # nothing to sync from
 
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
-        h = schema.history
+        h = tables.history
         stmt = select(h).where(h.c.task_id == task_id).order_by(h.c.id).limit(limit)
         try:
             async with self._engine.connect() as conn:

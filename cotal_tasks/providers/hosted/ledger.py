@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cotal_tasks.core import ContractError, ErrorCode
-from cotal_tasks.providers.board import schema
+from cotal_tasks.providers.board import tables
 
 PENDING, DONE = "pending", "done"
 
@@ -51,7 +51,7 @@ class Leases:
     async def acquire(self, name: str, holder: str, now: int, ttl_ms: int) -> bool:
         """Take or renew ``name`` for ``holder`` until ``now + ttl_ms``; ``False`` when
         another holder has it and it has not expired."""
-        lease = schema.leases
+        lease = tables.leases
         try:
             async with self._engine.begin() as conn:
                 taken = await conn.execute(
@@ -76,7 +76,7 @@ class Leases:
         return True
 
     async def release(self, name: str, holder: str) -> None:
-        lease = schema.leases
+        lease = tables.leases
         try:
             async with self._engine.begin() as conn:
                 await conn.execute(
@@ -87,7 +87,7 @@ class Leases:
 
     async def holder(self, name: str, now: int) -> str | None:
         """Who holds ``name`` now (an expired lease is held by nobody)."""
-        lease = schema.leases
+        lease = tables.leases
         try:
             async with self._engine.connect() as conn:
                 row = (
@@ -117,7 +117,7 @@ class Ledger:
         self._engine = engine
 
     async def get(self, key: str) -> Intent | None:
-        i = schema.intents
+        i = tables.intents
         try:
             async with self._engine.connect() as conn:
                 row = (await conn.execute(select(i).where(i.c.key == key))).first()
@@ -138,7 +138,7 @@ class Ledger:
     ) -> Intent:
         """Record the write as pending (or take over the row of an earlier attempt); the
         sync leaves its task alone for ``hold_ms`` unless the write finishes first."""
-        i = schema.intents
+        i = tables.intents
         intent = Intent(key, marker_of(key), task_id, number, PENDING, None)
         keep: dict[str, object] = {"task_id": task_id} if task_id is not None else {}
         if number is not None:
@@ -182,7 +182,7 @@ class Ledger:
 
     async def forget(self, key: str) -> None:
         """Nothing of the write took effect: drop its row."""
-        i = schema.intents
+        i = tables.intents
         try:
             async with self._engine.begin() as conn:
                 await conn.execute(delete(i).where(i.c.key == key, i.c.state == PENDING))
@@ -190,7 +190,7 @@ class Ledger:
             raise _unavailable("write ledger", exc) from exc
 
     async def _set(self, key: str, **values: object) -> None:
-        i = schema.intents
+        i = tables.intents
         try:
             async with self._engine.begin() as conn:
                 await conn.execute(update(i).where(i.c.key == key).values(**values))
@@ -202,7 +202,7 @@ class Ledger:
         overwrite: written through the endpoint after it, or with a write in flight."""
         if not task_ids:
             return set()
-        i = schema.intents
+        i = tables.intents
         found: set[str] = set()
         try:
             async with self._engine.connect() as conn:
@@ -224,7 +224,7 @@ class Ledger:
 
     async def prune(self, before: int) -> int:
         """Forget finished writes recorded before ``before`` (epoch ms)."""
-        i = schema.intents
+        i = tables.intents
         try:
             async with self._engine.begin() as conn:
                 result = await conn.execute(

@@ -10,14 +10,11 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from starlette.routing import Mount, Route
 
-from cotal_tasks.bridge.announce import announcement
-from cotal_tasks.bridge.app import open_endpoint
+from cotal_tasks.bridge.cli.announce import announcement
+from cotal_tasks.bridge.cli.seed import SEED_FILE, seed_examples
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.http.app import HttpContext, create_app
-from cotal_tasks.bridge.http.webhooks import webhook_routes
-from cotal_tasks.bridge.metrics import Metrics
-from cotal_tasks.bridge.runtime import Bridge, running_bridge
-from cotal_tasks.bridge.seed import SEED_FILE, seed_examples
+from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 from tests.bridge.http._support import ACME, open_http_mesh
 from tests.conftest import seat
 
@@ -26,13 +23,10 @@ Json = dict[str, Any]
 
 
 def served_paths(bridge: Bridge) -> set[str]:
-    """The routes of the app the bridge builds, webhook receivers included."""
-    context = HttpContext(
-        bridge.config, {}, Metrics(), webhook_routes=webhook_routes(bridge.endpoints)
-    )
-    app = create_app(context)
+    """The routes of the app the bridge serves, webhook receivers included."""
+    assert bridge.http_app is not None
     paths = set()
-    for route in app.routes:
+    for route in bridge.http_app.asgi.routes:
         if isinstance(route, Mount):
             paths.add(route.path + "/{file}")
         elif isinstance(route, Route):
@@ -97,7 +91,7 @@ async def test_the_seed_runs_once_through_the_command_service(tmp_path: Path) ->
 async def test_the_seed_leaves_a_used_board_alone(tmp_path: Path) -> None:
     config = embedded_default(tmp_path)
     async with open_endpoint(config, config.endpoints[0]) as endpoint:
-        from cotal_tasks.bridge.service import Call
+        from cotal_tasks.bridge.service.commands import Call
 
         await endpoint.service.handle(Call("create-task", OPERATOR, "e-1", {"title": "mine"}))
     assert (await seed_examples(config)).count == 0

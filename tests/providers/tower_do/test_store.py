@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
+from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.core import ContractError, Task
 from cotal_tasks.providers.store import PageQuery, RevisionConflict, Write
 from cotal_tasks.providers.tower_do import TowerDoConfig, boardfile

@@ -1,4 +1,5 @@
-"""The composition root: the one place that names concrete providers."""
+"""One endpoint opened from its config: its store (a board, or a tracker over a board
+mirror) and its command service."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.hosted import Hosted, build_hosted, presence_uids
-from cotal_tasks.bridge.metrics import Metrics
-from cotal_tasks.bridge.service import CommandService, NoPresence, PresenceSource, ServiceSettings
+from cotal_tasks.bridge.service.commands import (
+    CommandService,
+    NoPresence,
+    PresenceSource,
+    ServiceSettings,
+)
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import TaskStore

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 import orjson
 from pydantic import ValidationError
 
-from cotal_tasks.bridge.paging import decode_cursor, encode_cursor
-from cotal_tasks.bridge.validation import describe_validation_error
+from cotal_tasks.bridge.service.paging import decode_cursor, encode_cursor
+from cotal_tasks.bridge.service.validation import describe_validation_error
 from cotal_tasks.core import (
     COMMANDS,
     AdministerTaskInput,

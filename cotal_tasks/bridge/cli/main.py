@@ -18,13 +18,15 @@ from typing import Any, TypeVar, cast
 import click
 from nats.errors import Error as NatsError
 
-from cotal_tasks.bridge.announce import announcement
-from cotal_tasks.bridge.app import open_endpoint
+from cotal_tasks.bridge.cli.announce import announcement
+from cotal_tasks.bridge.cli.preview import preview, render
+from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
 from cotal_tasks.bridge.config import BridgeConfig, load_config
-from cotal_tasks.bridge.preview import preview, render
-from cotal_tasks.bridge.runtime import Bridge, broker_url, connect, serve_until_signalled
-from cotal_tasks.bridge.seed import Seeded, seed_examples
+from cotal_tasks.bridge.process.connection import broker_url, connect
+from cotal_tasks.bridge.process.lifecycle import serve_until_signalled
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.client import Mode, TasksClient, TasksError
 from cotal_tasks.core import CAPABILITIES, ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.providers.hosted.sync import SyncReport
@@ -218,7 +220,7 @@ def mcp(
     config_path: Path | None,
 ) -> None:
     """Serve the seat's task tools to a coding agent over MCP (stdio by default)."""
-    from cotal_tasks.bridge.mcp_server import seat_tools, serve_http, serve_stdio
+    from cotal_tasks.bridge.agents.mcp import seat_tools, serve_http, serve_stdio
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the MCP wire
     seat = _seat(as_seat, "--as")

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from cotal_tasks.bridge.app import Endpoint, open_endpoint
 from cotal_tasks.bridge.config import BridgeConfig
-from cotal_tasks.bridge.service import Call
+from cotal_tasks.bridge.service.commands import Call
+from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.core import ContractError, ErrorCode, Mode, Seat
 
 # The checkout's examples folder (``make run`` runs from an editable install).
-SEED_FILE = Path(__file__).resolve().parents[2] / "examples" / "seed-tasks.json"
+SEED_FILE = Path(__file__).resolve().parents[3] / "examples" / "seed-tasks.json"
 _CREATE_STATUSES = ("open", "done", "dropped")
 
 

@@ -19,7 +19,7 @@ import uvicorn
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
-from cotal_tasks.bridge.agent_tools import Offered, SeatTools
+from cotal_tasks.bridge.agents.tools import Offered, SeatTools
 from cotal_tasks.client import Seat, TasksClient
 
 log = logging.getLogger(__name__)

@@ -1,0 +1,1 @@
+"""A seat's tools for coding agents, and the MCP server that offers them."""

@@ -1,0 +1,1 @@
+"""The `cotal-tasks` command line."""

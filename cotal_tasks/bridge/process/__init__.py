@@ -1,0 +1,1 @@
+"""The bridge process: its broker, its life from start to shutdown, and sync leadership."""

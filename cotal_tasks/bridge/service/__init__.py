@@ -1,0 +1,1 @@
+"""The command service: the eight commands over any store, with paging, refusals and metrics."""
