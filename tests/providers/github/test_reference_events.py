@@ -1,8 +1,9 @@
 """Commits that reference an issue without changing it: GitHub records a ``referenced``
 event on the issue (a commit pushed with ``#12`` in its message, with or without a pull
 request). GitHub does not say that it moves the issue's ``updated_at``; the fake leaves it
-alone, so no listing shows it. The repository's issue events feed (``GET /repos/{owner}/{repo}/issues/events``) carries those events; it
-is asked conditionally each poll, and a 304 is not counted by GitHub's rate limit.
+alone, so no listing shows it. The repository's issue events feed
+(``GET /repos/{owner}/{repo}/issues/events``) carries those events; it is asked
+conditionally each poll, and a 304 is not counted by GitHub's rate limit.
 
 A pull request of another repository that references the issue makes a
 ``cross-referenced`` event, which GitHub shows only in the issue's timeline, never in the
