@@ -56,6 +56,8 @@ class SyncEngine:
     clock: Callable[[], int]
     _woken: set[int] = field(default_factory=set)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # Told of each reconcile sweep (listing requests, unlisted tasks read): the metrics.
+    sweep_observers: list[Callable[[int, int], None]] = field(default_factory=list)
 
     @property
     def tracker_name(self) -> str:
@@ -143,6 +145,11 @@ class SyncEngine:
         report.swept += len(absent)
         report.fetched += fetched
         report.changed += changed
+        for observer in self.sweep_observers:
+            try:
+                observer(requests, len(absent))
+            except Exception:  # an observer never costs the sync its sweep
+                log.exception("a reconcile observer failed")
         log.info(
             "%s reconcile sweep: %d open issue(s) listed in %d request(s); %d unfinished "
             "task(s) not listed, read one by one; %d changed",

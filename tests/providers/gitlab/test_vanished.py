@@ -7,7 +7,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.providers.gitlab._support import ISSUES, PROJECT, GitLabEndpoint, open_gitlab
+import httpx
+
+from tests.providers.gitlab._support import (
+    ISSUES,
+    PROJECT,
+    GitLabEndpoint,
+    gitlab_mesh,
+    open_gitlab,
+)
 from tests.support.fake_gitlab import FakeGitLab
 
 HOUR_S = 3600
@@ -127,3 +135,32 @@ async def test_no_sweep_when_the_interval_is_zero(
         assert len(gl.fake.requests) - mark == 2
         assert not report.reconciled
         assert (await gl.get(3))["status"] == "open"
+
+
+async def test_the_sweep_cost_shows_in_metrics(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    for k in range(1, 4):
+        gitlab.add_issue(PROJECT, f"Issue {k}")
+    async with gitlab_mesh(tmp_path, gitlab, gitlab_url) as mesh:  # past its first sync
+        clock = gitlab.clock
+        mesh.hosted.sync.clock = lambda: int(clock.time() * 1000)
+        gitlab.delete_issue(PROJECT, 2)
+        gitlab.advance(HOUR_S + 1)
+
+        report = await mesh.poll()
+
+        assert (report.sweep_requests, report.swept) == (1, 1)
+        assert mesh.bridge.http_url is not None
+        async with httpx.AsyncClient(base_url=str(mesh.bridge.http_url)) as http:
+            metrics = (await http.get("/metrics")).text
+    values = {
+        line.split("{", 1)[0]: line.rsplit(" ", 1)[1]
+        for line in metrics.splitlines()
+        if line.startswith("cotal_tasks_sync_reconcile_") and "_total{" in line
+    }
+    assert values == {
+        "cotal_tasks_sync_reconcile_sweeps_total": "1.0",
+        "cotal_tasks_sync_reconcile_listing_requests_total": "1.0",
+        "cotal_tasks_sync_reconcile_reads_total": "1.0",
+    }
