@@ -39,6 +39,8 @@ class TrackerMetrics(Protocol):
 
     def degraded(self, endpoint: str, reason: str) -> None: ...
 
+    def reconciled(self, endpoint: str, requests: int, reads: int) -> None: ...
+
 
 @dataclass(frozen=True, slots=True)
 class BuildContext:

@@ -46,6 +46,10 @@ class GitHubConfig(HostedConfig):
     # project_status rules can match. Off by default: it costs a request per page.
     project_status: bool = False
     graphql_url: str | None = None  # default: derived from api_url
+    # Read the repository's issue events feed each poll (conditionally: a 304 is not
+    # counted by GitHub's rate limit) for commits that reference an issue without
+    # changing it. Off: an unchanged poll is one request instead of two.
+    reference_events: bool = True
 
     def graphql_endpoint(self) -> str:
         if self.graphql_url is not None:

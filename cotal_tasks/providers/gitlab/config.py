@@ -41,3 +41,7 @@ class GitLabConfig(HostedConfig):
     # while someone else is assigned (a human assignee is never replaced); ``None``: learn
     # it from the first claim GitLab answers with only the first assignee kept.
     single_assignee: bool | None = None
+    # Read the notes of every changed issue for the commits that mention it without a
+    # merge request (GitLab shows those only as system notes): one request per changed
+    # issue (more past 100 notes). Off: only merge requests link commits.
+    commit_mentions: bool = True

@@ -102,6 +102,10 @@ def assemble(
         seat_uids=ctx.seat_uids,
     )
     sync = SyncEngine(store, ctx.mirror.state(), key, ctx.clock)
+    if metrics is not None:
+        sync.sweep_observers.append(
+            lambda requests, reads: metrics.reconciled(name, requests, reads)
+        )
     webhook = secret(cfg.webhook_secret_env, "the webhook secret", required=False)
     target = HookTarget(
         name, path, webhook.encode() if webhook is not None else None, store, sync, ctx.clock

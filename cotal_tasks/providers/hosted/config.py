@@ -55,3 +55,7 @@ class HostedConfig(Closed):
     # accounts can ever produce a binding; every other assignee is a human.
     seats: dict[str, Principal] = Field(default_factory=dict)
     status_rules: tuple[StatusRule, ...] = ()
+    # How often the sync also lists the open issues and reads, one by one, the mirrored
+    # unfinished tasks whose issue is not among them (deleted or transferred issues leave
+    # the listing without changing anything the poll sees). 0: never.
+    reconcile_interval_s: Annotated[float, Field(ge=0)] = 3600.0
