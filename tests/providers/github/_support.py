@@ -137,10 +137,17 @@ class GitHubMesh(HostedMesh[FakeGitHub]):
 
 @asynccontextmanager
 async def github_mesh(
-    tmp_path: Path, fake: FakeGitHub, api_url: str, *, page_ceiling: int = 100, **overrides: Any
+    tmp_path: Path,
+    fake: FakeGitHub,
+    api_url: str,
+    *,
+    page_ceiling: int = 100,
+    wait_for_sync: bool = True,
+    **overrides: Any,
 ) -> AsyncIterator[GitHubMesh]:
     async with hosted_wire(
         tmp_path,
+        wait_for_sync=wait_for_sync,
         provider="github",
         page_ceiling=page_ceiling,
         github=github_config(api_url, **overrides),

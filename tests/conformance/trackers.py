@@ -1,0 +1,272 @@
+"""The two hosted trackers as the conformance suite sees them: one ``Side`` per tracker
+says how to make and serve its fake, open a bridge on it, and read back what an issue
+holds (its state, assignees, labels, user comments or notes, and the writes that reached
+it). The checks in ``test_hosted_conformance`` are written once against this."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Any, ClassVar
+
+from cotal_tasks.bridge.config import EndpointConfig
+from tests.bridge._support import DictPresence
+from tests.conformance.hosted import Tracker
+from tests.providers.github import _support as gh
+from tests.providers.gitlab import _support as gl
+from tests.providers.hosted_support import HostedEndpoint, HostedMesh
+from tests.support.bridge import ENDPOINT
+from tests.support.fake_github import FakeGitHub, serve_fake_github
+from tests.support.fake_gitlab import FakeGitLab, serve_fake_gitlab
+from tests.support.fake_tracker import RecordedRequest, unmarked
+
+
+class Side(ABC):
+    """One tracker under the conformance checks. ``seats`` maps its accounts to the
+    callers the checks use; a caller without an account is only labelled on a claim."""
+
+    name: str  # "GitHub", "GitLab"
+    prefix: str  # the repository or project path task ids start with
+    issues_path: str  # the issue listing's path on the fake
+    seats: ClassVar[dict[str, str]]
+    claimed: str  # the label a claim or bind puts on an issue
+    blocked: str
+    open_state: str
+    token_env: str
+    revoked_token: str
+    tracker: Tracker  # the endpoint as check 9's broker half starts it
+
+    @abstractmethod
+    def make_fake(self) -> Any: ...
+
+    @abstractmethod
+    def serve(self, fake: Any) -> AbstractAsyncContextManager[str]: ...
+
+    @abstractmethod
+    def mesh(
+        self, tmp_path: Path, fake: Any, api_url: str, **overrides: Any
+    ) -> AbstractAsyncContextManager[HostedMesh[Any]]: ...
+
+    @abstractmethod
+    def open_fresh(
+        self, fake: Any, api_url: str, data_dir: Path, presence: DictPresence
+    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]: ...
+
+    @abstractmethod
+    def issues(self, fake: Any) -> list[Any]: ...
+
+    @abstractmethod
+    def number(self, issue: Any) -> int: ...
+
+    @abstractmethod
+    def notes(self, issue: Any) -> list[str]:
+        """The comments or notes a user (the bridge) wrote, without their write marks."""
+
+    @abstractmethod
+    def body(self, issue: Any) -> str | None: ...
+
+    @abstractmethod
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        """The writes one claim or bind by ``local.<actor>`` makes to issue ``n``."""
+
+    @abstractmethod
+    def add_issue(self, fake: Any, title: str, body: str) -> int: ...
+
+    @abstractmethod
+    def retitle(self, fake: Any, issue: Any, title: str) -> None: ...
+
+    @abstractmethod
+    def drop(self, fake: Any, issue: Any) -> str:
+        """Close ``issue`` as not done on the tracker; returns the statusSource it maps to."""
+
+    @abstractmethod
+    def closed_as_done(self, fake: Any, issue: Any) -> bool:
+        """Whether the bridge closed ``issue`` as completed."""
+
+    def refuse_next_listing(self, fake: Any) -> None:
+        """The next issue listing is refused (403, not a rate limit)."""
+        fake.fail_next(status=403, message="403 Forbidden", path=self.issues_path)
+
+    def accounts(self, actor: str) -> list[str]:
+        """The assignees a claim by ``local.<actor>`` leaves on an issue."""
+        return [login for login, principal in self.seats.items() if principal == f"local.{actor}"]
+
+    def task_id(self, issue: Any) -> str:
+        return f"{self.prefix}#{self.number(issue)}"
+
+    def issue_titled(self, fake: Any, title: str) -> Any:
+        (issue,) = [i for i in self.issues(fake) if i.title == title]
+        return issue
+
+    def titles(self, fake: Any) -> list[str]:
+        return [i.title for i in self.issues(fake)]
+
+    def writes_to(self, fake: Any, issue: Any) -> list[RecordedRequest]:
+        """Writes to one issue after its creation."""
+        base = f"{self.issues_path}/{self.number(issue)}"
+        return [r for r in fake.writes if r.path == base or r.path.startswith(base + "/")]
+
+    def shape(self, fake: Any, issue: Any) -> list[tuple[str, str]]:
+        return [
+            (r.method, r.path.removeprefix(self.issues_path)) for r in self.writes_to(fake, issue)
+        ]
+
+
+def _section(provider: str, key: str, value: str, token_env: str) -> Any:
+    def lines(api_url: str) -> str:
+        return (
+            f'provider = "{provider}"\n[endpoints.{provider}]\n{key} = "{value}"\n'
+            f'api_url = "{api_url}"\ntoken_env = "{token_env}"\n'
+        )
+
+    return lines
+
+
+class GitHubSide(Side):
+    name, prefix, issues_path = "GitHub", gh.REPO, gh.ISSUES
+    seats: ClassVar[dict[str, str]] = {"octobot": "local.worker", "hubot": "local.w"}
+    claimed, blocked, open_state = "in-progress", "blocked", "open"
+    token_env, revoked_token = gh.TOKEN_ENV, "ghp_rotated000000000000000000000000000000"
+
+    def __init__(self) -> None:
+        self.tracker = Tracker(
+            provider="github",
+            section=_section("github", "repository", gh.REPO, gh.TOKEN_ENV),
+            endpoint=lambda api_url: EndpointConfig(
+                name=ENDPOINT, provider="github", github=gh.github_config(api_url)
+            ),
+            labels_of=lambda fake, title: self.issue_titled(fake, title).labels,
+            claimed=self.claimed,
+        )
+
+    def make_fake(self) -> FakeGitHub:
+        return FakeGitHub(assignable=list(self.seats))
+
+    def serve(self, fake: FakeGitHub) -> AbstractAsyncContextManager[str]:
+        return serve_fake_github(fake)
+
+    @asynccontextmanager
+    async def mesh(
+        self, tmp_path: Path, fake: FakeGitHub, api_url: str, **overrides: Any
+    ) -> AsyncIterator[HostedMesh[Any]]:
+        async with gh.github_mesh(tmp_path, fake, api_url, seats=self.seats, **overrides) as m:
+            yield m
+
+    @asynccontextmanager
+    async def open_fresh(
+        self, fake: FakeGitHub, api_url: str, data_dir: Path, presence: DictPresence
+    ) -> AsyncIterator[HostedEndpoint[Any]]:
+        async with gh.open_github(
+            fake, api_url, data_dir, presence=presence, seats=self.seats
+        ) as opened:
+            yield opened
+
+    def issues(self, fake: FakeGitHub) -> list[Any]:
+        return list(fake.repos[gh.REPO].issues.values())
+
+    def number(self, issue: Any) -> int:
+        return int(issue.number)
+
+    def notes(self, issue: Any) -> list[str]:
+        return [unmarked(c.body) for c in issue.comments]
+
+    def body(self, issue: Any) -> str | None:
+        return unmarked(issue.body)  # type: ignore[no-any-return]
+
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        assigned = [("POST", f"/{n}/assignees")] if self.accounts(actor) else []
+        return [*assigned, ("POST", f"/{n}/labels")]
+
+    def add_issue(self, fake: FakeGitHub, title: str, body: str) -> int:
+        return int(fake.add_issue(gh.REPO, title, body)["number"])
+
+    def retitle(self, fake: FakeGitHub, issue: Any, title: str) -> None:
+        fake.set_title(issue, title, "octocat")
+
+    def drop(self, fake: FakeGitHub, issue: Any) -> str:
+        fake.close_issue(gh.REPO, issue.number, "not_planned")
+        return "closed/not_planned"
+
+    def closed_as_done(self, fake: FakeGitHub, issue: Any) -> bool:
+        return (issue.state, issue.state_reason) == ("closed", "completed")
+
+
+class GitLabSide(Side):
+    name, prefix, issues_path = "GitLab", gl.PROJECT, gl.ISSUES
+    seats: ClassVar[dict[str, str]] = {
+        "worker-bot": "local.worker",
+        "w-bot": "local.w",
+        "holder-bot": "local.holder",
+    }
+    claimed, blocked, open_state = gl.CLAIMED, gl.BLOCKED, "opened"
+    token_env, revoked_token = gl.TOKEN_ENV, "glpat-rotated00000000000"
+
+    def __init__(self) -> None:
+        self.tracker = Tracker(
+            provider="gitlab",
+            section=_section("gitlab", "project", gl.PROJECT, gl.TOKEN_ENV),
+            endpoint=lambda api_url: EndpointConfig(
+                name=ENDPOINT, provider="gitlab", gitlab=gl.gitlab_config(api_url)
+            ),
+            labels_of=lambda fake, title: self.issue_titled(fake, title).labels,
+            claimed=self.claimed,
+        )
+
+    def make_fake(self) -> FakeGitLab:
+        fake = FakeGitLab(projects=(gl.PROJECT,))
+        for username in self.seats:
+            fake.add_user(username)
+        return fake
+
+    def serve(self, fake: FakeGitLab) -> AbstractAsyncContextManager[str]:
+        return serve_fake_gitlab(fake)
+
+    @asynccontextmanager
+    async def mesh(
+        self, tmp_path: Path, fake: FakeGitLab, api_url: str, **overrides: Any
+    ) -> AsyncIterator[HostedMesh[Any]]:
+        async with gl.gitlab_mesh(tmp_path, fake, api_url, seats=self.seats, **overrides) as m:
+            yield m
+
+    @asynccontextmanager
+    async def open_fresh(
+        self, fake: FakeGitLab, api_url: str, data_dir: Path, presence: DictPresence
+    ) -> AsyncIterator[HostedEndpoint[Any]]:
+        async with gl.open_gitlab(
+            fake, api_url, data_dir, presence=presence, seats=self.seats
+        ) as opened:
+            yield opened
+
+    def issues(self, fake: FakeGitLab) -> list[Any]:
+        return list(fake.project(gl.PROJECT).issues.values())
+
+    def number(self, issue: Any) -> int:
+        return int(issue.iid)
+
+    def notes(self, issue: Any) -> list[str]:
+        return [unmarked(n.body) for n in issue.notes if not n.system]
+
+    def body(self, issue: Any) -> str | None:
+        return unmarked(issue.description)  # type: ignore[no-any-return]
+
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        return [("PUT", f"/{n}")]  # GitLab replaces the assignees and adds the label at once
+
+    def add_issue(self, fake: FakeGitLab, title: str, body: str) -> int:
+        return int(fake.add_issue(gl.PROJECT, title, body)["iid"])
+
+    def retitle(self, fake: FakeGitLab, issue: Any, title: str) -> None:
+        issue.title, issue.updated_ms = title, fake.clock.ms
+
+    def drop(self, fake: FakeGitLab, issue: Any) -> str:
+        fake.set_labels(issue, [gl.WONT_DO])
+        fake.close_issue(gl.PROJECT, issue.iid)
+        return gl.WONT_DO
+
+    def closed_as_done(self, fake: FakeGitLab, issue: Any) -> bool:
+        return (issue.state, issue.closed_by) == ("closed", fake.username)
+
+
+SIDES: dict[str, Side] = {"github": GitHubSide(), "gitlab": GitLabSide()}
