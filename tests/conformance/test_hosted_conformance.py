@@ -93,6 +93,14 @@ async def mesh(side: Side, tmp_path: Path, fake: Any, api_url: str) -> AsyncIter
         yield running
 
 
+def claimed_once(side: Side, mesh: Mesh, title: str, actor: str) -> Any:
+    """The issue titled ``title``, which took the writes of one claim by ``local.<actor>``
+    and nothing more (a repeated claim, a refused update write nothing)."""
+    issue = side.issue_titled(mesh.fake, title)
+    assert side.shape(mesh.fake, issue) == side.claim_writes(side.number(issue), actor)
+    return issue
+
+
 # -- 1 to 17 -----------------------------------------------------------------------------
 
 
@@ -162,26 +170,22 @@ async def test_check_05_my_tasks_self_and_untargeted(mesh: Mesh) -> None:
 
 async def test_check_06_claim_binds_caller_and_repeats_same_record(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "06")
-    issue = side.issue_titled(mesh.fake, "Claim me")
+    issue = claimed_once(side, mesh, "Claim me", "worker")
     assert (issue.assignees, issue.labels) == (side.accounts("worker"), [side.claimed])
-    # The repeated claim wrote nothing to the tracker.
-    assert side.shape(mesh.fake, issue) == side.claim_writes(side.number(issue), "worker")
 
 
 async def test_check_07_claim_of_foreign_task_is_conflict(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "07")
-    issue = side.issue_titled(mesh.fake, "Contested")
+    issue = claimed_once(side, mesh, "Contested", "holder")
     assert issue.assignees == side.accounts("holder")
-    assert side.shape(mesh.fake, issue) == side.claim_writes(side.number(issue), "holder")
 
 
 async def test_check_08_update_of_foreign_task_is_denied_and_unchanged(
     side: Side, mesh: Mesh
 ) -> None:
     await section6.passes(mesh, "08")
-    issue = side.issue_titled(mesh.fake, "Not yours")
+    issue = claimed_once(side, mesh, "Not yours", "holder")
     assert (issue.state, side.notes(issue), side.body(issue)) == (side.open_state, [], None)
-    assert side.shape(mesh.fake, issue) == side.claim_writes(side.number(issue), "holder")
 
 
 async def test_check_09_operator_bind_records_target_triple(side: Side, mesh: Mesh) -> None:
@@ -250,13 +254,12 @@ async def test_check_15_create_refuses_bound_statuses(mesh: Mesh) -> None:
 
 async def test_check_16_update_to_open_while_bound_is_bad_request(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "16")
-    issue = side.issue_titled(mesh.fake, "Stay bound")
+    issue = claimed_once(side, mesh, "Stay bound", "worker")
     assert (issue.state, issue.assignees, issue.labels) == (
         side.open_state,
         side.accounts("worker"),
         [side.claimed],
     )
-    assert side.shape(mesh.fake, issue) == side.claim_writes(side.number(issue), "worker")
 
 
 async def test_check_17_administer_unbind_reopens_and_clears_binding(

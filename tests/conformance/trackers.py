@@ -6,8 +6,8 @@ it). The checks in ``test_hosted_conformance`` are written once against this."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -41,18 +41,39 @@ class Side(ABC):
     @abstractmethod
     def make_fake(self) -> Any: ...
 
-    @abstractmethod
-    def serve(self, fake: Any) -> AbstractAsyncContextManager[str]: ...
+    def __init__(
+        self,
+        provider: str,
+        place: tuple[str, str],  # the config key naming the repository or project, and it
+        config: Callable[[str], Any],  # api url -> the endpoint's tracker section
+        serve: Callable[[Any], AbstractAsyncContextManager[str]],
+        mesh: Callable[..., AbstractAsyncContextManager[HostedMesh[Any]]],
+        opener: Callable[..., AbstractAsyncContextManager[HostedEndpoint[Any]]],
+    ) -> None:
+        key, value = place
+        self.serve, self._mesh, self._open = serve, mesh, opener
+        self.tracker = Tracker(
+            provider=provider,
+            section=lambda api_url: (
+                f'provider = "{provider}"\n[endpoints.{provider}]\n{key} = "{value}"\n'
+                f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
+            ),
+            endpoint=lambda api_url: EndpointConfig(
+                name=ENDPOINT, provider=provider, **{provider: config(api_url)}
+            ),
+            labels_of=lambda fake, title: self.issue_titled(fake, title).labels,
+            claimed=self.claimed,
+        )
 
-    @abstractmethod
     def mesh(
         self, tmp_path: Path, fake: Any, api_url: str, **overrides: Any
-    ) -> AbstractAsyncContextManager[HostedMesh[Any]]: ...
+    ) -> AbstractAsyncContextManager[HostedMesh[Any]]:
+        return self._mesh(tmp_path, fake, api_url, seats=self.seats, **overrides)
 
-    @abstractmethod
     def open_fresh(
         self, fake: Any, api_url: str, data_dir: Path, presence: DictPresence
-    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]: ...
+    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]:
+        return self._open(fake, api_url, data_dir, presence=presence, seats=self.seats)
 
     @abstractmethod
     def issues(self, fake: Any) -> list[Any]: ...
@@ -114,16 +135,6 @@ class Side(ABC):
         ]
 
 
-def _section(provider: str, key: str, value: str, token_env: str) -> Any:
-    def lines(api_url: str) -> str:
-        return (
-            f'provider = "{provider}"\n[endpoints.{provider}]\n{key} = "{value}"\n'
-            f'api_url = "{api_url}"\ntoken_env = "{token_env}"\n'
-        )
-
-    return lines
-
-
 class GitHubSide(Side):
     name, prefix, issues_path = "GitHub", gh.REPO, gh.ISSUES
     seats: ClassVar[dict[str, str]] = {"octobot": "local.worker", "hubot": "local.w"}
@@ -131,37 +142,17 @@ class GitHubSide(Side):
     token_env, revoked_token = gh.TOKEN_ENV, "ghp_rotated000000000000000000000000000000"
 
     def __init__(self) -> None:
-        self.tracker = Tracker(
-            provider="github",
-            section=_section("github", "repository", gh.REPO, gh.TOKEN_ENV),
-            endpoint=lambda api_url: EndpointConfig(
-                name=ENDPOINT, provider="github", github=gh.github_config(api_url)
-            ),
-            labels_of=lambda fake, title: self.issue_titled(fake, title).labels,
-            claimed=self.claimed,
+        super().__init__(
+            "github",
+            ("repository", gh.REPO),
+            gh.github_config,
+            serve_fake_github,
+            gh.github_mesh,
+            gh.open_github,
         )
 
     def make_fake(self) -> FakeGitHub:
         return FakeGitHub(assignable=list(self.seats))
-
-    def serve(self, fake: FakeGitHub) -> AbstractAsyncContextManager[str]:
-        return serve_fake_github(fake)
-
-    @asynccontextmanager
-    async def mesh(
-        self, tmp_path: Path, fake: FakeGitHub, api_url: str, **overrides: Any
-    ) -> AsyncIterator[HostedMesh[Any]]:
-        async with gh.github_mesh(tmp_path, fake, api_url, seats=self.seats, **overrides) as m:
-            yield m
-
-    @asynccontextmanager
-    async def open_fresh(
-        self, fake: FakeGitHub, api_url: str, data_dir: Path, presence: DictPresence
-    ) -> AsyncIterator[HostedEndpoint[Any]]:
-        async with gh.open_github(
-            fake, api_url, data_dir, presence=presence, seats=self.seats
-        ) as opened:
-            yield opened
 
     def issues(self, fake: FakeGitHub) -> list[Any]:
         return list(fake.repos[gh.REPO].issues.values())
@@ -204,14 +195,13 @@ class GitLabSide(Side):
     token_env, revoked_token = gl.TOKEN_ENV, "glpat-rotated00000000000"
 
     def __init__(self) -> None:
-        self.tracker = Tracker(
-            provider="gitlab",
-            section=_section("gitlab", "project", gl.PROJECT, gl.TOKEN_ENV),
-            endpoint=lambda api_url: EndpointConfig(
-                name=ENDPOINT, provider="gitlab", gitlab=gl.gitlab_config(api_url)
-            ),
-            labels_of=lambda fake, title: self.issue_titled(fake, title).labels,
-            claimed=self.claimed,
+        super().__init__(
+            "gitlab",
+            ("project", gl.PROJECT),
+            gl.gitlab_config,
+            serve_fake_gitlab,
+            gl.gitlab_mesh,
+            gl.open_gitlab,
         )
 
     def make_fake(self) -> FakeGitLab:
@@ -219,25 +209,6 @@ class GitLabSide(Side):
         for username in self.seats:
             fake.add_user(username)
         return fake
-
-    def serve(self, fake: FakeGitLab) -> AbstractAsyncContextManager[str]:
-        return serve_fake_gitlab(fake)
-
-    @asynccontextmanager
-    async def mesh(
-        self, tmp_path: Path, fake: FakeGitLab, api_url: str, **overrides: Any
-    ) -> AsyncIterator[HostedMesh[Any]]:
-        async with gl.gitlab_mesh(tmp_path, fake, api_url, seats=self.seats, **overrides) as m:
-            yield m
-
-    @asynccontextmanager
-    async def open_fresh(
-        self, fake: FakeGitLab, api_url: str, data_dir: Path, presence: DictPresence
-    ) -> AsyncIterator[HostedEndpoint[Any]]:
-        async with gl.open_gitlab(
-            fake, api_url, data_dir, presence=presence, seats=self.seats
-        ) as opened:
-            yield opened
 
     def issues(self, fake: FakeGitLab) -> list[Any]:
         return list(fake.project(gl.PROJECT).issues.values())
