@@ -158,6 +158,32 @@ def labels_of(fake: FakeGitLab, iid: int) -> list[str]:
     return list(fake.issue(PROJECT, iid).labels)
 
 
+def expected_status(fake: FakeGitLab, iid: int) -> tuple[str, str]:
+    """What the default rules make of a bulk issue: nobody is a seat, and the only scoped
+    workflow label bulk issues carry is ``workflow::in progress`` (claimed, which the
+    invariant turns into open without a binding; the label stays the statusSource)."""
+    issue = fake.issue(PROJECT, iid)
+    if issue.state == "closed":
+        return "done", "closed"
+    if "workflow::in progress" in issue.labels:
+        return "open", "workflow::in progress"
+    return "open", "opened"
+
+
+async def check_mirror_matches(gl: GitLabEndpoint, count: int) -> None:
+    tasks = await gl.all_tasks()
+    assert sorted(str(t["taskId"]) for t in tasks) == sorted(
+        task_id(n) for n in range(1, count + 1)
+    )
+    wrong = [
+        (t["taskId"], t["status"], t["statusSource"])
+        for t in tasks
+        if (t["status"], t["statusSource"])
+        != expected_status(gl.fake, int(str(t["taskId"]).rsplit("#", 1)[1]))
+    ]
+    assert wrong == []
+
+
 def newest_updated_at(fake: FakeGitLab) -> int:
     """The highest ``updated_at`` (epoch ms) of the project's issues."""
     return max(issue.updated_ms for issue in fake.project(PROJECT).issues.values())
