@@ -14,22 +14,16 @@ from sqlalchemy.engine import make_url
 
 from cotal_tasks.core import Seat
 from cotal_tasks.providers.board import BoardStore
+from tests.support.clock import FakeClock
+
+pytest_plugins = ("tests.support.trackers",)
 
 POSTGRES_ENV = "COTAL_TASKS_TEST_POSTGRES"
 REQUIRE_POSTGRES_ENV = "COTAL_TASKS_REQUIRE_POSTGRES"
 
 
-class Clock:
-    """Epoch milliseconds that tests move by hand."""
-
-    def __init__(self, start: int = 1_780_000_000_000) -> None:
-        self.now = start
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
+Clock = FakeClock  # the service's clock: called, it answers epoch milliseconds
+CLOCK_START_S = 1_780_000_000
 
 
 def seat(actor: str, n: int = 0, owner: str = "local") -> Seat:
@@ -39,7 +33,7 @@ def seat(actor: str, n: int = 0, owner: str = "local") -> Seat:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return FakeClock(CLOCK_START_S)
 
 
 def _asyncpg_dsn(url: str) -> str:

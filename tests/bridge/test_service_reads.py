@@ -68,7 +68,7 @@ async def test_list_tasks_on_an_empty_board_is_a_positive_empty_page(
     client: Client, clock: Clock
 ) -> None:
     page = await client.list_tasks()
-    assert page == {"tasks": [], "appliedLimit": 100, "observedAt": clock.now, "changeSeq": 0}
+    assert page == {"tasks": [], "appliedLimit": 100, "observedAt": clock.ms, "changeSeq": 0}
     assert "stale" not in page
     assert "nextCursor" not in page
 

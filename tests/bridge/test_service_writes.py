@@ -29,8 +29,8 @@ async def test_create_task_returns_an_open_unbound_record(client: Client, clock:
         "title": "Rotate the staging certificates",
         "status": "open",
         "evidence": [],
-        "createdAt": clock.now,
-        "updatedAt": clock.now,
+        "createdAt": clock.ms,
+        "updatedAt": clock.ms,
     }
     assert await client.get(task["taskId"]) == task
     assert await client.change_seq() == 1
@@ -48,7 +48,7 @@ async def test_create_task_keeps_brief_terminal_status_and_evidence(
     assert task["brief"] == "Before Friday."
     assert task["status"] == "done"
     assert "binding" not in task
-    assert task["evidence"] == [{"kind": "review", "ref": "PR 42", "addedAt": clock.now}]
+    assert task["evidence"] == [{"kind": "review", "ref": "PR 42", "addedAt": clock.ms}]
 
 
 @pytest.mark.parametrize("status", ["claimed", "blocked"])
@@ -87,15 +87,15 @@ async def test_create_task_refuses_malformed_args(client: Client) -> None:
 
 async def test_claim_task_binds_an_open_task_to_the_caller(client: Client, clock: Clock) -> None:
     task_id = (await client.create())["taskId"]
-    clock.advance(1000)
+    clock.advance_ms(1000)
     claimed = await client.claim(ALICE, task_id)
     assert claimed["status"] == "claimed"
     assert claimed["binding"] == {
         **triple(ALICE),
-        "boundAt": clock.now,
+        "boundAt": clock.ms,
         "boundBy": ALICE.principal,
     }
-    assert claimed["updatedAt"] == clock.now
+    assert claimed["updatedAt"] == clock.ms
     assert await client.get(task_id) == claimed
 
 
@@ -136,7 +136,7 @@ async def test_bind_task_binds_the_target_and_records_the_caller_as_binder(
     task_id = (await client.create())["taskId"]
     bound = await client.bind(ALICE, task_id, mode=mode, caller=lead)
     assert bound["status"] == "claimed"
-    assert bound["binding"] == {**triple(ALICE), "boundAt": clock.now, "boundBy": "local.lead"}
+    assert bound["binding"] == {**triple(ALICE), "boundAt": clock.ms, "boundBy": "local.lead"}
     assert await client.get(task_id) == bound
 
 
@@ -299,11 +299,11 @@ async def test_administer_task_unbind_returns_a_working_task_to_the_board(
     await client.claim(ALICE, task_id)
     if status == "blocked":
         await client.update(ALICE, task_id, status="blocked")
-    clock.advance(5)
+    clock.advance_ms(5)
     freed = await client.administer(task_id, unbind=True, note="seat is gone")
     assert freed["status"] == "open"
     assert "binding" not in freed
-    assert freed["updatedAt"] == clock.now
+    assert freed["updatedAt"] == clock.ms
     assert await client.get(task_id) == freed
 
 
@@ -380,7 +380,7 @@ async def test_positive_path_from_creation_to_done(client: Client, clock: Clock)
     await observe()
 
     # 18: claim, then get reads claimed with the caller triple.
-    clock.advance(10)
+    clock.advance_ms(10)
     await client.claim(ALICE, task_id)
     task = await client.get(task_id)
     assert task["status"] == "claimed"
@@ -390,7 +390,7 @@ async def test_positive_path_from_creation_to_done(client: Client, clock: Clock)
     await observe()
 
     # 19: blocked with a note; binding intact.
-    clock.advance(10)
+    clock.advance_ms(10)
     await client.update(ALICE, task_id, status="blocked", note="waiting on CI capacity")
     task = await client.get(task_id)
     assert task["status"] == "blocked"
@@ -398,18 +398,18 @@ async def test_positive_path_from_creation_to_done(client: Client, clock: Clock)
     await observe()
 
     # 20: commit evidence, byte for byte, addedAt set, the earlier entry undisturbed.
-    clock.advance(10)
+    clock.advance_ms(10)
     ref = "9f2c1e7a0b3d — refs/heads/fix/flaky ✓ ünïcode"
     earlier = task["evidence"]
     await client.update(ALICE, task_id, evidence=[{"kind": "commit", "ref": ref}])
     task = await client.get(task_id)
-    assert task["evidence"] == [*earlier, {"kind": "commit", "ref": ref, "addedAt": clock.now}]
+    assert task["evidence"] == [*earlier, {"kind": "commit", "ref": ref, "addedAt": clock.ms}]
     assert task["evidence"][1]["ref"].encode() == ref.encode()
     assert task["status"] == "blocked"
     await observe()
 
     # 21: done, binding still present.
-    clock.advance(10)
+    clock.advance_ms(10)
     await client.update(ALICE, task_id, status="done")
     task = await client.get(task_id)
     assert task["status"] == "done"

@@ -62,29 +62,26 @@ from tests.conformance.test_section6 import (
     list_page,
     refusal,
 )
-from tests.conformance.trackers import SIDES, Side
 from tests.conftest import seat
 from tests.providers.hosted_support import HostedMesh, eventually
+from tests.support.trackers import Side
 
 Mesh = HostedMesh[Any]
 
 
-@pytest.fixture(params=list(SIDES))
-def side(request: pytest.FixtureRequest) -> Side:
-    return SIDES[request.param]
+@pytest.fixture
+def side(tracker_side: Side) -> Side:
+    return tracker_side
 
 
 @pytest.fixture
-def fake(side: Side, monkeypatch: pytest.MonkeyPatch) -> Any:
-    tracker = side.make_fake()
-    monkeypatch.setenv(side.token_env, tracker.token)
-    return tracker
+def fake(tracker_fake: Any) -> Any:
+    return tracker_fake
 
 
 @pytest.fixture
-async def api_url(side: Side, fake: Any) -> AsyncIterator[str]:
-    async with side.serve(fake) as url:
-        yield url
+def api_url(tracker_url: str) -> str:
+    return tracker_url
 
 
 @pytest.fixture

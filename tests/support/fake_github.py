@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from cotal_tasks.bridge.http.server import serve_http
+from tests.support.clock import FakeClock
 from tests.support.fake_github_app import create_app
-from tests.support.fake_github_model import FakeClock, iso, parse_iso
+from tests.support.fake_github_model import iso, parse_iso
 from tests.support.fake_github_state import FakeGitHub
 from tests.support.fake_github_webhooks import (
     TEST_VECTOR_PAYLOAD,

@@ -194,9 +194,9 @@ def create_app(fake: FakeGitHub) -> Starlette:
 
 
 def _answer(fake: FakeGitHub, endpoints: list[Endpoint], request: Request, raw: bytes) -> Reply:
-    if fake.clock.now >= fake.rate_reset:  # a new window: the budget refills
+    if fake.clock.seconds >= fake.rate_reset:  # a new window: the budget refills
         fake.rate_remaining = fake.rate_limit
-        fake.rate_reset = fake.clock.now + fake.rate_window
+        fake.rate_reset = fake.clock.seconds + fake.rate_window
     method, path = request.method, request.url.path
     if not _authorized(fake, request.headers.get("authorization")):
         return _error(fake, ApiError(401, "Bad credentials"))

@@ -61,7 +61,7 @@ def list_issues(ctx: Ctx) -> Reply:
     if since is not None:
         items = [i for i in items if since <= i.updated_at]
         if ctx.fake.since_lag > 0:
-            horizon = ctx.fake.clock.now - ctx.fake.since_lag
+            horizon = ctx.fake.clock.seconds - ctx.fake.since_lag
             items = [i for i in items if i.updated_at <= horizon]
     labels = ctx.query("labels")
     if labels:
@@ -207,7 +207,7 @@ def update_issue(ctx: Ctx) -> Reply:
         fake.add_assignees(issue, assignees, actor)
     if state is not None:
         fake.set_state(issue, state, reason, actor)
-    issue.updated_at = fake.clock.now
+    issue.updated_at = fake.clock.seconds
     return Reply(200, ctx.shapes.issue(issue, single=True))
 
 
@@ -266,7 +266,7 @@ def remove_all_labels(ctx: Ctx) -> Reply:
     issue = ctx.issue()
     for name in list(issue.labels):
         ctx.fake.remove_label(issue, name, ctx.fake.login)
-    issue.updated_at = ctx.fake.clock.now
+    issue.updated_at = ctx.fake.clock.seconds
     return Reply(204)
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from tests.support.clock import FakeClock, TimeLike
 from tests.support.fake_github_model import (
     BULK_LABELS,
     BULK_TITLES,
@@ -18,13 +19,12 @@ from tests.support.fake_github_model import (
     STATE_REASONS,
     Comment,
     Event,
-    FakeClock,
     Issue,
     Label,
     Pull,
     Repo,
-    TimeLike,
     fake_sha,
+    iso,
     to_epoch,
 )
 from tests.support.fake_github_render import Shapes
@@ -68,7 +68,7 @@ class FakeGitHub:
         self.rate_window = 3600
         self.rate_limit = rate_limit
         self.rate_remaining = rate_limit
-        self.rate_reset = self.clock.now + self.rate_window
+        self.rate_reset = self.clock.seconds + self.rate_window
         self.primary_status = 403
         # scripted faults
         self.failures: deque[ScriptedFailure] = deque()
@@ -94,7 +94,7 @@ class FakeGitHub:
             self.rate_limit = limit
         self.rate_remaining = remaining
         self.rate_window = reset_in
-        self.rate_reset = self.clock.now + reset_in
+        self.rate_reset = self.clock.seconds + reset_in
 
     def fail_next(
         self,
@@ -130,8 +130,9 @@ class FakeGitHub:
         self.refusal = None
 
     def advance(self, seconds: int = 1) -> int:
-        """Move the clock (whole seconds)."""
-        return self.clock.advance(seconds)
+        """Move the clock (whole seconds); returns the new epoch seconds."""
+        self.clock.advance(seconds)
+        return self.clock.seconds
 
     # -- the request log ---------------------------------------------------------------
 
@@ -182,7 +183,7 @@ class FakeGitHub:
             raise ValueError(f"repository must be owner/name, not {full_name!r}")
         repo = self.repos.get(full_name)
         if repo is None:
-            repo = Repo(full_name, self._next_id(), self.clock.now - 86_400 * 365)
+            repo = Repo(full_name, self._next_id(), self.clock.seconds - 86_400 * 365)
             repo.assignable |= self._assignable
             self.repos[full_name] = repo
         repo.assignable |= set(assignable)
@@ -279,7 +280,7 @@ class FakeGitHub:
         """A ``cross-referenced`` event: ``source`` (an issue or pull request of any
         repository) mentioned the issue. No ``updated_at`` bump."""
         self.issue(repo, number).timeline.append(
-            Event("cross-referenced", actor, self.clock.now, source=source)
+            Event("cross-referenced", actor, self.clock.seconds, source=source)
         )
 
     def merge_pull(self, repo: str, number: int, *, by: str | None = None) -> str:
@@ -290,7 +291,7 @@ class FakeGitHub:
         assert pr.pull is not None, f"{repo}#{number} is not a pull request"
         actor = by or pr.user
         sha = fake_sha(repo, number, "merge")
-        now = self.clock.now
+        now = self.clock.seconds
         pr.pull.merged_at, pr.pull.merged_by, pr.pull.merge_commit_sha = now, actor, sha
         pr.timeline.append(self._event("merged", actor, commit_id=pr.pull.head_sha))
         self.set_state(pr, "closed", None, actor)
@@ -335,8 +336,8 @@ class FakeGitHub:
     def touch(self, repo: str, number: int) -> str:
         """Bump ``updated_at`` to now; returns it (ISO)."""
         issue = self.issue(repo, number)
-        issue.updated_at = self.clock.now
-        return self.clock.iso()
+        issue.updated_at = self.clock.seconds
+        return iso(self.clock.seconds)
 
     def close_issue(
         self,
@@ -369,7 +370,7 @@ class FakeGitHub:
         target.next_number += 1
         moved = Issue(**{**vars(old), "repo": to_repo, "number": new_number})
         moved.labels, moved.assignees = list(old.labels), list(old.assignees)
-        moved.updated_at = self.clock.now
+        moved.updated_at = self.clock.seconds
         for name in moved.labels:
             target.labels.setdefault(name, self.repos[repo].labels[name])
         target.issues[new_number] = moved
@@ -388,7 +389,7 @@ class FakeGitHub:
         """``n`` varied issues, created ``step`` s apart and ending at now; every
         ``closed_every``-th one closed (a third of those ``not_planned``). Numbers."""
         rng = random.Random(seed)
-        start = self.clock.now - n * step
+        start = self.clock.seconds - n * step
         numbers = []
         for k in range(n):
             closed = closed_every > 0 and (k + 1) % closed_every == 0
@@ -427,7 +428,7 @@ class FakeGitHub:
         ``completed``; reopening sets ``reopened``."""
         if state == issue.state:
             return
-        now = self.clock.now
+        now = self.clock.seconds
         if state == "closed":
             # pull requests carry no state_reason
             issue.state = "closed"
@@ -446,7 +447,7 @@ class FakeGitHub:
             rename = {"from": issue.title, "to": title}
             issue.timeline.append(self._event("renamed", actor, rename=rename))
             issue.title = title
-        issue.updated_at = self.clock.now
+        issue.updated_at = self.clock.seconds
 
     def add_labels(self, issue: Issue, names: Iterable[str], actor: str) -> None:
         repo = self.repos[issue.repo]
@@ -457,30 +458,30 @@ class FakeGitHub:
                 issue.labels.append(name)
                 label = {"name": name, "color": repo.labels[name].color}
                 issue.timeline.append(self._event("labeled", actor, label=label))
-        issue.updated_at = self.clock.now
+        issue.updated_at = self.clock.seconds
 
     def remove_label(self, issue: Issue, name: str, actor: str) -> None:
         issue.labels.remove(name)
         label = {"name": name, "color": self.repos[issue.repo].labels[name].color}
         issue.timeline.append(self._event("unlabeled", actor, label=label))
-        issue.updated_at = self.clock.now
+        issue.updated_at = self.clock.seconds
 
     def add_assignees(self, issue: Issue, logins: Iterable[str], actor: str) -> None:
         for login in logins:
             if login not in issue.assignees:
                 issue.assignees.append(login)
                 issue.timeline.append(self._event("assigned", actor, assignee=login))
-        issue.updated_at = self.clock.now
+        issue.updated_at = self.clock.seconds
 
     def remove_assignees(self, issue: Issue, logins: Iterable[str], actor: str) -> None:
         for login in logins:
             if login in issue.assignees:
                 issue.assignees.remove(login)
                 issue.timeline.append(self._event("unassigned", actor, assignee=login))
-        issue.updated_at = self.clock.now
+        issue.updated_at = self.clock.seconds
 
     def comment(self, issue: Issue, user: str, body: str) -> Comment:
-        now = self.clock.now
+        now = self.clock.seconds
         comment = Comment(self._next_id(), user, body, now, now)
         issue.comments.append(comment)
         issue.timeline.append(Event("commented", user, now, comment=comment))
@@ -509,7 +510,7 @@ class FakeGitHub:
     def _event(
         self, kind: str, actor: str, *, commit_id: str | None = None, **extra: object
     ) -> Event:
-        return Event(kind, actor, self.clock.now, self._next_id(), commit_id, extra=dict(extra))
+        return Event(kind, actor, self.clock.seconds, self._next_id(), commit_id, extra=dict(extra))
 
     def _new_issue(
         self,
@@ -530,8 +531,8 @@ class FakeGitHub:
         if state_reason is not None and state_reason not in STATE_REASONS:
             raise ValueError(f"unknown state_reason {state_reason!r}")
         repo = self.add_repo(repo_name)
-        updated = self.clock.now if updated_at is None else to_epoch(updated_at)
-        created = min(updated, self.clock.now) if created_at is None else to_epoch(created_at)
+        updated = self.clock.seconds if updated_at is None else to_epoch(updated_at)
+        created = min(updated, self.clock.seconds) if created_at is None else to_epoch(created_at)
         issue = Issue(
             repo_name,
             repo.next_number,

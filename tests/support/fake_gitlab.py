@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from cotal_tasks.bridge.http.server import serve_http
+from tests.support.clock import FakeClock, parse_iso
 from tests.support.fake_gitlab_app import API_PREFIX, create_app
-from tests.support.fake_gitlab_model import FakeClock, hook_time, iso, parse_iso
+from tests.support.fake_gitlab_model import hook_time, iso
 from tests.support.fake_gitlab_state import FakeGitLab
 from tests.support.fake_gitlab_webhooks import (
     DEFAULT_WEBHOOK_UUID,

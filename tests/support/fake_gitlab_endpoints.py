@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from tests.support.clock import parse_iso
 from tests.support.fake_gitlab_app import (
     Ctx,
     Endpoint,
@@ -16,7 +17,7 @@ from tests.support.fake_gitlab_app import (
     invalid_record,
     param_error,
 )
-from tests.support.fake_gitlab_model import Issue, MergeRequest, parse_iso
+from tests.support.fake_gitlab_model import Issue, MergeRequest
 
 _PROJECT = r"/projects/(?P<id>[^/]+)"
 _ISSUE = _PROJECT + r"/issues/(?P<iid>\d+)"

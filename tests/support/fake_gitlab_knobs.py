@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable
 
-from tests.support.fake_gitlab_model import FakeClock
+from tests.support.clock import FakeClock
 from tests.support.fake_tracker import RecordedRequest, ScriptedFailure, ScriptedStall
 
 

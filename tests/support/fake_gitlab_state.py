@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import httpx
 
+from tests.support.clock import FakeClock, TimeLike, to_ms
 from tests.support.fake_gitlab_knobs import FakeGitLabKnobs
 from tests.support.fake_gitlab_model import (
     BULK_LABELS,
@@ -20,19 +21,16 @@ from tests.support.fake_gitlab_model import (
     JSON,
     MR_STATES,
     PIPELINE_STATUSES,
-    FakeClock,
     Issue,
     Label,
     MergeRequest,
     Note,
     Pipeline,
     Project,
-    TimeLike,
     User,
     fake_sha,
     iso,
     scope_of,
-    to_ms,
 )
 from tests.support.fake_gitlab_render import Shapes
 
@@ -275,7 +273,7 @@ class FakeGitLab(FakeGitLabKnobs):
     def touch(self, project: int | str, iid: int) -> str:
         """Bump ``updated_at`` to now; returns it (ISO, with milliseconds)."""
         self.issue(project, iid).updated_ms = self.clock.ms
-        return self.clock.iso()
+        return iso(self.clock.ms)
 
     def close_issue(self, project: int | str, iid: int, *, by: str = "alice") -> None:
         self.set_state(self.issue(project, iid), "closed", self.add_user(by).username)

@@ -1,19 +1,25 @@
-"""The two hosted trackers as the conformance suite sees them: one ``Side`` per tracker
-says how to make and serve its fake, open a bridge on it, and read back what an issue
-holds (its state, assignees, labels, user comments or notes, and the writes that reached
-it). The checks in ``test_hosted_conformance`` are written once against this."""
+"""The two hosted trackers side by side, for the suites written once and run against each:
+one ``Side`` per tracker says how to make and serve its fake, open an endpoint or a bridge
+on it, and read back what an issue holds (its state, assignees, labels, user comments or
+notes, and the writes that reached it).
+
+The fixtures ``tracker_side`` (once per tracker), ``tracker_fake`` (its fake, the token in
+the environment) and ``tracker_url`` (the fake served on loopback) are a pytest plugin
+the root ``conftest.py`` loads."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
+import pytest
+
 from cotal_tasks.bridge.config import EndpointConfig
 from tests.bridge._support import DictPresence
-from tests.conformance.hosted import Tracker
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
 from tests.providers.hosted_support import HostedEndpoint, HostedMesh
@@ -21,6 +27,17 @@ from tests.support.bridge import ENDPOINT
 from tests.support.fake_github import FakeGitHub, serve_fake_github
 from tests.support.fake_gitlab import FakeGitLab, serve_fake_gitlab
 from tests.support.fake_tracker import RecordedRequest, unmarked
+
+
+@dataclass(frozen=True)
+class Tracker:
+    """What the conformance checks tell a permissioned bridge about its tracker."""
+
+    provider: str  # "github", "gitlab"
+    section: Callable[[str], str]  # api url -> the endpoint's TOML lines after its name
+    endpoint: Callable[[str], EndpointConfig]  # api url -> the bridge's endpoint config
+    labels_of: Callable[[Any, str], list[str]]  # (fake, issue title) -> its labels
+    claimed: str  # the label a claim or bind puts on the issue
 
 
 class Side(ABC):
@@ -73,7 +90,14 @@ class Side(ABC):
     def open_fresh(
         self, fake: Any, api_url: str, data_dir: Path, presence: DictPresence
     ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]:
+        """An endpoint on a fresh mirror, with this side's seat directory."""
         return self._open(fake, api_url, data_dir, presence=presence, seats=self.seats)
+
+    def open(
+        self, fake: Any, api_url: str, data_dir: Path, **overrides: Any
+    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]:
+        """An endpoint on a fresh mirror, its config as the provider tests default it."""
+        return self._open(fake, api_url, data_dir, **overrides)
 
     @abstractmethod
     def issues(self, fake: Any) -> list[Any]: ...
@@ -241,3 +265,21 @@ class GitLabSide(Side):
 
 
 SIDES: dict[str, Side] = {"github": GitHubSide(), "gitlab": GitLabSide()}
+
+
+@pytest.fixture(params=list(SIDES))
+def tracker_side(request: pytest.FixtureRequest) -> Side:
+    return SIDES[request.param]
+
+
+@pytest.fixture
+def tracker_fake(tracker_side: Side, monkeypatch: pytest.MonkeyPatch) -> Any:
+    fake = tracker_side.make_fake()
+    monkeypatch.setenv(tracker_side.token_env, fake.token)
+    return fake
+
+
+@pytest.fixture
+async def tracker_url(tracker_side: Side, tracker_fake: Any) -> AsyncIterator[str]:
+    async with tracker_side.serve(tracker_fake) as url:
+        yield url
