@@ -63,7 +63,8 @@ from tests.conformance.test_section6 import (
     refusal,
 )
 from tests.conftest import seat
-from tests.providers.hosted_support import HostedMesh, eventually
+from tests.providers.hosted_support import HostedMesh
+from tests.support.polling import eventually
 from tests.support.trackers import Side
 
 Mesh = HostedMesh[Any]

@@ -7,10 +7,8 @@ Each tracker's ``_support`` module binds these to its fake and its config sectio
 
 from __future__ import annotations
 
-import asyncio
 import math
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +28,7 @@ from tests.bridge._support import Client, DictPresence
 from tests.conformance.conftest import Mesh
 from tests.support import bridge as wire
 from tests.support.cotal import Space
+from tests.support.polling import eventually
 
 Json = dict[str, Any]
 SPACE = "demo"
@@ -133,18 +132,6 @@ async def open_hosted(
     cards = presence if presence is not None else DictPresence()
     async with open_endpoint(config, endpoint, cards, serve=True) as opened:
         yield opened, cards
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[bool]], *, within_s: float = 5.0, every_s: float = 0.02
-) -> float:
-    """Wait until ``probe()`` is true; return the seconds it took. Fails after ``within_s``."""
-    start = time.monotonic()
-    while not await probe():
-        if time.monotonic() - start > within_s:
-            raise AssertionError(f"not true within {within_s} s")
-        await asyncio.sleep(every_s)
-    return time.monotonic() - start
 
 
 # -- over the wire ------------------------------------------------------------------------

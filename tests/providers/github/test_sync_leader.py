@@ -17,8 +17,8 @@ from cotal_tasks.bridge.http.health import _probe as probe
 from cotal_tasks.bridge.process.leader import Election
 from tests.bridge._support import DictPresence
 from tests.providers.github._support import REPO, GitHubEndpoint, open_github, task_id
-from tests.providers.hosted_support import eventually
 from tests.support.fake_github import FakeGitHub
+from tests.support.polling import eventually
 
 INTERVAL_S = 0.5
 
