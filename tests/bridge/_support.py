@@ -34,6 +34,8 @@ from cotal_tasks.providers.board import normalize_url, tables
 from cotal_tasks.providers.store import TaskStore
 from tests.conftest import seat
 
+PAGE_KEYS = {"tasks", "appliedLimit", "observedAt", "changeSeq"}  # a list page's keys
+
 Json = dict[str, Any]
 
 OPERATOR = seat("operator", 99)

@@ -24,6 +24,7 @@ from cotal_tasks.core import (
 from cotal_tasks.providers.board import BoardStore, normalize_url
 from tests.bridge._support import (
     OPERATOR,
+    PAGE_KEYS,
     Client,
     DictPresence,
     mixed_board,
@@ -34,7 +35,6 @@ from tests.conftest import Clock, seat
 
 ALICE = seat("alice", 1)
 BOB = seat("bob", 2)
-PAGE_KEYS = {"tasks", "appliedLimit", "observedAt", "changeSeq"}
 
 
 # get-task

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
@@ -28,13 +27,13 @@ from tests.support.fake_github_model import (
     to_epoch,
 )
 from tests.support.fake_github_render import Shapes
-from tests.support.fake_tracker import RecordedRequest, ScriptedFailure, ScriptedStall
+from tests.support.fake_tracker import FakeTracker
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 
-class FakeGitHub:
+class FakeGitHub(FakeTracker):
     """A GitHub that lives in memory. Build state with the helpers, serve it with
     ``serve_fake_github(fake)`` or ``httpx.ASGITransport(app=fake.app)``.
 
@@ -55,13 +54,12 @@ class FakeGitHub:
         api_url: str = "https://api.github.com",
         html_url: str = "https://github.com",
     ) -> None:
+        super().__init__(clock or FakeClock())
         self.token = token
         self.login = login
-        self.clock = clock or FakeClock()
         self.api_url = api_url
         self.html_url = html_url
         self.repos: dict[str, Repo] = {}
-        self.requests: list[RecordedRequest] = []
         self._assignable = {login, *assignable}
         self._ids = itertools.count(1_000_000_001)
         # primary rate limit (``core``)
@@ -70,15 +68,8 @@ class FakeGitHub:
         self.rate_remaining = rate_limit
         self.rate_reset = self.clock.seconds + self.rate_window
         self.primary_status = 403
-        # scripted faults
-        self.failures: deque[ScriptedFailure] = deque()
-        self.stalls: deque[ScriptedStall] = deque()
-        self.refusal: tuple[int, str | None] | None = None
         # seconds during which a fresh update is not yet visible to ``since`` queries
         self.since_lag = 0
-        # Runs before each authenticated request is answered (method, path, query): a
-        # test edits state "between two page requests" with it.
-        self.before_answer: Callable[[str, str, dict[str, str]], None] | None = None
         self._app: Starlette | None = None
         for name in repos:
             self.add_repo(name)
@@ -96,55 +87,10 @@ class FakeGitHub:
         self.rate_window = reset_in
         self.rate_reset = self.clock.seconds + reset_in
 
-    def fail_next(
-        self,
-        n: int = 1,
-        *,
-        status: int = 429,
-        retry_after: int | None = None,
-        message: str | None = None,
-        method: str | None = None,
-        path: str | None = None,
-    ) -> None:
-        """Answer the next ``n`` (authenticated) requests matching ``method``/``path``
-        (a glob) with ``status``: 429/403 as a secondary rate limit (``retry-after`` if
-        given), 5xx as a server error. They do not use up the primary budget."""
-        for _ in range(n):
-            self.failures.append(
-                ScriptedFailure(status, retry_after, message, method and method.upper(), path)
-            )
-
-    def stall_next(
-        self, seconds: float, *, method: str | None = None, path: str | None = None
-    ) -> None:
-        """Hold the answer to the next request matching ``method``/``path`` for ``seconds``
-        of real time, then answer it (the write takes effect when it is answered)."""
-        self.stalls.append(ScriptedStall(seconds, method and method.upper(), path))
-
-    def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
-        """Refuse every POST/PATCH/PUT/DELETE with ``status`` (403 or 422) until called
-        with ``None`` (or ``allow_writes``)."""
-        self.refusal = None if status is None else (status, message)
-
-    def allow_writes(self) -> None:
-        self.refusal = None
-
     def advance(self, seconds: int = 1) -> int:
         """Move the clock (whole seconds); returns the new epoch seconds."""
         self.clock.advance(seconds)
         return self.clock.seconds
-
-    # -- the request log ---------------------------------------------------------------
-
-    def calls(
-        self, method: str | None = None, path: str | None = None, status: int | None = None
-    ) -> list[RecordedRequest]:
-        """Logged requests matching all given filters (``path`` is a glob)."""
-        return [r for r in self.requests if r.matches(method, path, status)]
-
-    @property
-    def writes(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.is_write]
 
     # -- building state ----------------------------------------------------------------
 

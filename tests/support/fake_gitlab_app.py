@@ -8,7 +8,6 @@ The endpoints (and their validation) are in ``fake_gitlab_endpoints``.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import json
@@ -33,7 +32,7 @@ from tests.support.fake_gitlab_model import (
     http_date,
 )
 from tests.support.fake_gitlab_render import Shapes
-from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
+from tests.support.fake_tracker import ScriptedFailure, held_answered_logged
 
 if TYPE_CHECKING:
     from tests.support.fake_gitlab_state import FakeGitLab
@@ -289,20 +288,13 @@ def create_app(fake: FakeGitLab) -> Starlette:
         raw = await request.body()
         raw_path = _raw_path(request)
         body, parsed = _parse_body(request, raw)
-        stall = next((s for s in fake.stalls if s.applies(request.method, raw_path)), None)
-        if stall is not None:
-            fake.stalls.remove(stall)
-            await asyncio.sleep(stall.seconds)
-        reply = _answer(fake, ENDPOINTS, request, raw_path, body)
-        fake.requests.append(
-            RecordedRequest(
-                request.method,
-                raw_path,
-                dict(request.query_params),
-                {k: v for k, v in request.headers.items() if k in LOGGED_HEADERS},
-                reply.status,
-                parsed,
-            )
+        reply = await held_answered_logged(
+            fake,
+            request,
+            raw_path,
+            parsed,
+            lambda: _answer(fake, ENDPOINTS, request, raw_path, body),
+            LOGGED_HEADERS,
         )
         return _response(reply)
 

@@ -13,6 +13,8 @@ from cotal_tasks.core import StaleMarker
 from cotal_tasks.providers.store import SyncState, TaskStore
 from tests.bridge.http._support import (
     ACME,
+    BUILDER,
+    OPERATOR,
     OPS,
     READER_ENV,
     SECRETS,
@@ -24,11 +26,7 @@ from tests.bridge.http._support import (
     make_stale,
     open_http_mesh,
 )
-from tests.conftest import seat
 from tests.support.polling import eventually
-
-OPERATOR = seat("operator", 9)
-BUILDER = seat("builder", 1)
 
 
 @pytest.fixture

@@ -8,20 +8,17 @@ helpers directly.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.hosted.config import GitHubConfig
-from tests.bridge._support import OPERATOR, DictPresence
 from tests.conftest import seat
 from tests.providers.hosted_support import (
     HostedEndpoint,
     HostedMesh,
-    hosted_wire,
-    open_hosted,
+    endpoint_maker,
+    endpoint_opener,
+    mesh_opener,
+    tracker_section,
 )
 from tests.support.fake_github import FakeGitHub, RecordedRequest
 
@@ -42,29 +39,14 @@ SEATS = {SEAT_LOGIN: BUILDER.principal}
 
 
 def github_config(api_url: str, **overrides: Any) -> GitHubConfig:
-    """The endpoint's GitHub section: writes unspaced, a long poll interval (the tests
-    poll by hand or wake the loop), the token read from ``TOKEN_ENV``."""
-    settings: Json = {
-        "repository": REPO,
-        "api_url": api_url,
-        "token_env": TOKEN_ENV,
-        "mutation_spacing_s": 0.0,
-        "poll_interval_s": 60.0,
-        "seats": SEATS,
-    }
-    return GitHubConfig.model_validate({**settings, **overrides})
+    """The endpoint's GitHub section (``tracker_section``), the token read from
+    ``TOKEN_ENV``."""
+    settings = {"repository": REPO, "token_env": TOKEN_ENV, "seats": SEATS}
+    return cast(GitHubConfig, tracker_section(GitHubConfig, api_url, settings, overrides))
 
 
-def endpoint_config(
-    api_url: str, *, database: str | None = None, page_ceiling: int = 100, **overrides: Any
-) -> EndpointConfig:
-    return EndpointConfig(
-        name=ENDPOINT_NAME,
-        provider="github",
-        database=database,
-        page_ceiling=page_ceiling,
-        github=github_config(api_url, **overrides),
-    )
+# ``endpoint_config(api_url, *, database=None, page_ceiling=100, **overrides)``
+endpoint_config = endpoint_maker(ENDPOINT_NAME, "github", github_config)
 
 
 def task_id(number: int) -> str:
@@ -74,31 +56,14 @@ def task_id(number: int) -> str:
 class GitHubEndpoint(HostedEndpoint[FakeGitHub]):
     """An opened GitHub endpoint (see ``HostedEndpoint``)."""
 
-    async def get(self, number: int) -> Json:
-        return await self.client.get(task_id(number))
+    prefix = REPO
 
     async def checkpoint(self) -> Json:
         return await self.sync.checkpoint()
 
-    async def all_tasks(self) -> list[Json]:
-        pages = await self.client.page_all("list-tasks", OPERATOR, {"limit": 100})
-        return [task for page in pages for task in page["tasks"]]
 
-
-@asynccontextmanager
-async def open_github(
-    fake: FakeGitHub,
-    api_url: str,
-    data_dir: Path,
-    *,
-    presence: DictPresence | None = None,
-    database: str | None = None,
-    **overrides: Any,
-) -> AsyncIterator[GitHubEndpoint]:
-    """``open_endpoint`` on a GitHub endpoint against ``api_url`` (the fake on loopback)."""
-    endpoint = endpoint_config(api_url, database=database, **overrides)
-    async with open_hosted(endpoint, data_dir, presence) as (opened, cards):
-        yield GitHubEndpoint(fake, opened, cards)
+# ``open_github(fake, api_url, data_dir, *, presence=None, database=None, **overrides)``
+open_github = endpoint_opener(GitHubEndpoint, endpoint_config)
 
 
 # -- the request log --------------------------------------------------------------------
@@ -135,21 +100,5 @@ class GitHubMesh(HostedMesh[FakeGitHub]):
     against the fake, and a client connection."""
 
 
-@asynccontextmanager
-async def github_mesh(
-    tmp_path: Path,
-    fake: FakeGitHub,
-    api_url: str,
-    *,
-    page_ceiling: int = 100,
-    wait_for_sync: bool = True,
-    **overrides: Any,
-) -> AsyncIterator[GitHubMesh]:
-    async with hosted_wire(
-        tmp_path,
-        wait_for_sync=wait_for_sync,
-        provider="github",
-        page_ceiling=page_ceiling,
-        github=github_config(api_url, **overrides),
-    ) as (url, running, nc, space):
-        yield GitHubMesh(url, running, nc, space, fake)
+# ``github_mesh(tmp_path, fake, api_url, *, page_ceiling=100, wait_for_sync=True, **overrides)``
+github_mesh = mesh_opener(GitHubMesh, "github", github_config)

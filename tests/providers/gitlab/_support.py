@@ -8,20 +8,17 @@ helpers directly.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.hosted.config import GitLabConfig
-from tests.bridge._support import OPERATOR, DictPresence
 from tests.conftest import seat
 from tests.providers.hosted_support import (
     HostedEndpoint,
     HostedMesh,
-    hosted_wire,
-    open_hosted,
+    endpoint_maker,
+    endpoint_opener,
+    mesh_opener,
+    tracker_section,
 )
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest, parse_iso
 
@@ -50,29 +47,14 @@ WONT_DO = "workflow::won't do"
 
 
 def gitlab_config(api_url: str, **overrides: Any) -> GitLabConfig:
-    """The endpoint's GitLab section: writes unspaced, a long poll interval (the tests poll
-    by hand or wake the loop), the token read from ``TOKEN_ENV``."""
-    settings: Json = {
-        "project": PROJECT,
-        "api_url": api_url,
-        "token_env": TOKEN_ENV,
-        "mutation_spacing_s": 0.0,
-        "poll_interval_s": 60.0,
-        "seats": SEATS,
-    }
-    return GitLabConfig.model_validate({**settings, **overrides})
+    """The endpoint's GitLab section (``tracker_section``), the token read from
+    ``TOKEN_ENV``."""
+    settings = {"project": PROJECT, "token_env": TOKEN_ENV, "seats": SEATS}
+    return cast(GitLabConfig, tracker_section(GitLabConfig, api_url, settings, overrides))
 
 
-def endpoint_config(
-    api_url: str, *, database: str | None = None, page_ceiling: int = 100, **overrides: Any
-) -> EndpointConfig:
-    return EndpointConfig(
-        name=ENDPOINT_NAME,
-        provider="gitlab",
-        database=database,
-        page_ceiling=page_ceiling,
-        gitlab=gitlab_config(api_url, **overrides),
-    )
+# ``endpoint_config(api_url, *, database=None, page_ceiling=100, **overrides)``
+endpoint_config = endpoint_maker(ENDPOINT_NAME, "gitlab", gitlab_config)
 
 
 def task_id(iid: int) -> str:
@@ -82,12 +64,7 @@ def task_id(iid: int) -> str:
 class GitLabEndpoint(HostedEndpoint[FakeGitLab]):
     """An opened GitLab endpoint (see ``HostedEndpoint``)."""
 
-    async def get(self, iid: int) -> Json:
-        return await self.client.get(task_id(iid))
-
-    async def all_tasks(self) -> list[Json]:
-        pages = await self.client.page_all("list-tasks", OPERATOR, {"limit": 100})
-        return [task for page in pages for task in page["tasks"]]
+    prefix = PROJECT
 
     async def cursor(self) -> str | None:
         saved = await self.sync.checkpoint()
@@ -96,20 +73,8 @@ class GitLabEndpoint(HostedEndpoint[FakeGitLab]):
         return cursor
 
 
-@asynccontextmanager
-async def open_gitlab(
-    fake: FakeGitLab,
-    api_url: str,
-    data_dir: Path,
-    *,
-    presence: DictPresence | None = None,
-    database: str | None = None,
-    **overrides: Any,
-) -> AsyncIterator[GitLabEndpoint]:
-    """``open_endpoint`` on a GitLab endpoint against ``api_url`` (the fake on loopback)."""
-    endpoint = endpoint_config(api_url, database=database, **overrides)
-    async with open_hosted(endpoint, data_dir, presence) as (opened, cards):
-        yield GitLabEndpoint(fake, opened, cards)
+# ``open_gitlab(fake, api_url, data_dir, *, presence=None, database=None, **overrides)``
+open_gitlab = endpoint_opener(GitLabEndpoint, endpoint_config)
 
 
 # -- the request log --------------------------------------------------------------------
@@ -201,21 +166,5 @@ class GitLabMesh(HostedMesh[FakeGitLab]):
     against the fake, and a client connection."""
 
 
-@asynccontextmanager
-async def gitlab_mesh(
-    tmp_path: Path,
-    fake: FakeGitLab,
-    api_url: str,
-    *,
-    page_ceiling: int = 100,
-    wait_for_sync: bool = True,
-    **overrides: Any,
-) -> AsyncIterator[GitLabMesh]:
-    async with hosted_wire(
-        tmp_path,
-        wait_for_sync=wait_for_sync,
-        provider="gitlab",
-        page_ceiling=page_ceiling,
-        gitlab=gitlab_config(api_url, **overrides),
-    ) as (url, running, nc, space):
-        yield GitLabMesh(url, running, nc, space, fake)
+# ``gitlab_mesh(tmp_path, fake, api_url, *, page_ceiling=100, wait_for_sync=True, **overrides)``
+gitlab_mesh = mesh_opener(GitLabMesh, "gitlab", gitlab_config)
