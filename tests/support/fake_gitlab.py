@@ -16,7 +16,8 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 
 from tests.support.clock import FakeClock, parse_iso
-from tests.support.fake_gitlab_app import API_PREFIX, create_app
+from tests.support.fake_gitlab_app import create_app
+from tests.support.fake_gitlab_context import API_PREFIX
 from tests.support.fake_gitlab_model import hook_time, iso
 from tests.support.fake_gitlab_state import FakeGitLab
 from tests.support.fake_gitlab_webhooks import (

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tests.support.clock import parse_iso
-from tests.support.fake_gitlab_app import (
+from tests.support.fake_gitlab_context import (
     Ctx,
     Endpoint,
     Keyset,
