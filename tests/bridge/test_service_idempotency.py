@@ -12,11 +12,9 @@ import pytest
 from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
-from tests.bridge._support import OPERATOR, Client, Json
+from tests.bridge._support import ALICE, BOB, OPERATOR, Client, Json
 from tests.conftest import Clock, seat
 
-ALICE = seat("alice", 1)
-BOB = seat("bob", 2)
 LEAD = seat("lead", 7)
 
 

@@ -9,11 +9,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
-from cotal_tasks.core import (
-    BOARD_CHANGED,
-    Closure,
-    contract_artifacts,
-)
+from cotal_tasks.core import BOARD_CHANGED, Closure, contract_artifacts
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

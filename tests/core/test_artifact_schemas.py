@@ -10,11 +10,7 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.core.artifacts_support import (
-    DIALECT,
-    SCHEMA_IDS,
-    SCHEMAS,
-)
+from tests.core.artifacts_support import DIALECT, SCHEMA_IDS, SCHEMAS
 
 # --- schemas: 2020-12, closed, no format, safe patterns ----------------------------------
 

@@ -31,12 +31,7 @@ from cotal_tasks.core import (
     json_schema,
 )
 from cotal_tasks.core.artifacts import cluster_document, manifest_for
-from tests.core.artifacts_support import (
-    CLOSURE_IDS,
-    CLOSURES,
-    CONTRACT_TABLE,
-    input_validator,
-)
+from tests.core.artifacts_support import CLOSURE_IDS, CLOSURES, CONTRACT_TABLE, input_validator
 
 # --- canonical bytes and digests -------------------------------------------------------
 

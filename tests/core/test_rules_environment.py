@@ -20,14 +20,7 @@ from cotal_tasks.core import (
     new_binding,
     update_task,
 )
-from tests.core.rules_support import (
-    NOW,
-    OPERATOR,
-    SEATS,
-    TASK_ID,
-    cell,
-    update_input,
-)
+from tests.core.rules_support import NOW, OPERATOR, SEATS, TASK_ID, cell, update_input
 
 # --- environment: admitted, absent, withheld ------------------------------------------
 

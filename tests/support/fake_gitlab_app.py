@@ -19,22 +19,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from tests.support.fake_gitlab_model import (
-    LOGGED_HEADERS,
-    http_date,
-)
+from tests.support.fake_gitlab_model import LOGGED_HEADERS, http_date
 from tests.support.fake_tracker import ScriptedFailure, held_answered_logged
 
 if TYPE_CHECKING:
     from tests.support.fake_gitlab_state import FakeGitLab
-from tests.support.fake_gitlab_context import (
-    API_PREFIX,
-    ApiError,
-    Ctx,
-    Endpoint,
-    Reply,
-    message,
-)
+from tests.support.fake_gitlab_context import API_PREFIX, ApiError, Ctx, Endpoint, Reply, message
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HTML_5XX = (

@@ -16,12 +16,7 @@ from urllib.parse import parse_qsl, urlencode
 
 from starlette.requests import Request
 
-from tests.support.fake_gitlab_model import (
-    JSON,
-    Issue,
-    MergeRequest,
-    Project,
-)
+from tests.support.fake_gitlab_model import JSON, Issue, MergeRequest, Project
 from tests.support.fake_gitlab_render import Shapes
 
 if TYPE_CHECKING:

@@ -9,9 +9,7 @@ from typing import Any
 import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig
-from cotal_tasks.core import (
-    Task,
-)
+from cotal_tasks.core import Task
 from tests.bridge._support import mixed_board, seed_board
 from tests.bridge.http._support import (
     ACME,

@@ -12,12 +12,7 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.bridge.http.presence import (
-    Card,
-    NoPresenceView,
-    PresenceSnapshot,
-    parse_card,
-)
+from cotal_tasks.bridge.http.presence import Card, NoPresenceView, PresenceSnapshot, parse_card
 from cotal_tasks.core import Seat
 from tests.bridge.http._support import ACME, BUILDER, OPERATOR, REVIEWER, HttpMesh, open_http_mesh
 from tests.conftest import seat

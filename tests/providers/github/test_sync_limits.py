@@ -15,13 +15,7 @@ from pathlib import Path
 import pytest
 
 from cotal_tasks.providers.hosted.http import RateLimited
-from tests.providers.github._support import (
-    ISSUES,
-    REPO,
-    GitHubEndpoint,
-    list_requests,
-    open_github,
-)
+from tests.providers.github._support import ISSUES, REPO, GitHubEndpoint, list_requests, open_github
 from tests.support.fake_github import FakeGitHub, iso
 
 

@@ -24,13 +24,7 @@ from tests.providers.github._support import (
     open_github,
     task_id,
 )
-from tests.providers.github.writeback_support import (
-    SHA,
-    Json,
-    claimed_by_builder,
-    synced,
-    writes,
-)
+from tests.providers.github.writeback_support import SHA, Json, claimed_by_builder, synced, writes
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_tracker import unmarked
 

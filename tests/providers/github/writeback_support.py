@@ -6,12 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import seat
-from tests.providers.github._support import (
-    BUILDER,
-    REPO,
-    GitHubEndpoint,
-    task_id,
-)
+from tests.providers.github._support import BUILDER, REPO, GitHubEndpoint, task_id
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_tracker import unmarked
 

@@ -7,13 +7,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.providers.github.fake._support import (
-    START,
-)
-from tests.support.fake_github import (
-    FakeClock,
-    FakeGitHub,
-)
+from tests.providers.github.fake._support import START
+from tests.support.fake_github import FakeClock, FakeGitHub
 
 
 @pytest.fixture

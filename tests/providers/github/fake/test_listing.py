@@ -4,16 +4,8 @@ from __future__ import annotations
 
 import httpx
 
-from tests.providers.github.fake._support import (
-    ISSUES,
-    REPO,
-    START,
-    numbers,
-)
-from tests.support.fake_github import (
-    FakeGitHub,
-    serve_fake_github,
-)
+from tests.providers.github.fake._support import ISSUES, REPO, START, numbers
+from tests.support.fake_github import FakeGitHub, serve_fake_github
 
 # -- listing ---------------------------------------------------------------------------
 

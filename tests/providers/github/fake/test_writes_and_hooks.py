@@ -7,10 +7,7 @@ import json
 
 import httpx
 
-from tests.providers.github.fake._support import (
-    ISSUES,
-    REPO,
-)
+from tests.providers.github.fake._support import ISSUES, REPO
 from tests.support.fake_github import (
     TEST_VECTOR_PAYLOAD,
     TEST_VECTOR_SECRET,

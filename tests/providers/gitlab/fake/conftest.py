@@ -7,13 +7,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from tests.providers.gitlab.fake._support import (
-    START,
-)
-from tests.support.fake_gitlab import (
-    FakeClock,
-    FakeGitLab,
-)
+from tests.providers.gitlab.fake._support import START
+from tests.support.fake_gitlab import FakeClock, FakeGitLab
 
 
 @pytest.fixture

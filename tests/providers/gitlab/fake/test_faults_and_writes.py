@@ -7,12 +7,7 @@ import json
 
 import httpx
 
-from tests.providers.gitlab.fake._support import (
-    ENCODED,
-    ISSUES,
-    PROJECT,
-    START,
-)
+from tests.providers.gitlab.fake._support import ENCODED, ISSUES, PROJECT, START
 from tests.support.fake_gitlab import (
     DEFAULT_WEBHOOK_UUID,
     FakeClock,

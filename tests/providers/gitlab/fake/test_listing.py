@@ -8,18 +8,8 @@ import json
 
 import httpx
 
-from tests.providers.gitlab.fake._support import (
-    ISSUES,
-    PROJECT,
-    START,
-    iids,
-)
-from tests.support.fake_gitlab import (
-    FakeClock,
-    FakeGitLab,
-    parse_iso,
-    serve_fake_gitlab,
-)
+from tests.providers.gitlab.fake._support import ISSUES, PROJECT, START, iids
+from tests.support.fake_gitlab import FakeClock, FakeGitLab, parse_iso, serve_fake_gitlab
 
 # -- offset pagination -------------------------------------------------------------------
 
