@@ -20,7 +20,6 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.hosted import Hosted
 from cotal_tasks.bridge.process.lifecycle import Bridge
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
-from cotal_tasks.core import Mode, Seat
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
@@ -114,17 +113,6 @@ class HostedEndpoint(Generic[F]):
 
     async def seq(self) -> int:
         return await self.store.change_seq()
-
-    async def call(
-        self,
-        command: str,
-        caller: Seat,
-        args: Mapping[str, Any] | None = None,
-        *,
-        mode: Mode | None = None,
-        target: Seat | None = None,
-    ) -> Json:
-        return await self.client.call(command, caller, args, mode=mode, target=target)
 
     def virtual_time(self) -> VirtualTime[F]:
         clock = VirtualTime(self.fake)

@@ -12,14 +12,7 @@ from typing import Any, cast
 
 from cotal_tasks.providers.hosted.config import GitHubConfig
 from tests.conftest import seat
-from tests.providers.hosted_support import (
-    HostedEndpoint,
-    HostedMesh,
-    endpoint_maker,
-    endpoint_opener,
-    mesh_opener,
-    tracker_section,
-)
+from tests.providers import hosted_support as hosted
 from tests.support.fake_github import FakeGitHub, RecordedRequest
 
 Json = dict[str, Any]
@@ -42,18 +35,18 @@ def github_config(api_url: str, **overrides: Any) -> GitHubConfig:
     """The endpoint's GitHub section (``tracker_section``), the token read from
     ``TOKEN_ENV``."""
     settings = {"repository": REPO, "token_env": TOKEN_ENV, "seats": SEATS}
-    return cast(GitHubConfig, tracker_section(GitHubConfig, api_url, settings, overrides))
+    return cast(GitHubConfig, hosted.tracker_section(GitHubConfig, api_url, settings, overrides))
 
 
 # ``endpoint_config(api_url, *, database=None, page_ceiling=100, **overrides)``
-endpoint_config = endpoint_maker(ENDPOINT_NAME, "github", github_config)
+endpoint_config = hosted.endpoint_maker(ENDPOINT_NAME, "github", github_config)
 
 
 def task_id(number: int) -> str:
     return f"{REPO}#{number}"
 
 
-class GitHubEndpoint(HostedEndpoint[FakeGitHub]):
+class GitHubEndpoint(hosted.HostedEndpoint[FakeGitHub]):
     """An opened GitHub endpoint (see ``HostedEndpoint``)."""
 
     prefix = REPO
@@ -63,7 +56,7 @@ class GitHubEndpoint(HostedEndpoint[FakeGitHub]):
 
 
 # ``open_github(fake, api_url, data_dir, *, presence=None, database=None, **overrides)``
-open_github = endpoint_opener(GitHubEndpoint, endpoint_config)
+open_github = hosted.endpoint_opener(GitHubEndpoint, endpoint_config)
 
 
 # -- the request log --------------------------------------------------------------------
@@ -95,10 +88,10 @@ def label_names(fake: FakeGitHub, number: int) -> list[str]:
 # -- over the wire -----------------------------------------------------------------------
 
 
-class GitHubMesh(HostedMesh[FakeGitHub]):
+class GitHubMesh(hosted.HostedMesh[FakeGitHub]):
     """A broker, a bridge serving a GitHub endpoint (``tests.support.bridge.ENDPOINT``)
     against the fake, and a client connection."""
 
 
 # ``github_mesh(tmp_path, fake, api_url, *, page_ceiling=100, wait_for_sync=True, **overrides)``
-github_mesh = mesh_opener(GitHubMesh, "github", github_config)
+github_mesh = hosted.mesh_opener(GitHubMesh, "github", github_config)

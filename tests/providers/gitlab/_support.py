@@ -12,14 +12,7 @@ from typing import Any, cast
 
 from cotal_tasks.providers.hosted.config import GitLabConfig
 from tests.conftest import seat
-from tests.providers.hosted_support import (
-    HostedEndpoint,
-    HostedMesh,
-    endpoint_maker,
-    endpoint_opener,
-    mesh_opener,
-    tracker_section,
-)
+from tests.providers import hosted_support as hosted
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest, parse_iso
 
 Json = dict[str, Any]
@@ -50,18 +43,18 @@ def gitlab_config(api_url: str, **overrides: Any) -> GitLabConfig:
     """The endpoint's GitLab section (``tracker_section``), the token read from
     ``TOKEN_ENV``."""
     settings = {"project": PROJECT, "token_env": TOKEN_ENV, "seats": SEATS}
-    return cast(GitLabConfig, tracker_section(GitLabConfig, api_url, settings, overrides))
+    return cast(GitLabConfig, hosted.tracker_section(GitLabConfig, api_url, settings, overrides))
 
 
 # ``endpoint_config(api_url, *, database=None, page_ceiling=100, **overrides)``
-endpoint_config = endpoint_maker(ENDPOINT_NAME, "gitlab", gitlab_config)
+endpoint_config = hosted.endpoint_maker(ENDPOINT_NAME, "gitlab", gitlab_config)
 
 
 def task_id(iid: int) -> str:
     return f"{PROJECT}#{iid}"
 
 
-class GitLabEndpoint(HostedEndpoint[FakeGitLab]):
+class GitLabEndpoint(hosted.HostedEndpoint[FakeGitLab]):
     """An opened GitLab endpoint (see ``HostedEndpoint``)."""
 
     prefix = PROJECT
@@ -74,7 +67,7 @@ class GitLabEndpoint(HostedEndpoint[FakeGitLab]):
 
 
 # ``open_gitlab(fake, api_url, data_dir, *, presence=None, database=None, **overrides)``
-open_gitlab = endpoint_opener(GitLabEndpoint, endpoint_config)
+open_gitlab = hosted.endpoint_opener(GitLabEndpoint, endpoint_config)
 
 
 # -- the request log --------------------------------------------------------------------
@@ -161,10 +154,10 @@ def ms(stamp: str) -> int:
 # -- over the wire ------------------------------------------------------------------------
 
 
-class GitLabMesh(HostedMesh[FakeGitLab]):
+class GitLabMesh(hosted.HostedMesh[FakeGitLab]):
     """A broker, a bridge serving a GitLab endpoint (``tests.support.bridge.ENDPOINT``)
     against the fake, and a client connection."""
 
 
 # ``gitlab_mesh(tmp_path, fake, api_url, *, page_ceiling=100, wait_for_sync=True, **overrides)``
-gitlab_mesh = mesh_opener(GitLabMesh, "gitlab", gitlab_config)
+gitlab_mesh = hosted.mesh_opener(GitLabMesh, "gitlab", gitlab_config)
