@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -83,13 +83,18 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'board.db'}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def board_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A board URL on each backend: the one behaviour suite runs on both."""
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path, file_name: str) -> str:
+    """For a fixture parametrized ``["sqlite", "postgres"]``: a SQLite file ``file_name``
+    under ``tmp_path``, or a fresh PostgreSQL database."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'board.db'}"
-    else:
-        yield request.getfixturevalue("postgres_database")
+        return f"sqlite:///{tmp_path / file_name}"
+    return str(request.getfixturevalue("postgres_database"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def board_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A board URL on each backend: the one behaviour suite runs on both."""
+    return backend_url(request, tmp_path, "board.db")
 
 
 @pytest.fixture
