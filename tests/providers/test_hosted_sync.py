@@ -1,8 +1,8 @@
-"""What the GitHub and the GitLab sync do alike when the tracker fails them, run against
-each fake on loopback: server errors are retried with backoff and then given up, and a
-refusal (bad credentials, no access, no such repository or project) is never retried,
-leaves the board stale rather than empty, and never shows the token. Retry waits run on
-virtual time (``VirtualTime``).
+"""What the GitHub and the GitLab sync do alike, run against each fake on loopback: a task
+is never closed because its issue went missing; server errors are retried with backoff
+and then given up; and a refusal (bad credentials, no access, no such repository or
+project) is never retried, leaves the board stale rather than empty, and never shows the
+token. Retry waits run on virtual time (``VirtualTime``).
 """
 
 from __future__ import annotations
@@ -62,6 +62,32 @@ REVOKED = {
 
 def listing_statuses(side: Side, fake: Any) -> list[int]:
     return [r.status for r in fake.requests if r.matches("GET", side.issues_path)]
+
+
+async def test_a_task_is_never_closed_because_its_issue_is_missing(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    for k in range(1, 6):
+        side.add_issue(fake, f"Issue {k}", f"Issue {k}, in full.")
+        fake.advance(60)
+    async with side.open(fake, api_url, tmp_path / "b") as endpoint:
+        await endpoint.poll()
+        kept, seq = await endpoint.get(3), await endpoint.seq()
+        fake.advance(60)
+        side.remove(fake, 3)
+        fake.touch(side.prefix, 4)  # updated, but nothing the record carries changed
+        side.retitle(fake, side.issue_titled(fake, "Issue 5"), "Issue 5, retitled")
+        four = await endpoint.get(4)
+
+        report = await endpoint.poll()
+
+        assert report.issues == 2  # #4 and #5; #3 is not on the page
+        assert await endpoint.get(3) == kept
+        assert await endpoint.get(4) == four
+        assert (await endpoint.get(5))["title"] == "Issue 5, retitled"
+        assert await endpoint.seq() == seq + 1  # #5's title alone
+        assert len(await endpoint.all_tasks()) == 5
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])

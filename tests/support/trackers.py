@@ -123,6 +123,10 @@ class Side(ABC):
     def retitle(self, fake: Any, issue: Any, title: str) -> None: ...
 
     @abstractmethod
+    def remove(self, fake: Any, n: int) -> None:
+        """Issue ``n`` is gone from the tracker's lists (deleted, moved or hidden)."""
+
+    @abstractmethod
     def drop(self, fake: Any, issue: Any) -> str:
         """Close ``issue`` as not done on the tracker; returns the statusSource it maps to."""
 
@@ -200,6 +204,9 @@ class GitHubSide(Side):
     def retitle(self, fake: FakeGitHub, issue: Any, title: str) -> None:
         fake.set_title(issue, title, "octocat")
 
+    def remove(self, fake: FakeGitHub, n: int) -> None:
+        fake.delete_issue(gh.REPO, n)  # gone from every list; GET answers 410
+
     def drop(self, fake: FakeGitHub, issue: Any) -> str:
         fake.close_issue(gh.REPO, issue.number, "not_planned")
         return "closed/not_planned"
@@ -254,6 +261,9 @@ class GitLabSide(Side):
 
     def retitle(self, fake: FakeGitLab, issue: Any, title: str) -> None:
         issue.title, issue.updated_ms = title, fake.clock.ms
+
+    def remove(self, fake: FakeGitLab, n: int) -> None:
+        del fake.project(gl.PROJECT).issues[n]  # GitLab answers 404 for it, as if never there
 
     def drop(self, fake: FakeGitLab, issue: Any) -> str:
         fake.set_labels(issue, [gl.WONT_DO])

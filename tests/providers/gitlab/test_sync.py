@@ -243,24 +243,6 @@ async def test_a_merge_request_since_the_last_poll_brings_evidence(gl: GitLabEnd
     assert ("commit", sha) in {(e["kind"], e["ref"]) for e in record["evidence"]}
 
 
-async def test_a_task_is_never_closed_because_its_issue_is_missing(gl: GitLabEndpoint) -> None:
-    fake = gl.fake
-    for k in range(1, 6):
-        fake.add_issue(PROJECT, f"Issue {k}")
-        fake.advance(60)
-    await gl.poll()
-    kept = await gl.get(3)
-    seq = await gl.seq()
-    del fake.project(PROJECT).issues[3]  # deleted on GitLab (or moved, or made confidential)
-    fake.touch(PROJECT, 4)
-
-    await gl.poll()
-
-    assert await gl.get(3) == kept
-    assert await gl.seq() == seq  # #4 was touched but says the same
-    assert len(await gl.all_tasks()) == 5
-
-
 # -- single reads and project ids ----------------------------------------------------------------
 
 
