@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
 from tests.support.trackers import Side
@@ -88,6 +89,75 @@ async def test_a_task_is_never_closed_because_its_issue_is_missing(
         assert (await endpoint.get(5))["title"] == "Issue 5, retitled"
         assert await endpoint.seq() == seq + 1  # #5's title alone
         assert len(await endpoint.all_tasks()) == 5
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A rate limit beyond ``max_rate_limit_wait_s`` on each tracker: the budget that
+    lets two listing pages through, the status the third gets, and the issue the
+    checkpoint stands at then."""
+
+    budget: int
+    status: int
+    boundary: int  # the last issue read before the limit
+    since: str  # the listing's query parameter for "updated since"
+
+
+BOUNDS = {
+    # Two list pages and their GraphQL reads; page 2 (since #100's updated_at) reads
+    # #100 to #199.
+    "github": Bound(4, 403, 199, "since"),
+    "gitlab": Bound(2, 429, 200, "updated_after"),  # keyset pages: #1-#100, #101-#200
+}
+
+
+# What the default rules make of a bulk issue, on each tracker.
+STATUS_OF: dict[str, Callable[[Any, int], tuple[str, str]]] = {
+    "github": gh.expected_status,
+    "gitlab": gl.expected_status,
+}
+
+
+async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    bound = BOUNDS[side.tracker.provider]
+    fake.bulk_issues(side.prefix, 350)
+    async with side.open(fake, api_url, tmp_path / "b", max_rate_limit_wait_s=60) as endpoint:
+        clock = endpoint.virtual_time()
+        fake.set_rate_limit(bound.budget, reset_in=3600)
+
+        with pytest.raises(RateLimited):
+            await endpoint.poll()
+
+        assert clock.waits == []  # an hour is not slept through
+        assert listing_statuses(side, fake) == [200, 200, bound.status]
+        page = await endpoint.client.list_tasks(limit=100)
+        assert page["stale"]["reason"].startswith(f"{side.name} sync is failing")
+        assert str(bound.status) in page["stale"]["reason"]
+        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
+        checkpoint = await endpoint.sync.checkpoint()
+        assert checkpoint["cursor"] == side.updated(fake, bound.boundary)
+        assert len(await endpoint.all_tasks()) == bound.boundary
+
+        fake.advance(3600)  # the window resets
+        mark = len(fake.requests)
+        report = await endpoint.poll()
+
+        listing = [r for r in fake.requests[mark:] if r.matches("GET", side.issues_path)]
+        assert listing[0].query[bound.since] == side.updated(fake, bound.boundary, back_s=5)
+        assert [r.status for r in listing] == [200, 200]
+        # The boundary issue is read again (the overlap); none before it is.
+        assert (report.issues, report.changed) == (351 - bound.boundary, 350 - bound.boundary)
+        tasks = {int(t["taskId"].rsplit("#", 1)[1]): t for t in await endpoint.all_tasks()}
+        assert sorted(tasks) == list(range(1, 351))
+        status_of = STATUS_OF[side.tracker.provider]
+        wrong = [
+            n for n, t in tasks.items() if (t["status"], t["statusSource"]) != status_of(fake, n)
+        ]
+        assert wrong == []
+        assert "stale" not in await endpoint.client.list_tasks()
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])

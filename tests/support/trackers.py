@@ -25,7 +25,9 @@ from tests.providers.gitlab import _support as gl
 from tests.providers.hosted_support import HostedEndpoint, HostedMesh
 from tests.support.bridge import ENDPOINT
 from tests.support.fake_github import FakeGitHub, serve_fake_github
+from tests.support.fake_github import iso as github_iso
 from tests.support.fake_gitlab import FakeGitLab, serve_fake_gitlab
+from tests.support.fake_gitlab import iso as gitlab_iso
 from tests.support.fake_tracker import RecordedRequest, unmarked
 
 
@@ -123,6 +125,10 @@ class Side(ABC):
     def retitle(self, fake: Any, issue: Any, title: str) -> None: ...
 
     @abstractmethod
+    def updated(self, fake: Any, n: int, back_s: int = 0) -> str:
+        """Issue ``n``'s last update, ``back_s`` seconds earlier, as the tracker writes times."""
+
+    @abstractmethod
     def remove(self, fake: Any, n: int) -> None:
         """Issue ``n`` is gone from the tracker's lists (deleted, moved or hidden)."""
 
@@ -204,6 +210,9 @@ class GitHubSide(Side):
     def retitle(self, fake: FakeGitHub, issue: Any, title: str) -> None:
         fake.set_title(issue, title, "octocat")
 
+    def updated(self, fake: FakeGitHub, n: int, back_s: int = 0) -> str:
+        return github_iso(fake.issue(gh.REPO, n).updated_at - back_s)
+
     def remove(self, fake: FakeGitHub, n: int) -> None:
         fake.delete_issue(gh.REPO, n)  # gone from every list; GET answers 410
 
@@ -261,6 +270,9 @@ class GitLabSide(Side):
 
     def retitle(self, fake: FakeGitLab, issue: Any, title: str) -> None:
         issue.title, issue.updated_ms = title, fake.clock.ms
+
+    def updated(self, fake: FakeGitLab, n: int, back_s: int = 0) -> str:
+        return gitlab_iso(fake.issue(gl.PROJECT, n).updated_ms - back_s * 1000)
 
     def remove(self, fake: FakeGitLab, n: int) -> None:
         del fake.project(gl.PROJECT).issues[n]  # GitLab answers 404 for it, as if never there

@@ -59,6 +59,16 @@ class GitHubEndpoint(hosted.HostedEndpoint[FakeGitHub]):
 open_github = hosted.endpoint_opener(GitHubEndpoint, endpoint_config)
 
 
+def expected_status(fake: FakeGitHub, number: int) -> tuple[str, str]:
+    """What the default rules make of a bulk issue (no seat, no workflow label)."""
+    issue = fake.issue(REPO, number)
+    if issue.state == "closed" and issue.state_reason in ("not_planned", "duplicate"):
+        return "dropped", f"closed/{issue.state_reason}"
+    if issue.state == "closed":
+        return "done", "closed"
+    return "open", "open"
+
+
 # -- the request log --------------------------------------------------------------------
 
 

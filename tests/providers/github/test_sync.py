@@ -19,6 +19,7 @@ from tests.providers.github._support import (
     REPO,
     GitHubEndpoint,
     evidence_requests,
+    expected_status,
     fetched_issue_numbers,
     list_requests,
     open_github,
@@ -27,16 +28,6 @@ from tests.providers.github._support import (
 from tests.support.fake_github import FakeGitHub, iso, parse_iso
 
 Json = dict[str, object]
-
-
-def expected_status(fake: FakeGitHub, number: int) -> tuple[str, str]:
-    """What the default rules make of a bulk issue (no seat, no workflow label)."""
-    issue = fake.issue(REPO, number)
-    if issue.state == "closed" and issue.state_reason in ("not_planned", "duplicate"):
-        return "dropped", f"closed/{issue.state_reason}"
-    if issue.state == "closed":
-        return "done", "closed"
-    return "open", "open"
 
 
 # -- the initial import ------------------------------------------------------------------

@@ -10,13 +10,8 @@ rate-limit window really resets) except where a test says it waits for real.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
-import pytest
-
-from cotal_tasks.providers.hosted.http import RateLimited
-from tests.providers.github._support import ISSUES, REPO, GitHubEndpoint, list_requests, open_github
-from tests.support.fake_github import FakeGitHub, iso
+from tests.providers.github._support import ISSUES, REPO, GitHubEndpoint, list_requests
 
 
 async def test_primary_rate_limit_is_waited_out_and_the_page_read_again(
@@ -66,37 +61,3 @@ async def test_secondary_rate_limit_403_honours_retry_after(gh: GitHubEndpoint) 
     assert clock.waits == [7.0]
     assert [r.status for r in list_requests(fake)] == [403, 200, 200]
     assert (report.pages, report.issues) == (2, 150)
-
-
-async def test_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
-    fake: FakeGitHub, github_url: str, tmp_path: Path
-) -> None:
-    fake.bulk_issues(REPO, 350)
-    async with open_github(fake, github_url, tmp_path / "b", max_rate_limit_wait_s=10) as gh:
-        clock = gh.virtual_time()
-        fake.set_rate_limit(4, reset_in=3600)  # two list pages and their GraphQL reads
-
-        with pytest.raises(RateLimited):
-            await gh.poll()
-
-        assert clock.waits == []  # an hour is not slept through
-        assert [r.status for r in list_requests(fake)] == [200, 200, 403]
-        page = await gh.client.list_tasks(limit=100)
-        assert page["stale"]["reason"].startswith("GitHub sync is failing")
-        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
-        saved = await gh.checkpoint()
-        # Page 1 read #1 to #100, page 2 (since #100's updated_at) #100 to #199.
-        assert saved["cursor"] == iso(fake.issue(REPO, 199).updated_at)
-        assert len(await gh.all_tasks()) == 199
-
-        fake.advance(3600)  # the window resets
-        mark = len(fake.requests)
-        report = await gh.poll()
-
-        listing = list_requests(fake, mark)
-        assert listing[0].query["since"] == iso(fake.issue(REPO, 199).updated_at - 5)
-        assert [r.status for r in listing] == [200, 200]
-        # #199 is read again (the overlap); #1 to #198 are not.
-        assert (report.issues, report.changed) == (152, 151)
-        assert len(await gh.all_tasks()) == 350
-        assert "stale" not in await gh.client.list_tasks()

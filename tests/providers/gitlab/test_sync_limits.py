@@ -18,11 +18,10 @@ from tests.providers.gitlab._support import (
     ISSUES,
     PROJECT,
     GitLabEndpoint,
-    check_mirror_matches,
     issue_pages,
     open_gitlab,
 )
-from tests.support.fake_gitlab import FakeGitLab, iso
+from tests.support.fake_gitlab import FakeGitLab
 
 
 async def test_a_429_with_retry_after_is_waited_out_and_the_page_read_again(
@@ -72,40 +71,6 @@ async def test_a_429_with_no_rate_limit_header_at_all_waits_a_minute(gl: GitLabE
     assert [r.status for r in issue_pages(fake)] == [429, 200]
     assert clock.waits == [60.0]
     assert report.issues == 50
-
-
-async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
-) -> None:
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 350)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60) as gl:
-        clock = gl.virtual_time()
-        fake.set_rate_limit(2, reset_in=3600)
-
-        with pytest.raises(RateLimited):
-            await gl.poll()
-
-        assert clock.waits == []  # an hour is not slept through
-        assert [r.status for r in issue_pages(fake)] == [200, 200, 429]
-        page = await gl.client.list_tasks(limit=100)
-        assert page["stale"]["reason"].startswith("GitLab sync is failing")
-        assert "429" in page["stale"]["reason"]
-        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
-        assert await gl.cursor() == iso(fake.issue(PROJECT, 200).updated_ms)
-        assert len(await gl.all_tasks()) == 200
-
-        fake.advance(3600)  # the window resets
-        mark = len(fake.requests)
-        report = await gl.poll()
-
-        pages = issue_pages(fake, mark)
-        assert pages[0].query["updated_after"] == iso(fake.issue(PROJECT, 200).updated_ms - 5000)
-        assert [r.status for r in pages] == [200, 200]
-        # #200 is read again (the overlap); #1 to #199 are not.
-        assert (report.issues, report.changed) == (151, 150)
-        await check_mirror_matches(gl, 350)
-        assert "stale" not in await gl.client.list_tasks()
 
 
 async def test_a_resumed_import_still_reads_the_evidence_it_had_not_swept(
