@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from cotal_tasks.bridge.process.lifecycle import Bridge
+from cotal_tasks.bridge.wiring.process import Bridge
 from tests.support.bridge import ENDPOINT, SPACE
 from tests.support.cotal import Bound, TestCaller, nonce
 

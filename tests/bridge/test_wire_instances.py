@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cotal_tasks.bridge.process.lifecycle import running_bridge
+from cotal_tasks.bridge.wiring.process import running_bridge
 from tests.bridge.instances_support import BIND_REFUSED, Incarnation, all_tasks, answered
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, broker, client, set_up_space

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from nats.aio.msg import Msg
 
-from cotal_tasks.bridge.process.lifecycle import running_bridge
+from cotal_tasks.bridge.wiring.process import running_bridge
 from tests.bridge.instances_support import (
     PREFIX,
     TOKEN,

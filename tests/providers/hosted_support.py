@@ -18,8 +18,8 @@ from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.hosted import Hosted
-from cotal_tasks.bridge.process.lifecycle import Bridge
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport

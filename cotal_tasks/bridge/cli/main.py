@@ -22,9 +22,11 @@ from cotal_tasks.bridge.cli.announce import announcement
 from cotal_tasks.bridge.cli.preview import preview, render
 from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
 from cotal_tasks.bridge.config import BridgeConfig, load_config
-from cotal_tasks.bridge.process.lifecycle import Bridge, broker_url, connect, serve_until_signalled
+from cotal_tasks.bridge.process.connection import broker_url, connect
+from cotal_tasks.bridge.process.lifecycle import serve_until_signalled
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.client import Mode, TasksClient, TasksError
 from cotal_tasks.core import CAPABILITIES, ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.providers.hosted.sync import SyncReport
