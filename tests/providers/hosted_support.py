@@ -119,6 +119,12 @@ class HostedEndpoint(Generic[F]):
         clock.install(self.hosted.http)
         return clock
 
+    def sync_on_tracker_time(self) -> None:
+        """The sync's clock (its reconcile cadence) follows the fake tracker's clock, so a
+        test moves both by hand."""
+        clock = self.fake.clock
+        self.sync.clock = lambda: int(clock.time() * 1000)
+
 
 @asynccontextmanager
 async def open_hosted(

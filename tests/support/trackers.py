@@ -275,7 +275,7 @@ class GitLabSide(Side):
         return gitlab_iso(fake.issue(gl.PROJECT, n).updated_ms - back_s * 1000)
 
     def remove(self, fake: FakeGitLab, n: int) -> None:
-        del fake.project(gl.PROJECT).issues[n]  # GitLab answers 404 for it, as if never there
+        fake.delete_issue(gl.PROJECT, n)  # gone from every list; GET answers 404
 
     def drop(self, fake: FakeGitLab, issue: Any) -> str:
         fake.set_labels(issue, [gl.WONT_DO])

@@ -33,8 +33,15 @@ SEATS = {SEAT_LOGIN: BUILDER.principal}
 
 def github_config(api_url: str, **overrides: Any) -> GitHubConfig:
     """The endpoint's GitHub section (``tracker_section``), the token read from
-    ``TOKEN_ENV``."""
-    settings = {"repository": REPO, "token_env": TOKEN_ENV, "seats": SEATS}
+    ``TOKEN_ENV``. The issue events feed (``reference_events``, on by default) is left
+    unread, so a test counts the walk's own requests; ``test_reference_events`` turns it
+    on."""
+    settings = {
+        "repository": REPO,
+        "token_env": TOKEN_ENV,
+        "seats": SEATS,
+        "reference_events": False,
+    }
     return cast(GitHubConfig, hosted.tracker_section(GitHubConfig, api_url, settings, overrides))
 
 

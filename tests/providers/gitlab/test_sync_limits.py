@@ -25,32 +25,36 @@ from tests.support.fake_gitlab import FakeGitLab
 
 
 async def test_a_429_with_retry_after_is_waited_out_and_the_page_read_again(
-    gl: GitLabEndpoint,
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
 ) -> None:
-    fake = gl.fake
+    fake = gitlab
     fake.bulk_issues(PROJECT, 350)
-    clock = gl.virtual_time()
-    fake.set_rate_limit(2, reset_in=30)
-
-    report = await gl.poll()
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", commit_mentions=False) as gl:
+        clock = gl.virtual_time()
+        fake.set_rate_limit(2, reset_in=30)
+        report = await gl.poll()
+        tasks = await gl.all_tasks()
+        listed = await gl.client.list_tasks()
 
     pages = issue_pages(fake)
     assert [r.status for r in pages] == [200, 200, 429, 200, 200]
     assert pages[2].query == pages[3].query  # the same page, not a restart
     assert clock.waits == [30.0]  # Retry-After
     assert report.issues == 350
-    assert len(await gl.all_tasks()) == 350
-    assert "stale" not in await gl.client.list_tasks()
+    assert len(tasks) == 350
+    assert "stale" not in listed
 
 
-async def test_a_429_without_retry_after_waits_for_ratelimit_reset(gl: GitLabEndpoint) -> None:
-    fake = gl.fake
+async def test_a_429_without_retry_after_waits_for_ratelimit_reset(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    fake = gitlab
     fake.bulk_issues(PROJECT, 150)
-    clock = gl.virtual_time()
-    fake.retry_after_header = False
-    fake.set_rate_limit(1, reset_in=45)
-
-    report = await gl.poll()
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", commit_mentions=False) as gl:
+        clock = gl.virtual_time()
+        fake.retry_after_header = False
+        fake.set_rate_limit(1, reset_in=45)
+        report = await gl.poll()
 
     assert [r.status for r in issue_pages(fake)] == [200, 429, 200]
     (wait,) = clock.waits
@@ -86,7 +90,9 @@ async def test_a_resumed_import_still_reads_the_evidence_it_had_not_swept(
     for iid in range(101, 251):
         fake.advance(1)
         fake.touch(PROJECT, iid)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60) as gl:
+    async with open_gitlab(
+        fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60, commit_mentions=False
+    ) as gl:
         gl.virtual_time()
         fake.set_rate_limit(2, reset_in=3600)
         with pytest.raises(RateLimited):
