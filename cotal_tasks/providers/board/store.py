@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task, TaskSummary
 from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
-from cotal_tasks.providers.board.migrate import upgrade
+from cotal_tasks.providers.board.migrate import upgrade, upgrade_sqlite
 from cotal_tasks.providers.board.postgres import ERRORS as POSTGRES_ERRORS
 from cotal_tasks.providers.board.postgres import PostgresBoard
 from cotal_tasks.providers.board.records import Decoded, damaged, stored_json, unavailable
@@ -127,7 +127,9 @@ class BoardStore:
                 await engine.dispose()
                 raise
         try:
-            if migrate:
+            if migrate and file is not None:
+                await upgrade_sqlite(parsed, connect_args)
+            elif migrate:
                 async with engine.begin() as conn:
                     await conn.run_sync(upgrade)
             hot: SqliteFile | PostgresBoard
