@@ -86,8 +86,11 @@ class Bind:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Request:
+    """A parsed request envelope; read-only by convention (not frozen, as one is made
+    for every request and a frozen dataclass's ``__init__`` costs several times as much)."""
+
     id: str
     endpoint: str
     endpoint_token: str

@@ -164,25 +164,34 @@ class EndpointServer:
         of its own from there, so the subscription's next message is not held behind it.
         A write gets its task up front: it may enter a scope bound to the running task
         (an HTTP client's cancel scope, on a hosted endpoint) before it first waits.
+        Only what is in flight holds one of the ``MAX_IN_FLIGHT`` slots: a task, or a read
+        from its first wait on; a read served inline is done before anything could queue.
         """
         subject = parse_request(msg.subject, self.space)
         if subject is None or subject.endpoint_token != self._token:
             return  # fits no shape: never handled, never answered
-        await self._slots.acquire()
         handling = self._handle(msg, subject)
         if subject.command not in _INLINE:
+            try:
+                await self._slots.acquire()
+            except BaseException:
+                handling.close()
+                raise
             self._track(asyncio.create_task(handling))
             return
         context = contextvars.copy_context()  # its own, as a task would have
         try:
             waiting = context.run(handling.send, None)
         except StopIteration:
-            self._slots.release()
             return
         except BaseException:
-            self._slots.release()
             log.exception("request handling failed")
             return
+        try:
+            await self._slots.acquire()  # in flight from here: wait for a slot like a task
+        except BaseException:
+            handling.close()  # a read has no effect to leave half done
+            raise
         self._track(asyncio.create_task(resumed(handling, waiting), context=context))
 
     def _track(self, task: asyncio.Task[None]) -> None:
@@ -222,8 +231,11 @@ class EndpointServer:
             request = envelope.parse_request(raw)
             started = True
             budget = request.deadline_ms
-            with deadline_at(None if budget is None else received + budget / 1000):
+            if request.command in _INLINE:  # a read waits on no tracker: it has no deadline
                 data = await self._dispatch(subject, request)
+            else:
+                with deadline_at(None if budget is None else received + budget / 1000):
+                    data = await self._dispatch(subject, request)
             return envelope.ok_reply(request.id, data)
         except ContractError as exc:
             return envelope.error_reply(envelope.request_id_of(raw), exc)

@@ -32,9 +32,13 @@ RAILS = ("ep", "ep.v1")
 _ROUTES: dict[str, Route] = {"one": "one", "all": "all", "inst": "inst"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestSubject:
-    """A parsed request subject: route, command, authorization block, caller, nonce."""
+    """A parsed request subject: route, command, authorization block, caller, nonce.
+
+    Read-only by convention, not frozen: one is made for every request, and a frozen
+    dataclass's ``__init__`` costs several times as much.
+    """
 
     rail: str  # "ep" or "ep.v1"
     route: Route
