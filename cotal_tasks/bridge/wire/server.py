@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,7 +39,7 @@ from cotal_tasks.bridge.wire.subjects import (
     RequestSubject,
     event_subject,
     parse_request,
-    reply_subject,
+    reply_head,
     serve_filters,
 )
 from cotal_tasks.core import (
@@ -62,6 +62,7 @@ TargetCheck = Literal["lifecycle", "presence", "none"]
 DESCRIBE = "describe"
 BIND_REFUSED = "ai.cotal.ep.bind-refused"
 MAX_IN_FLIGHT = 256
+_REPLY_HEADS_KEPT = 4096
 # Served inline until they first wait (see ``_receive``): the reads, and describe.
 _INLINE = frozenset({DESCRIBE, *(name for name, spec in COMMANDS.items() if spec.effect == "read")})
 
@@ -103,6 +104,7 @@ class EndpointServer:
     _contracts: dict[str, _Contract] = field(init=False)
     _subs: list[Subscription] = field(default_factory=list, init=False)
     _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
+    _reply_heads: dict[str, str] = field(default_factory=dict, init=False)
     _slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_IN_FLIGHT))
 
     def __post_init__(self) -> None:
@@ -220,8 +222,7 @@ class EndpointServer:
         if self.on_served is not None:
             code = "ok" if reply["ok"] else str(reply["error"]["code"])
             self.on_served(subject.command, code, loop.time() - started)
-        target = reply_subject(self.space, subject, self.identity.instance_id, self.identity.epoch)
-        await self.nc.publish(target, self._encode(reply))
+        await self.nc.publish(self._reply_head(subject) + subject.nonce, self._encode(reply))
 
     async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
         """Parse, admit and serve one decoded body (received at loop time ``received``, so
@@ -230,12 +231,17 @@ class EndpointServer:
         try:
             request = envelope.parse_request(raw)
             started = True
-            budget = request.deadline_ms
-            if request.command in _INLINE:  # a read waits on no tracker: it has no deadline
-                data = await self._dispatch(subject, request)
+            call = self._admitted(subject, request)
+            if not isinstance(call, Call):
+                call = await call  # a target whose currency is looked up
+            if request.command == DESCRIBE:
+                data: Any = self.describe_answer()
+            elif request.command in _INLINE:  # a read waits on no tracker: it has no deadline
+                data = await self.service.handle(call)
             else:
+                budget = request.deadline_ms
                 with deadline_at(None if budget is None else received + budget / 1000):
-                    data = await self._dispatch(subject, request)
+                    data = await self.service.handle(call)
             return envelope.ok_reply(request.id, data)
         except ContractError as exc:
             return envelope.error_reply(envelope.request_id_of(raw), exc)
@@ -250,6 +256,18 @@ class EndpointServer:
                     outcome="unknown" if started else "not-executed",
                 ),
             )
+
+    def _reply_head(self, subject: RequestSubject) -> str:
+        """The reply subject up to the nonce, kept per request subject head (a caller
+        sends the same command over and over): derived once, never from ``msg.reply``."""
+        head = self._reply_heads.get(subject.head)
+        if head is None:
+            identity = self.identity
+            head = reply_head(self.space, subject, identity.instance_id, identity.epoch)
+            if len(self._reply_heads) >= _REPLY_HEADS_KEPT:
+                self._reply_heads.clear()
+            self._reply_heads[subject.head] = head
+        return head
 
     def _encode(self, reply: dict[str, Any]) -> bytes:
         """The reply's bytes, replaced by a short error when they would not fit the broker."""
@@ -267,35 +285,47 @@ class EndpointServer:
         )
         return orjson.dumps(envelope.error_reply(str(reply["id"]), error))
 
-    async def _dispatch(self, subject: RequestSubject, request: envelope.Request) -> Any:
+    def _admitted(
+        self, subject: RequestSubject, request: envelope.Request
+    ) -> Call | Coroutine[Any, Any, Call]:
+        """The call to serve once every check before the effect passed, or what finds it
+        when the target's currency has to be looked up; a refusal says ``not-executed``.
+
+        The answer to describe is the endpoint's own; its call is never served. The answer
+        is built from validated models or the board's stored (validated) wire form, so it
+        is not checked against the output schema again here; the tests hold every
+        command's reply to the published output schema.
+        """
         try:
             self._admit(subject, request)
+            mode = subject.mode
             # an untargeted request has no body target (check_agreement saw to it)
-            target = None if subject.mode is None else await self._current_target(subject, request)
+            if mode is not None and mode != "self":
+                return self._targeted(subject, request)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
         except Exception as exc:
-            log.exception("internal error admitting %s", request.command)
-            raise ContractError(
-                ErrorCode.INTERNAL,
-                f"the bridge failed checking the request ({type(exc).__name__}) before "
-                "serving it; retry, and report it if it persists",
-                outcome="not-executed",
-            ) from exc
-        if request.command == DESCRIBE:
-            return self.describe_answer()
-        # The answer is built from validated models or the board's stored (validated) wire
-        # form, so it is not checked against the output schema again here; the tests hold
-        # every command's reply to the published output schema.
-        return await self.service.handle(
-            Call(
-                command=request.command,
-                caller=subject.caller,
-                envelope_id=request.id,
-                args=request.args,
-                mode=subject.mode,  # type: ignore[arg-type]
-                target=target,
-            )
+            raise _checking_failed(request, exc) from exc
+        return self._call(subject, request, None if mode is None else subject.caller)
+
+    async def _targeted(self, subject: RequestSubject, request: envelope.Request) -> Call:
+        try:
+            target = await self._current_target(subject, request)
+        except ContractError as exc:
+            raise exc.with_outcome("not-executed") from None
+        except Exception as exc:
+            raise _checking_failed(request, exc) from exc
+        return self._call(subject, request, target)
+
+    @staticmethod
+    def _call(subject: RequestSubject, request: envelope.Request, target: Seat | None) -> Call:
+        return Call(
+            command=request.command,
+            caller=subject.caller,
+            envelope_id=request.id,
+            args=request.args,
+            mode=subject.mode,  # type: ignore[arg-type]
+            target=target,
         )
 
     def _admit(self, subject: RequestSubject, request: envelope.Request) -> None:
@@ -413,6 +443,16 @@ class EndpointServer:
                     "(target_check = presence); start the seat or check the triple",
                 )
         return seat
+
+
+def _checking_failed(request: envelope.Request, exc: Exception) -> ContractError:
+    log.error("internal error admitting %s", request.command, exc_info=exc)
+    return ContractError(
+        ErrorCode.INTERNAL,
+        f"the bridge failed checking the request ({type(exc).__name__}) before serving it; "
+        "retry, and report it if it persists",
+        outcome="not-executed",
+    )
 
 
 def _not_json(exc: orjson.JSONDecodeError) -> ContractError:
