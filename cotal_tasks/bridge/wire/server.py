@@ -19,19 +19,18 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-import jsonschema_rs
 import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 from cotal_tasks.bridge.service.commands import Call, CommandService, PresenceSource
-from cotal_tasks.bridge.service.validation import args_refusal
 from cotal_tasks.bridge.wire import envelope
+from cotal_tasks.bridge.wire.admission import DESCRIBE, Admission, TargetCheck, contracts
 from cotal_tasks.bridge.wire.instance import InstanceIdentity
 from cotal_tasks.bridge.wire.resume import resumed
 from cotal_tasks.bridge.wire.space import LifecycleHeads
@@ -47,43 +46,18 @@ from cotal_tasks.core import (
     COMMANDS,
     ContractError,
     ErrorCode,
-    Seat,
     contract_artifacts,
     endpoint_token,
-    json_schema,
 )
-from cotal_tasks.core.commands import mode_refusal
 from cotal_tasks.core.errors import Outcome
 from cotal_tasks.providers.store import deadline_at
 
 log = logging.getLogger(__name__)
 
-TargetCheck = Literal["lifecycle", "presence", "none"]
-DESCRIBE = "describe"
-BIND_REFUSED = "ai.cotal.ep.bind-refused"
 MAX_IN_FLIGHT = 256
 _REPLY_HEADS_KEPT = 4096
 # Served inline until they first wait (see ``_receive``): the reads, and describe.
 _INLINE = frozenset({DESCRIBE, *(name for name, spec in COMMANDS.items() if spec.effect == "read")})
-
-
-@dataclass(frozen=True, slots=True)
-class _Contract:
-    input_digest: str
-    output_digest: str
-    args: Any  # the compiled jsonschema_rs validator of the input schema
-
-
-def _contracts() -> dict[str, _Contract]:
-    artifacts = contract_artifacts()
-    return {
-        name: _Contract(
-            artifacts.inputs[name].digest,
-            artifacts.outputs[name].digest,
-            jsonschema_rs.validator_for(json_schema(spec.input)),
-        )
-        for name, spec in COMMANDS.items()
-    }
 
 
 @dataclass
@@ -101,7 +75,7 @@ class EndpointServer:
     target_check: TargetCheck = "lifecycle"
     on_served: Callable[[str, str, float], None] | None = None
     _token: str = field(init=False)
-    _contracts: dict[str, _Contract] = field(init=False)
+    _admission: Admission = field(init=False)
     _subs: list[Subscription] = field(default_factory=list, init=False)
     _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _reply_heads: dict[str, str] = field(default_factory=dict, init=False)
@@ -109,7 +83,14 @@ class EndpointServer:
 
     def __post_init__(self) -> None:
         self._token = endpoint_token(self.endpoint)
-        self._contracts = _contracts()
+        self._admission = Admission(
+            self.endpoint,
+            self.identity,
+            self.presence,
+            self.lifecycle,
+            self.target_check,
+            contracts(),
+        )
 
     @property
     def token(self) -> str:
@@ -231,7 +212,7 @@ class EndpointServer:
         try:
             request = envelope.parse_request(raw)
             started = True
-            call = self._admitted(subject, request)
+            call = self._admission.admitted(subject, request)
             if not isinstance(call, Call):
                 call = await call  # a target whose currency is looked up
             if request.command == DESCRIBE:
@@ -285,175 +266,6 @@ class EndpointServer:
         )
         return orjson.dumps(envelope.error_reply(str(reply["id"]), error))
 
-    def _admitted(
-        self, subject: RequestSubject, request: envelope.Request
-    ) -> Call | Coroutine[Any, Any, Call]:
-        """The call to serve once every check before the effect passed, or what finds it
-        when the target's currency has to be looked up; a refusal says ``not-executed``.
-
-        The answer to describe is the endpoint's own; its call is never served. The answer
-        is built from validated models or the board's stored (validated) wire form, so it
-        is not checked against the output schema again here; the tests hold every
-        command's reply to the published output schema.
-        """
-        try:
-            self._admit(subject, request)
-            mode = subject.mode
-            # an untargeted request has no body target (check_agreement saw to it)
-            if mode is not None and mode != "self":
-                return self._targeted(subject, request)
-        except ContractError as exc:
-            raise exc.with_outcome("not-executed") from None
-        except Exception as exc:
-            raise _checking_failed(request, exc) from exc
-        return self._call(subject, request, None if mode is None else subject.caller)
-
-    async def _targeted(self, subject: RequestSubject, request: envelope.Request) -> Call:
-        try:
-            target = await self._current_target(subject, request)
-        except ContractError as exc:
-            raise exc.with_outcome("not-executed") from None
-        except Exception as exc:
-            raise _checking_failed(request, exc) from exc
-        return self._call(subject, request, target)
-
-    @staticmethod
-    def _call(subject: RequestSubject, request: envelope.Request, target: Seat | None) -> Call:
-        return Call(
-            command=request.command,
-            caller=subject.caller,
-            envelope_id=request.id,
-            args=request.args,
-            mode=subject.mode,  # type: ignore[arg-type]
-            target=target,
-        )
-
-    def _admit(self, subject: RequestSubject, request: envelope.Request) -> None:
-        """Every check before the effect but the target's currency."""
-        envelope.check_agreement(request, subject)
-        if request.cls != "ephemeral":
-            raise _refused(
-                ErrorCode.CLASS_MISMATCH,
-                f"class {request.cls!r} does not equal the command's contract class "
-                "'ephemeral'; send class ephemeral",
-            )
-        if request.command == DESCRIBE:
-            self._check_describe(subject, request)
-            return
-        contract = self._contracts.get(request.command)
-        if contract is None:
-            raise _refused(
-                ErrorCode.UNIMPLEMENTED,
-                f"this endpoint serves no command {request.command!r}; describe lists them",
-            )
-        if (request.input_digest, request.output_digest) != (
-            contract.input_digest,
-            contract.output_digest,
-        ):
-            raise _refused(
-                ErrorCode.CONTRACT_MISMATCH,
-                f"the pinned digests do not match the served {request.command} contract; "
-                "describe the endpoint again and pin the digests it names",
-            )
-        self._check_bind(request)
-        spec = COMMANDS[request.command]
-        refusal = mode_refusal(
-            request.command,
-            spec.modes,
-            subject.mode or None,
-            target_given=request.target is not None,
-        )
-        if refusal is not None:
-            raise _refused(refusal.code, refusal.message)
-        if not contract.args.is_valid(request.args):
-            raise _refused(ErrorCode.BAD_REQUEST, args_refusal(request.command, request.args))
-
-    def _check_describe(self, subject: RequestSubject, request: envelope.Request) -> None:
-        if subject.mode is not None:
-            raise _refused(ErrorCode.PERMISSION_DENIED, "describe is untargeted; send no target")
-        if request.args is not None:
-            raise _refused(ErrorCode.BAD_REQUEST, "describe takes no args; send none")
-
-    def _check_bind(self, request: envelope.Request) -> None:
-        bind = request.bind
-        if bind is None:
-            return
-        if (bind.instanceId, bind.epoch) == (self.identity.instance_id, self.identity.epoch):
-            return
-        same_instance = bind.instanceId == self.identity.instance_id
-        detail = {
-            "kind": BIND_REFUSED,
-            "endpoint": self.endpoint,
-            "command": request.command,
-            "boundTo": {"instanceId": bind.instanceId, "epoch": bind.epoch},
-            "servedBy": {"instanceId": self.identity.instance_id, "epoch": self.identity.epoch},
-        }
-        raise ContractError(
-            ErrorCode.EXPIRED if same_instance else ErrorCode.FAILED_PRECONDITION,
-            (
-                "the bound incarnation has restarted"
-                if same_instance
-                else "this request is bound to another instance of the endpoint"
-            )
-            + "; describe the endpoint again and re-issue",
-            outcome="not-executed",
-            details=(detail,),
-        )
-
-    async def _current_target(
-        self, subject: RequestSubject, request: envelope.Request
-    ) -> Seat | None:
-        if subject.mode == "self":
-            return subject.caller
-        t = request.target
-        if t is None:
-            return None
-        seat = Seat(t.owner, t.actor, t.lifecycleUid)
-        if self.target_check == "lifecycle":
-            if self.lifecycle is None:
-                raise _refused(
-                    ErrorCode.UNAVAILABLE,
-                    "no trusted lifecycle reader is configured; targeted commands are refused",
-                )
-            mapping = await self.lifecycle.current(t.owner, t.actor)
-            if mapping is None or mapping.state != "active":
-                raise _refused(
-                    ErrorCode.EXPIRED,
-                    f"target {seat.principal} has no active lifecycle mapping; check the seat "
-                    "is running, then retry with its current lifecycle uid",
-                )
-            if mapping.lifecycle_uid != t.lifecycleUid:
-                raise _refused(
-                    ErrorCode.EXPIRED,
-                    f"target {seat.principal} is now lifecycle {mapping.lifecycle_uid}, not "
-                    f"{t.lifecycleUid}; retry with the current uid",
-                )
-            if t.mappingRevision is not None and t.mappingRevision != mapping.mapping_revision:
-                raise _refused(
-                    ErrorCode.EXPIRED,
-                    f"target {seat.principal} mapping is at revision {mapping.mapping_revision}, "
-                    f"not the pinned {t.mappingRevision}; re-read it and retry",
-                )
-        elif self.target_check == "presence":
-            card = await self.presence.lookup(t.owner, t.actor)
-            if card is None or not card.fresh or card.lifecycleUid != t.lifecycleUid:
-                raise _refused(
-                    ErrorCode.EXPIRED,
-                    f"target {seat} has no fresh presence card with that lifecycle uid "
-                    "(target_check = presence); start the seat or check the triple",
-                )
-        return seat
-
-
-def _checking_failed(request: envelope.Request, exc: Exception) -> ContractError:
-    log.error("internal error admitting %s", request.command, exc_info=exc)
-    return ContractError(
-        ErrorCode.INTERNAL,
-        f"the bridge failed checking the request ({type(exc).__name__}) before serving it; "
-        "retry, and report it if it persists",
-        outcome="not-executed",
-    )
-
 
 def _not_json(exc: orjson.JSONDecodeError) -> ContractError:
     reason = "it nests too deeply" if "recursion" in str(exc) else "it is not JSON"
@@ -463,7 +275,3 @@ def _not_json(exc: orjson.JSONDecodeError) -> ContractError:
         "JSON object of UTF-8 text",
         outcome="not-executed",
     )
-
-
-def _refused(code: ErrorCode, message: str) -> ContractError:
-    return ContractError(code, message, outcome="not-executed")
