@@ -22,9 +22,11 @@ from cotal_tasks.bridge.cli.announce import announcement
 from cotal_tasks.bridge.cli.preview import preview, render
 from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
 from cotal_tasks.bridge.config import BridgeConfig, load_config
-from cotal_tasks.bridge.process.lifecycle import Bridge, broker_url, connect, serve_until_signalled
+from cotal_tasks.bridge.process.connection import broker_url, connect
+from cotal_tasks.bridge.process.lifecycle import serve_until_signalled
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.client import Mode, TasksClient, TasksError
 from cotal_tasks.core import CAPABILITIES, ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.providers.hosted.sync import SyncReport
@@ -386,11 +388,16 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
                 degraded.update(opened.hosted.store.degradations()["counts"])
 
     report = _run(work)
-    state = "unchanged (one conditional request)" if report.not_modified else "synced"
+    state = "unchanged (conditional requests answered 304)" if report.not_modified else "synced"
     click.echo(
         f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "
         f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
     )
+    if report.reconciled:
+        click.echo(
+            f"{target.name}: reconcile sweep: {report.sweep_requests} listing request(s), "
+            f"{report.swept} unlisted unfinished task(s) read one by one"
+        )
     if degraded:
         counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
         click.echo(

@@ -22,7 +22,7 @@ from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.core import ContractError, ErrorCode, Mode, Seat
 
 # The checkout's examples folder (``make run`` runs from an editable install).
-SEED_FILE = Path(__file__).resolve().parents[2] / "examples" / "seed-tasks.json"
+SEED_FILE = Path(__file__).resolve().parents[3] / "examples" / "seed-tasks.json"
 _CREATE_STATUSES = ("open", "done", "dropped")
 
 
