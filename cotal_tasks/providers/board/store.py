@@ -96,7 +96,7 @@ class BoardStore:
         self._label = label
         # Only a process that holds the sole-writer lock may trust a cache of the file.
         self._sole_writer = sole_writer
-        self._cache = ReadCache() if sole_writer is not None else None
+        self._cache = ReadCache(_decode_task) if sole_writer is not None else None
         self._decoded = Decoded()
         if isinstance(hot, SqliteFile):
             hot.on_commit = self._committed
@@ -183,10 +183,13 @@ class BoardStore:
         return stored
 
     async def get_json(self, task_id: str) -> dict[str, Any]:
-        if self._cache is not None and (cached := self._cache.get(task_id)) is not None:
-            return cached.task.to_json()
-        body, _revision = await self._row(task_id)
-        return stored_json(body)
+        if self._cache is not None and (cached := self._cache.get_json(task_id)) is not None:
+            return cached
+        body, revision = await self._row(task_id)
+        value = stored_json(body)
+        if self._cache is not None:
+            self._cache.put_json(task_id, revision, body, value)
+        return value
 
     async def get_many(self, task_ids: Sequence[str]) -> dict[str, StoredTask]:
         """The tasks of ``task_ids`` that exist, in one read (cached ones from the cache)."""
@@ -347,6 +350,10 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     for pragma in PRAGMAS:
         cursor.execute(pragma)
     cursor.close()
+
+
+def _decode_task(body: str) -> Task:
+    return _decode(Task, body)
 
 
 def _decode(model: type[_M], body: str) -> _M:
