@@ -42,6 +42,7 @@ from tests.conformance.test_section6 import (  # noqa: F401  (collected here, on
 )
 from tests.providers.tower_do._support import tower_of
 from tests.support.bridge import ENDPOINT
+from tests.support.trackers import Tracker
 
 
 @asynccontextmanager
@@ -78,7 +79,7 @@ async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     board = tmp_path / "project" / "board.jsonl"
-    tracker = hosted.Tracker(
+    tracker = Tracker(
         provider="tower-do",
         section=lambda _: f'provider = "tower-do"\n[endpoints.tower_do]\nboard = "{board}"\n',
         endpoint=lambda _: EndpointConfig(name=ENDPOINT, settings=TowerDoConfig(board=board)),

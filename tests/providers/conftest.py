@@ -34,6 +34,7 @@ from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.store import Committed, IdempotencyKey, TaskStore, Write
+from tests.bridge._support import DictPresence
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_gitlab import FakeGitLab
 
@@ -223,3 +224,9 @@ async def harness(
     finally:
         await parts[-1].close()
         await parts[-1].store.close()
+
+
+@pytest.fixture
+def presence() -> DictPresence:
+    """The presence port an endpoint's service and sync read; tests put cards in it."""
+    return DictPresence()

@@ -1,9 +1,9 @@
 """Request and reply envelopes (SPEC §13.3), checked in the order ``serveEndpoint`` uses.
 
 ``parse_request`` is the body half of the boundary (``unsupported-version`` before
-anything else, then shape, digests presence, class/verb rules); ``check_agreement`` is
-the subject half (``op-mismatch``, ``target-mismatch``, ``sender-mismatch``). Unknown
-fields are ignored, as the wire says.
+anything else, then shape, digests presence, class/verb rules); ``check_agreement`` in
+``admission`` is the subject half (``op-mismatch``, ``target-mismatch``,
+``sender-mismatch``). Unknown fields are ignored, as the wire says.
 
 Every refusal carries ``outcome: not-executed``, names the field and what is wrong with
 it, shows at most a short preview of the refused value (``validation.preview``) and says
@@ -14,13 +14,11 @@ when the rest of its envelope is malformed.
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from cotal_tasks.bridge.service.validation import preview
-from cotal_tasks.bridge.wire.subjects import RequestSubject
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import COMMAND_TOKEN, ID_TOKEN, LIFECYCLE_UID, OWNER_OR_ACTOR
 
@@ -86,8 +84,11 @@ class Bind:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Request:
+    """A parsed request envelope; read-only by convention (not frozen, as one is made
+    for every request and a frozen dataclass's ``__init__`` costs several times as much)."""
+
     id: str
     endpoint: str
     endpoint_token: str
@@ -121,16 +122,61 @@ def request_id_of(raw: Any) -> str:
 
 
 def parse_request(raw: Any) -> Request:
+    """The request envelope of a decoded body, or the first refusal in check order.
+
+    The part that repeats from request to request (the op, class, verb, bind and sender)
+    is checked in full once per distinct value and remembered; a request whose part is
+    remembered has only the rest checked, in the same order, so the first refusal is the
+    one the full check would raise.
+    """
+    key = _fixed_key(raw)
+    fixed = None if key is None else _fixed.get(key)
+    if fixed is None:
+        request = _parse(raw)
+        if key is not None:
+            if len(_fixed) >= _FIXED_KEPT:
+                _fixed.clear()
+            _fixed[key] = _Fixed(
+                request.endpoint,
+                request.endpoint_token,
+                request.command,
+                request.input_digest,
+                request.output_digest,
+                request.cls,
+                request.reply_expected,
+                request.bind,
+                request.from_id,
+            )
+        return request
+    o: dict[str, Any] = raw
+    request_id = _version_and_id(o)
+    deadline_ms = _deadline(o.get("deadlineMs"), fixed.cls, fixed.reply_expected)
+    target = _target(o.get("target"))
+    args = o.get("args")
+    if args is not None and type(args) is not dict:
+        args = _record(args, "args")
+    return Request(
+        request_id,
+        fixed.endpoint,
+        fixed.endpoint_token,
+        fixed.command,
+        fixed.input_digest,
+        fixed.output_digest,
+        fixed.cls,
+        fixed.reply_expected,
+        deadline_ms,
+        target,
+        fixed.bind,
+        args,
+        fixed.from_id,
+    )
+
+
+def _parse(raw: Any) -> Request:
     o = _record(raw, "request")
-    version = o.get("v")
-    if isinstance(version, bool) or version != ENVELOPE_V:
-        raise _fail(
-            ErrorCode.UNSUPPORTED_VERSION,
-            f"request envelope version {preview(version)} is not {ENVELOPE_V}; send v: 1",
-        )
-    request_id = _token(o.get("id"), ID_TOKEN, "id", "[A-Za-z0-9_-]{1,64}")
+    request_id = _version_and_id(o)
     op = _record(o.get("op"), "op")
-    endpoint, token, command, input_digest, output_digest = _checked_op(
+    endpoint, token, command, input_digest, output_digest = _op(
         op.get("endpoint"), op.get("command"), op.get("inputDigest"), op.get("outputDigest")
     )
     cls = o.get("class")
@@ -152,26 +198,8 @@ def parse_request(raw: Any) -> Request:
             ErrorCode.BAD_REQUEST,
             "a journal-class submission sets replyExpected: false; send a call as class ephemeral",
         )
-    deadline = o.get("deadlineMs")
-    deadline_ms: int | None = None
-    if deadline is not None:
-        deadline_ms = _uint(deadline, "deadlineMs")
-        if deadline_ms == 0:
-            raise _fail(
-                ErrorCode.BAD_REQUEST, "deadlineMs is 0; send a positive budget in milliseconds"
-            )
-    elif reply_expected or cls == "journal":
-        raise _fail(ErrorCode.BAD_REQUEST, "deadlineMs is required for a call; send a budget in ms")
-    target = None
-    if o.get("target") is not None:
-        t = _record(o["target"], "target")
-        revision = t.get("mappingRevision")
-        target = Target(
-            _token(t.get("owner"), OWNER_OR_ACTOR, "target.owner", "[A-Za-z0-9_]{1,64}"),
-            _token(t.get("actor"), OWNER_OR_ACTOR, "target.actor", "[A-Za-z0-9_]{1,64}"),
-            _token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid", "[a-z0-9]{26,32}"),
-            None if revision is None else _uint(revision, "target.mappingRevision"),
-        )
+    deadline_ms = _deadline(o.get("deadlineMs"), cls, reply_expected)
+    target = _target(o.get("target"))
     bind = None
     if o.get("bind") is not None:
         if command == "describe":
@@ -179,12 +207,12 @@ def parse_request(raw: Any) -> Request:
                 ErrorCode.BAD_REQUEST, "describe carries no bind (it produces one); drop the bind"
             )
         b = _record(o["bind"], "bind")
-        bind = _checked_bind(b.get("instanceId"), b.get("epoch"))
+        bind = _bind(b.get("instanceId"), b.get("epoch"))
     args = o.get("args")
     if args is not None:
         args = _record(args, "args")
     sender = _record(o.get("from"), "from")
-    from_id = _checked_sender(sender.get("id"), sender.get("name"))
+    from_id = _sender(sender.get("id"), sender.get("name"))
     return Request(
         request_id,
         endpoint,
@@ -202,32 +230,99 @@ def parse_request(raw: Any) -> Request:
     )
 
 
-# The parts of an envelope that repeat from request to request (the op, the bind, the
-# sender) are checked once per distinct value and remembered; a refusal raises and is
-# never remembered. ``typed`` keeps ``True`` apart from ``1`` and ``1.0`` from ``1``; only
-# short strings and plain integers are remembered, so the memory stays bounded.
-_remembered = functools.lru_cache(maxsize=4096, typed=True)
+def _version_and_id(o: dict[str, Any]) -> str:
+    version = o.get("v")
+    if isinstance(version, bool) or version != ENVELOPE_V:
+        raise _fail(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"request envelope version {preview(version)} is not {ENVELOPE_V}; send v: 1",
+        )
+    return _token(o.get("id"), ID_TOKEN, "id", "[A-Za-z0-9_-]{1,64}")
+
+
+def _deadline(deadline: Any, cls: str, reply_expected: bool) -> int | None:
+    if deadline is not None:
+        deadline_ms = _uint(deadline, "deadlineMs")
+        if deadline_ms == 0:
+            raise _fail(
+                ErrorCode.BAD_REQUEST, "deadlineMs is 0; send a positive budget in milliseconds"
+            )
+        return deadline_ms
+    if reply_expected or cls == "journal":
+        raise _fail(ErrorCode.BAD_REQUEST, "deadlineMs is required for a call; send a budget in ms")
+    return None
+
+
+def _target(value: Any) -> Target | None:
+    if value is None:
+        return None
+    t = _record(value, "target")
+    revision = t.get("mappingRevision")
+    return Target(
+        _token(t.get("owner"), OWNER_OR_ACTOR, "target.owner", "[A-Za-z0-9_]{1,64}"),
+        _token(t.get("actor"), OWNER_OR_ACTOR, "target.actor", "[A-Za-z0-9_]{1,64}"),
+        _token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid", "[a-z0-9]{26,32}"),
+        None if revision is None else _uint(revision, "target.mappingRevision"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """The checked part of an envelope that repeats from request to request."""
+
+    endpoint: str
+    endpoint_token: str
+    command: str
+    input_digest: str | None
+    output_digest: str | None
+    cls: str
+    reply_expected: bool
+    bind: Bind | None
+    from_id: str
+
+
+# Remembered only for values of the types the envelope defines at each place (a string,
+# or None, short enough; a bool verb; an int epoch), so a key never equals another whose
+# values differ in type (True and 1, 1.0 and 1), and the memory stays bounded. A refusal
+# raises before anything is remembered.
+_fixed: dict[tuple[Any, ...], _Fixed] = {}
+_FIXED_KEPT = 4096
 _REMEMBERED_CHARS = 256
 
 
-def _hashable(*values: Any) -> bool:
-    for value in values:
-        kind = type(value)
-        if kind is str:
-            if len(value) > _REMEMBERED_CHARS:
-                return False
-        elif kind is not int and value is not None:
-            return False
-    return True
-
-
-def _checked_op(
-    endpoint: Any, command: Any, input_digest: Any, output_digest: Any
-) -> tuple[str, str, str, str | None, str | None]:
-    """``op``'s endpoint, its token, the command and the two digests, checked in order."""
-    if _hashable(endpoint, command, input_digest, output_digest):
-        return _op_remembered(endpoint, command, input_digest, output_digest)
-    return _op(endpoint, command, input_digest, output_digest)
+def _fixed_key(o: Any) -> tuple[Any, ...] | None:
+    """The repeating part of a decoded body as a key, or ``None`` when it is not to be
+    remembered (no object, a value of another type, or a long string)."""
+    if type(o) is not dict:
+        return None
+    op, sender, bind = o.get("op"), o.get("from"), o.get("bind")
+    if type(op) is not dict or type(sender) is not dict:
+        return None
+    verb = o.get("replyExpected")
+    if verb is not True and verb is not False:
+        return None
+    texts = (
+        op.get("endpoint"),
+        op.get("command"),
+        op.get("inputDigest"),
+        op.get("outputDigest"),
+        o.get("class"),
+        sender.get("id"),
+        sender.get("name"),
+    )
+    for text in texts:
+        if text is not None and (type(text) is not str or len(text) > _REMEMBERED_CHARS):
+            return None
+    if bind is None:
+        return (*texts, verb)
+    if type(bind) is not dict:
+        return None
+    instance_id, epoch = bind.get("instanceId"), bind.get("epoch")
+    if type(instance_id) is not str or len(instance_id) > _REMEMBERED_CHARS:
+        return None
+    if type(epoch) is not int:
+        return None
+    return (*texts, verb, instance_id, epoch)
 
 
 def _op(
@@ -250,9 +345,6 @@ def _op(
         _digest(input_digest, "inputDigest", command),
         _digest(output_digest, "outputDigest", command),
     )
-
-
-_op_remembered = _remembered(_op)
 
 
 def _digest(value: Any, key: str, command: str) -> str | None:
@@ -279,12 +371,6 @@ def _digest(value: Any, key: str, command: str) -> str | None:
     return value
 
 
-def _checked_bind(instance_id: Any, epoch: Any) -> Bind:
-    if _hashable(instance_id, epoch):
-        return _bind_remembered(instance_id, epoch)
-    return _bind(instance_id, epoch)
-
-
 def _bind(instance_id: Any, epoch: Any) -> Bind:
     return Bind(
         _token(instance_id, LIFECYCLE_UID, "bind.instanceId", "[a-z0-9]{26,32}"),
@@ -292,96 +378,11 @@ def _bind(instance_id: Any, epoch: Any) -> Bind:
     )
 
 
-_bind_remembered = _remembered(_bind)
-
-
-def _checked_sender(sender_id: Any, name: Any) -> str:
-    """``from.id``, once ``from.id`` and ``from.name`` are both non-empty strings."""
-    if _hashable(sender_id, name):
-        return _sender_remembered(sender_id, name)
-    return _sender(sender_id, name)
-
-
 def _sender(sender_id: Any, name: Any) -> str:
+    """``from.id``, once ``from.id`` and ``from.name`` are both non-empty strings."""
     checked = _text(sender_id, "from.id")
     _text(name, "from.name")
     return checked
-
-
-_sender_remembered = _remembered(_sender)
-
-
-def check_agreement(request: Request, subject: RequestSubject) -> None:
-    """The body must agree with the broker-authenticated subject."""
-    if request.endpoint_token != subject.endpoint_token:
-        raise _fail(
-            ErrorCode.OP_MISMATCH,
-            f"op.endpoint {preview(request.endpoint)} does not agree with the subject's "
-            "endpoint; send the endpoint name the subject addresses",
-        )
-    if request.command != subject.command:
-        raise _fail(
-            ErrorCode.OP_MISMATCH,
-            f"op.command {preview(request.command)} does not agree with the subject's "
-            f"{preview(subject.command)}; name the same command in both",
-        )
-    if subject.route == "all" and request.deadline_ms is None:
-        raise _fail(
-            ErrorCode.BAD_REQUEST, "deadlineMs is required on the scatter rail; send a budget"
-        )
-    if request.bind is not None:
-        if subject.route == "all":
-            raise _fail(
-                ErrorCode.BAD_REQUEST,
-                "a bind on the scatter rail has no coherent reading; drop the bind, or send on "
-                "the one or inst rail",
-            )
-        if subject.route == "inst" and request.bind.instanceId != subject.instance_id:
-            raise _fail(
-                ErrorCode.BAD_REQUEST,
-                "bind.instanceId contradicts the instance the inst-rail subject names; bind "
-                "to the instance the subject addresses",
-            )
-    if subject.mode in (None, "self"):
-        if request.target is not None:
-            shape = "an untargeted" if subject.mode is None else "a self-mode"
-            raise _fail(
-                ErrorCode.TARGET_MISMATCH,
-                f"a body target on {shape} request is refused, never ignored; drop the target",
-            )
-    else:
-        if request.target is None:
-            raise _fail(
-                ErrorCode.TARGET_MISMATCH,
-                f"the {subject.mode} form needs a body target; send target with owner, actor "
-                "and lifecycleUid",
-            )
-        if request.target.owner != subject.target_owner:
-            raise _fail(
-                ErrorCode.TARGET_MISMATCH,
-                "target.owner does not equal the subject's target owner token; send the same "
-                "owner in both",
-            )
-        if (
-            len(subject.target_tokens) == 3
-            and (
-                request.target.actor,
-                request.target.lifecycleUid,
-            )
-            != subject.target_tokens[1:]
-        ):
-            raise _fail(
-                ErrorCode.TARGET_MISMATCH,
-                f"in {subject.mode} mode the body target must equal the subject's target "
-                "triple; send the same seat in both",
-            )
-    sender = subject.caller.principal
-    if request.from_id != sender:
-        raise _fail(
-            ErrorCode.SENDER_MISMATCH,
-            f"from.id {preview(request.from_id)} does not equal the subject's sender "
-            f"{sender}; send from.id as the principal your credential publishes as",
-        )
 
 
 def ok_reply(request_id: str, data: Any) -> dict[str, Any]:
