@@ -114,7 +114,7 @@ class BridgeConfig(Closed):
                 return ep
         known = ", ".join(ep.name for ep in self.endpoints)
         raise ContractError(
-            ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config; it serves {known}"
+            ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config. Name one it serves: {known}"
         )
 
 
@@ -126,11 +126,11 @@ def load_config(path: Path | None) -> BridgeConfig:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ContractError(
-            ErrorCode.BAD_REQUEST, f"cannot read config {path}: {exc.strerror}; check the path"
+            ErrorCode.BAD_REQUEST, f"cannot read config {path}: {exc.strerror}. Check the path"
         ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ContractError(
-            ErrorCode.BAD_REQUEST, f"config {path} is not valid TOML ({exc}); fix the syntax"
+            ErrorCode.BAD_REQUEST, f"config {path} is not valid TOML ({exc}). Fix the syntax"
         ) from exc
     try:
         config = BridgeConfig.model_validate(raw)
@@ -140,7 +140,9 @@ def load_config(path: Path | None) -> BridgeConfig:
             f"{err['msg'].removeprefix('Value error, ')}"
             for err in exc.errors(include_url=False, include_input=False)
         )
-        raise ContractError(ErrorCode.BAD_REQUEST, f"config {path}: {problems}") from exc
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, f"config {path} is refused: {problems}. Fix those settings"
+        ) from exc
     if not config.data_dir.is_absolute():
         config = config.model_copy(update={"data_dir": (path.parent / config.data_dir)})
     return config

@@ -149,13 +149,17 @@ def invoke(
     seat = _seat(as_seat, "--as")
     target_seat = _seat(target, "--target") if target else None
     if mode in ("owner", "any") and target_seat is None:
-        raise click.UsageError(f"--mode {mode} needs --target OWNER.ACTOR/UID")
+        raise click.UsageError(f"--mode {mode} needs a target seat. Give --target OWNER.ACTOR/UID")
     try:
         args = json.loads(args_json) if args_json is not None else None
     except ValueError as exc:
-        raise click.BadParameter(f"not JSON ({exc})", param_hint="--args") from exc
+        raise click.BadParameter(
+            f"not JSON ({exc}). Give a JSON object, such as '{{}}'", param_hint="--args"
+        ) from exc
     if args is not None and not isinstance(args, dict):
-        raise click.BadParameter("must be a JSON object", param_hint="--args")
+        raise click.BadParameter(
+            "is not a JSON object. Give one, such as '{}'", param_hint="--args"
+        )
 
     async def work() -> dict[str, Any]:
         client = await _client(config, endpoint, seat)
@@ -228,7 +232,10 @@ def mcp(
     if http_address is not None:
         host, _, port_text = http_address.rpartition(":")
         if not host or not port_text.isdigit():
-            raise click.BadParameter("give HOST:PORT, e.g. 127.0.0.1:8765", param_hint="--http")
+            raise click.BadParameter(
+                f"{http_address!r} is not HOST:PORT. Give one, such as 127.0.0.1:8765",
+                param_hint="--http",
+            )
         port = int(port_text)
         if host not in ("127.0.0.1", "localhost", "::1"):
             click.echo(
@@ -284,7 +291,10 @@ def grants(
         perms = serve_rows(config.space, name, instance_id)
     else:
         if as_seat is None or not capabilities:
-            raise click.UsageError("give --as OWNER.ACTOR/UID and at least one --capability")
+            raise click.UsageError(
+                "a caller's grants need a seat and its capabilities. Give --as OWNER.ACTOR/UID "
+                "and at least one --capability"
+            )
         perms = caller_rows(
             config.space, name, _seat(as_seat, "--as"), list(capabilities), any_owner=any_owner
         )
@@ -330,7 +340,8 @@ def check_config(preview_count: int | None, endpoint: str | None, config_path: P
     target = config.endpoint(endpoint)
     if target.provider == "board":
         raise click.UsageError(
-            f"{target.name} is a board; --preview is for hosted trackers and tower-do boards"
+            f"{target.name} is a board, and --preview shows what a hosted tracker or a "
+            "tower-do board would mirror. Name such an endpoint"
         )
     shown = _run(lambda: preview(config, target, preview_count))
     click.echo(f"preview of {target.name} (nothing was written):")
@@ -349,7 +360,7 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
     config = _config(config_path)
     target = config.endpoint(endpoint)
     if target.provider == "board":
-        raise click.UsageError(f"{target.name} is a board; there is nothing to sync")
+        raise click.UsageError(f"{target.name} is a board. There is nothing to sync")
     if target.tower_do is not None:
 
         async def catch_up() -> int:
@@ -429,7 +440,10 @@ def _role_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
     for value in values:
         role, sep, rest = value.partition("=")
         if not sep or not role or not rest:
-            raise click.BadParameter(f"{value!r} is not ROLE=VALUE", param_hint=option)
+            raise click.BadParameter(
+                f"{value!r} is not ROLE=VALUE. Give the role, then = and the value",
+                param_hint=option,
+            )
         pairs[role] = rest
     return pairs
 
@@ -497,7 +511,10 @@ def conformance(
     }
     missing = sorted(set(creds_by_role) - set(seat_by_role) - {"runner"})
     if missing:
-        raise click.UsageError(f"--creds given without --seat for: {', '.join(missing)}")
+        raise click.UsageError(
+            f"--creds names roles without a --seat: {', '.join(missing)}. Give "
+            "--seat ROLE=OWNER.ACTOR/UID for each"
+        )
     try:
         checks = select(only)
     except ValueError as exc:

@@ -145,7 +145,7 @@ class CommandService:
         if spec is None:
             raise ContractError(
                 ErrorCode.UNIMPLEMENTED,
-                f"this endpoint has no command {call.command!r}; describe lists the eight "
+                f"this endpoint has no command {call.command!r}. Describe lists the eight "
                 "ai.cotal.tasks commands",
                 outcome="not-executed",
             )
@@ -246,7 +246,7 @@ class CommandService:
             return committed.to_json()
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"envelope id {call.envelope_id!r} is being recorded by a concurrent request; retry",
+            f"envelope id {call.envelope_id!r} is being recorded by a concurrent request. Retry",
         )
 
     async def _recall(self, key: str, command: str, args_digest: str, env_id: str) -> Json | None:
@@ -258,7 +258,7 @@ class CommandService:
             raise ContractError(
                 ErrorCode.CONFLICT,
                 f"envelope id {env_id!r} was already used for a different {record.command} "
-                "request; send a new request with a fresh id",
+                "request. Send a new request with a fresh id",
             )
         result: Json = json.loads(record.result)
         return result
@@ -300,7 +300,7 @@ class CommandService:
             return committed.task
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            "the task changed under this request too many times in a row; retry",
+            "the task changed under this request too many times in a row. Retry",
         )
 
     def _apply(
@@ -339,7 +339,7 @@ class CommandService:
         if self.settings.require_presence and not current:
             raise ContractError(
                 ErrorCode.FAILED_PRECONDITION,
-                f"seat {seat} has no fresh presence card with that lifecycle uid; check the "
+                f"seat {seat} has no fresh presence card with that lifecycle uid. Check the "
                 "triple (a typo binds to nothing), or start the seat and retry",
             )
         return card.environment if current and card is not None else None

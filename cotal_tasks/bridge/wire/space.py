@@ -150,8 +150,8 @@ class LifecycleHeads:
         except APIError as exc:
             raise ContractError(
                 ErrorCode.UNAVAILABLE,
-                f"the lifecycle mapping of {owner}.{actor} cannot be read ({exc.description}); "
-                "retry, or check the space's records bucket",
+                f"the lifecycle mapping of {owner}.{actor} cannot be read ({exc.description}). "
+                "Retry, or check the space's records bucket",
             ) from exc
         headers = raw.headers or {}
         if headers.get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
@@ -160,7 +160,9 @@ class LifecycleHeads:
             head = json.loads(raw.data)
         except ValueError as exc:
             raise ContractError(
-                ErrorCode.INTERNAL, f"the lifecycle head {key} is not JSON; it authorizes nothing"
+                ErrorCode.INTERNAL,
+                f"the lifecycle head {key} is not JSON, so it authorizes nothing. "
+                "Republish the seat's lifecycle record",
             ) from exc
         if (
             not isinstance(head, dict)
@@ -169,6 +171,8 @@ class LifecycleHeads:
             or not isinstance(head.get("lifecycleUid"), str)
         ):
             raise ContractError(
-                ErrorCode.INTERNAL, f"the lifecycle head {key} is malformed; it authorizes nothing"
+                ErrorCode.INTERNAL,
+                f"the lifecycle head {key} is malformed, so it authorizes nothing. "
+                "Republish the seat's lifecycle record",
             )
         return LifecycleMapping(head["lifecycleUid"], int(raw.seq or 0), str(head.get("state")))
