@@ -3,7 +3,9 @@
 Transports (the Cotal wire, HTTP, the CLI) build a ``Call`` from what they
 authenticated (the caller triple always comes from the transport, never from the
 payload) and hand it to ``CommandService.handle``, which admits the mode, validates
-the args, applies the contract's rule and commits through the store. A refusal before
+the args, applies the contract's rule and commits through the store. A transport that
+has admitted the mode and parsed the args itself hands the parsed input over
+(``Call.admitted``), so a call's args are validated once on every path. A refusal before
 any effect carries ``outcome: not-executed``; a store failure while committing
 carries ``unknown``, because the database may have committed before it failed.
 """
@@ -18,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import orjson
-from pydantic import ValidationError
 
 from cotal_tasks.bridge.service.paging import decode_cursor, encode_cursor
-from cotal_tasks.bridge.service.validation import describe_validation_error
+from cotal_tasks.bridge.service.validation import parse_args
 from cotal_tasks.core import (
     COMMANDS,
     AdministerTaskInput,
@@ -105,6 +106,9 @@ class Call:
     args: Mapping[str, Any] | None = None
     mode: Mode | None = None
     target: Seat | None = None
+    # The args as a transport parsed them (``parse_args``) after admitting the mode; the
+    # service then neither admits nor validates again.
+    admitted: Input | None = None
 
 
 @dataclass(slots=True)
@@ -150,9 +154,11 @@ class CommandService:
                 outcome="not-executed",
             )
         try:
-            _admit(spec, call)
-            read = spec.effect == "read"
-            args = self._parse_read(spec, call.args) if read else _parse(spec, call.args)
+            args = call.admitted
+            if args is None:
+                _admit(spec, call)
+                read = spec.effect == "read"
+                args = self._parse_read(spec, call.args) if read else _parse(spec, call.args)
             return await self._dispatch(spec, call, args)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
@@ -378,9 +384,4 @@ def _admit(spec: CommandSpec, call: Call) -> None:
 
 
 def _parse(spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:
-    try:
-        return spec.input.model_validate({} if args is None else args)
-    except ValidationError as exc:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, describe_validation_error(spec.name, exc)
-        ) from exc
+    return parse_args(spec, {} if args is None else args)

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cotal_tasks.core import COMMANDS
+from cotal_tasks.core import COMMANDS, CommandSpec, ContractError, ErrorCode, Input
 
 # Command-specific remedies for refusals whose reason is a contract rule, not a typo.
 _HINTS: dict[tuple[str, str], str] = {
@@ -88,19 +88,36 @@ def describe_validation_error(command: str, exc: ValidationError) -> str:
     return text + ". Fix the named fields; describe the endpoint for the input schema"
 
 
+def parse_args(spec: CommandSpec, args: Any) -> Input:
+    """``args`` as ``spec``'s input: the one validation a call's args get.
+
+    A refusal is ``bad-request`` with the message ``describe_validation_error`` writes,
+    which never echoes a refused value.
+    """
+    try:
+        return spec.input.model_validate(args)
+    except ValidationError as exc:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, describe_validation_error(spec.name, exc)
+        ) from exc
+    except RecursionError:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            f"{spec.name} args nest too deeply to check. Send the flat object the schema names",
+        ) from None
+
+
 def args_refusal(command: str, args: Any) -> str:
     """The message for args the command's schema refused.
 
     The schema validator's own text quotes the refused value, which may be a secret, so
-    the message comes from the command's input model instead: the same shape, with
-    remedy-naming text that never echoes a value.
+    the message comes from the command's input model instead (``parse_args``): the same
+    shape, with remedy-naming text that never echoes a value.
     """
     if args is None:
-        return f"{command} args are missing; send a JSON object (an empty one when nothing is set)"
+        return f"{command} args are missing. Send a JSON object (an empty one when nothing is set)"
     try:
-        COMMANDS[command].input.model_validate(args)
-    except ValidationError as exc:
-        return describe_validation_error(command, exc)
-    except RecursionError:
-        return f"{command} args nest too deeply to check; send the flat object the schema names"
-    return f"{command} args do not fit its input schema; describe the endpoint for the schema"
+        parse_args(COMMANDS[command], args)
+    except ContractError as exc:
+        return exc.message
+    return f"{command} args do not fit its input schema. Describe the endpoint for the schema"
