@@ -89,7 +89,7 @@ def conformance(
     missing = sorted(set(creds_by_role) - set(seat_by_role) - {"runner"})
     if missing:
         raise click.UsageError(
-            f"--creds names roles without a --seat: {', '.join(missing)}. Give "
+            f"--creds given without --seat for: {', '.join(missing)}. Give "
             "--seat ROLE=OWNER.ACTOR/UID for each"
         )
     try:

@@ -72,7 +72,7 @@ async def publish_artifacts(
         await js.stream_info(stream)
     except NotFoundError as exc:
         raise SpaceNotSetUp(
-            f"the space {space!r} has no {stream} stream; run Cotal's space setup first, or "
+            f"the space {space!r} has no {stream} stream. Run Cotal's space setup first, or "
             "leave nats_url unset to use the embedded broker"
         ) from exc
     fresh = 0
@@ -92,7 +92,9 @@ async def publish_artifacts(
             stored = await js.get_msg(stream, subject=subject)
             if stored.data != artifact.data:
                 raise SpaceNotSetUp(
-                    f"{subject} holds different bytes than the contract artifact {artifact.digest}"
+                    f"{subject} holds different bytes than the contract artifact "
+                    f"{artifact.digest}. Check that every bridge in the space runs the same "
+                    "contract version"
                 ) from exc
     return fresh
 
