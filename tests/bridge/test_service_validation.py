@@ -72,3 +72,24 @@ async def test_a_call_without_a_parsed_input_is_still_admitted(client: Client) -
         ErrorCode.PERMISSION_DENIED, "claim-task", ALICE, {"taskId": task["taskId"]}
     )
     assert "claim-task" in refused.message
+
+
+def test_a_read_is_parsed_once_per_distinct_args_and_a_refusal_every_time() -> None:
+    spec = COMMANDS["get-task"]
+    first = parse_args(spec, {"taskId": "t-remembered"})
+    assert parse_args(spec, {"taskId": "t-remembered"}) is first
+    assert parse_args(spec, {"taskId": "t-other"}) is not first
+    for _ in range(2):
+        with pytest.raises(ContractError):
+            parse_args(spec, {"taskId": "t-remembered", "limit": 1})
+    create = COMMANDS["create-task"]
+    assert parse_args(create, {"title": "x"}) is not parse_args(create, {"title": "x"})
+
+
+def test_missing_args_are_refused_with_a_remedy() -> None:
+    with pytest.raises(ContractError) as caught:
+        parse_args(COMMANDS["list-tasks"], None)
+    assert caught.value.code is ErrorCode.BAD_REQUEST
+    assert caught.value.message == (
+        "list-tasks args are missing. Send a JSON object (an empty one when nothing is set)"
+    )

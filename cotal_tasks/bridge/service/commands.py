@@ -19,8 +19,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
 from cotal_tasks.bridge.service.paging import decode_cursor, encode_cursor
 from cotal_tasks.bridge.service.validation import parse_args
 from cotal_tasks.core import (
@@ -68,7 +66,6 @@ DEFAULT_PAGE_CEILING = 100
 DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000
 _CAS_ATTEMPTS = 16
 PRUNE_EVERY_MS = 10 * 60 * 1000
-_READ_INPUTS_KEPT = 4096
 
 Json = dict[str, Any]
 ChangeListener = Callable[[int, int], Awaitable[None]]
@@ -134,7 +131,6 @@ class CommandService:
     _last_prune: int = -PRUNE_EVERY_MS
     # A store that hands out its stored wire form is read without rebuilding the models.
     _json_reads: JsonReads | None = field(init=False, default=None)
-    _read_inputs: dict[tuple[str, bytes], Input] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._json_reads = self.store if isinstance(self.store, JsonReads) else None
@@ -157,26 +153,10 @@ class CommandService:
             args = call.admitted
             if args is None:
                 _admit(spec, call)
-                read = spec.effect == "read"
-                args = self._parse_read(spec, call.args) if read else _parse(spec, call.args)
+                args = parse_args(spec, {} if call.args is None else call.args)
             return await self._dispatch(spec, call, args)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
-
-    def _parse_read(self, spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:
-        """``_parse`` for the read commands, remembered: the same args validate the same
-        way, and a dashboard or seat asks for the same task or page over and over."""
-        try:
-            key = (spec.name, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
-        except TypeError:
-            return _parse(spec, args)
-        parsed = self._read_inputs.get(key)
-        if parsed is None:
-            parsed = _parse(spec, args)  # a refusal raises, and is never remembered
-            if len(self._read_inputs) >= _READ_INPUTS_KEPT:
-                self._read_inputs.clear()
-            self._read_inputs[key] = parsed
-        return parsed
 
     async def _dispatch(self, spec: CommandSpec, call: Call, args: Input) -> Json:
         if isinstance(args, ListTasksInput):
@@ -381,7 +361,3 @@ def _admit(spec: CommandSpec, call: Call) -> None:
     )
     if refusal is not None:
         raise ContractError(refusal.code, refusal.message)
-
-
-def _parse(spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:
-    return parse_args(spec, {} if args is None else args)
