@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
-from cotal_tasks.core.identity import Principal
+from cotal_tasks.core.identity import LIFECYCLE_UID, OWNER_OR_ACTOR, Principal
 from cotal_tasks.providers.hosted.config import Closed, GitHubConfig, GitLabConfig
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 
@@ -73,7 +73,7 @@ class HttpToken(Closed):
 
     token_env: Annotated[str, Field(min_length=1)]
     principal: Principal
-    lifecycle_uid: Annotated[str, Field(pattern=r"^[a-z0-9]{26,32}$")] | None = None
+    lifecycle_uid: Annotated[str, Field(pattern=LIFECYCLE_UID.pattern)] | None = None
     capabilities: tuple[Literal["tasks.read", "tasks.self"], ...] = ("tasks.read",)
 
 
@@ -88,7 +88,7 @@ class HttpConfig(Closed):
 
 class BridgeConfig(Closed):
     space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
-    owner: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}$")] = "local"
+    owner: Annotated[str, Field(pattern=OWNER_OR_ACTOR.pattern)] = "local"
     data_dir: Path = Path(".cotal-tasks")
     nats_url: str | None = None  # absent: start an embedded nats-server
     nats_credentials: Path | None = None  # a NATS .creds file for the bridge's serve credential

@@ -99,7 +99,7 @@ def _parse(raw: Any) -> Request:
             ErrorCode.UNSUPPORTED_VERSION,
             f"request envelope version {preview(version)} is not {ENVELOPE_V}. Send v: 1",
         )
-    request_id = token(o.get("id"), ID_TOKEN, "id", "[A-Za-z0-9_-]{1,64}")
+    request_id = token(o.get("id"), ID_TOKEN, "id")
     op = record(o.get("op"), "op")
     endpoint, endpoint_tok, command, input_digest, output_digest = checked_op(
         op.get("endpoint"), op.get("command"), op.get("inputDigest"), op.get("outputDigest")
@@ -140,9 +140,9 @@ def _parse(raw: Any) -> Request:
         t = record(o["target"], "target")
         revision = t.get("mappingRevision")
         target = Target(
-            token(t.get("owner"), OWNER_OR_ACTOR, "target.owner", "[A-Za-z0-9_]{1,64}"),
-            token(t.get("actor"), OWNER_OR_ACTOR, "target.actor", "[A-Za-z0-9_]{1,64}"),
-            token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid", "[a-z0-9]{26,32}"),
+            token(t.get("owner"), OWNER_OR_ACTOR, "target.owner"),
+            token(t.get("actor"), OWNER_OR_ACTOR, "target.actor"),
+            token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid"),
             None if revision is None else uint(revision, "target.mappingRevision"),
         )
     bind = None

@@ -55,9 +55,11 @@ def uint(value: Any, what: str) -> int:
     return value
 
 
-def token(value: Any, pattern: re.Pattern[str], what: str, grammar: str) -> str:
+def token(value: Any, pattern: re.Pattern[str], what: str) -> str:
+    """``value`` as a token of core's ``pattern`` grammar (``core.identity``)."""
     checked = text(value, what)
     if not pattern.fullmatch(checked):
+        grammar = pattern.pattern.removeprefix("^").removesuffix("$")
         raise ContractError(
             ErrorCode.BAD_REQUEST,
             f"{what} {preview(checked)} is not a valid token. Send one matching {grammar}",
@@ -93,7 +95,7 @@ def _op(endpoint: Any, command: Any, input_digest: Any, output_digest: Any) -> O
             f"op.endpoint {preview(endpoint)} is not an endpoint name. Send dot-separated "
             "labels of [a-z0-9-] whose token fits 64 characters, as describe names it",
         ) from exc
-    command = token(command, COMMAND_TOKEN, "op.command", "[a-z0-9-]{1,32}")
+    command = token(command, COMMAND_TOKEN, "op.command")
     return (
         endpoint,
         endpoint_tok,
@@ -139,7 +141,7 @@ def checked_bind(instance_id: Any, epoch: Any) -> tuple[str, int]:
 
 def _bind(instance_id: Any, epoch: Any) -> tuple[str, int]:
     return (
-        token(instance_id, LIFECYCLE_UID, "bind.instanceId", "[a-z0-9]{26,32}"),
+        token(instance_id, LIFECYCLE_UID, "bind.instanceId"),
         uint(epoch, "bind.epoch"),
     )
 
