@@ -1,17 +1,21 @@
-"""What the GitHub sync costs, and how much of what GitHub links it finds, against the
-fake GitHub served on loopback.
+"""What the GitHub sync costs, and how much of what GitHub links it finds, against the fake
+GitHub served on loopback.
 
 Requests are counted from the fake's request log and set beside their targets: an
 initial import of N issues costs the list pages (GitHub's issues list also lists pull
 requests; each page after the first reads its boundary issue again, so 1 + (listed -
 100) / 99 of them) plus one GraphQL request per page for the evidence of that page's
-issues and pull requests, and nothing per issue; an unchanged poll costs one conditional
-request answered 304. Recall is the share of the links the fake's timelines hold (pull
-requests of this and another repository, forks, Development links, commit references,
-closing commits; most named by no pull request text) that became evidence. Time is the
-median of a few full imports, each into a fresh SQLite mirror, beside a baseline
-measured in the same run: walking the same list pages with a bare ``httpx`` client, no
-mapping and no mirror.
+issues and pull requests, and nothing per issue; an unchanged poll costs two conditional
+requests answered 304 (the listing's last page and the issue events feed), which
+GitHub's rate limit does not count. After the import, links that move no ``updated_at``
+are planted and polled for: commits that reference issues without a pull request (found
+through the issue events feed) and pull requests of another repository (timeline-only:
+not found by polling, and reported as such). Recall is the share of the links the fake's
+timelines hold (pull requests of this and another repository, forks, Development links,
+commit references, closing commits; most named by no pull request text) that became
+evidence. Time is the median of a few full imports, each into a fresh SQLite mirror,
+beside a baseline measured in the same run: walking the same list pages with a bare
+``httpx`` client, no mapping and no mirror.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ REPO = "octo-org/bench"
 OTHER = "octo-org/upstream"
 FORK = "contributor/bench"
 LIST_PATH = f"/repos/{REPO}/issues"
+EVENTS_PATH = f"/repos/{REPO}/issues/events"
 TOKEN_ENV = "COTAL_TASKS_BENCH_GITHUB_TOKEN"
 LINK_EVERY = 100  # one pull request linking one issue per this many issues
 CHANGES = 10  # issues closed before the incremental poll
@@ -164,11 +169,37 @@ async def import_once(fake: FakeGitHub, api_url: str, data_dir: Path) -> Import:
 class Poll:
     requests: list[RecordedRequest]
     report: SyncReport
+    found: int = 0  # of the links planted before this poll, how many became evidence
+
+
+def plant(fake: FakeGitHub, step: str, changes: int) -> dict[int, Link]:
+    """Before a poll: close ``changes`` open issues, or link ``changes`` of them in a way
+    that moves no ``updated_at`` (a commit pushed without a pull request; a pull request
+    of another repository). Returns the links planted, by issue."""
+    fake.advance(60)
+    issues = [i for i in fake.repos[REPO].issues.values() if i.pull is None]
+    opened = [i for i in issues if i.state == "open"][:changes]
+    planted: dict[int, Link] = {}
+    for issue in opened if step != "unchanged" else ():
+        number = issue.number
+        if step == "changed":
+            fake.close_issue(REPO, number)
+        elif step == "committed":
+            sha = f"c{number:039x}"
+            fake.add_commit_reference(REPO, number, sha)
+            planted[number] = ("commit", sha)
+        elif step == "cross-referenced":
+            branch, named = f"later-{number}", [(REPO, number)]
+            pr = fake.add_pull(OTHER, f"Later {number}", "x", head_ref=branch, references=named)
+            planted[number] = ("review", str(pr["html_url"]))
+    return planted
 
 
 async def polls_after(fake: FakeGitHub, api_url: str, data_dir: Path, changes: int) -> list[Poll]:
-    """The next three polls over an imported mirror: right after the import, unchanged,
-    and after ``changes`` open issues were closed."""
+    """The next polls over an imported mirror: right after the import, unchanged, after
+    ``changes`` open issues were closed, after commits referenced ``changes`` issues
+    without a pull request, and after pull requests of another repository referenced
+    ``changes`` issues."""
     ep = endpoint(api_url)
     config = BridgeConfig(
         space="bench", data_dir=data_dir, http=HttpConfig(enabled=False), endpoints=(ep,)
@@ -177,16 +208,18 @@ async def polls_after(fake: FakeGitHub, api_url: str, data_dir: Path, changes: i
     async with open_endpoint(config, ep, serve=True) as opened:
         assert opened.hosted is not None
         sync = opened.hosted.sync
-        for step in ("settle", "unchanged", "changed"):
-            if step == "changed":
-                fake.advance(60)
-                issues = fake.repos[REPO].issues.values()
-                opened_issues = [i for i in issues if i.pull is None and i.state == "open"]
-                for issue in opened_issues[:changes]:
-                    fake.close_issue(REPO, issue.number)
+        for step in ("settle", "unchanged", "changed", "committed", "cross-referenced"):
+            planted = plant(fake, step, changes) if step != "settle" else {}
             fake.requests.clear()
             report = await sync.poll_once()
-            out.append(Poll(list(fake.requests), report))
+            held = await opened.hosted.store.mirror.get_many([f"{REPO}#{n}" for n in planted])
+            found = sum(
+                1
+                for number, link in planted.items()
+                if (stored := held.get(f"{REPO}#{number}")) is not None
+                and link in {(e.kind, e.ref) for e in stored.task.evidence}
+            )
+            out.append(Poll(list(fake.requests), report, found))
     return out
 
 
@@ -232,14 +265,16 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
     async with serve_fake_github(fake) as api_url:
         with tempfile.TemporaryDirectory() as tmp:
             runs = [await import_once(fake, api_url, Path(tmp) / f"run{k}") for k in range(rounds)]
+            # Scored before the polls plant links the import could not have seen.
+            found, expected, stray = recall(fake, runs[0])
             polls = await polls_after(fake, api_url, Path(tmp) / "run0", CHANGES)
         baseline = statistics.median([await raw_listing(fake, api_url) for _ in range(rounds)])
 
     first = runs[0]
     lists = _count(first.requests, _is_list)
     graph = _count(first.requests, lambda r: r.matches("POST", "/graphql"))
-    alone = len(first.requests) - lists - graph
-    found, expected, stray = recall(fake, first)
+    feed = _count(first.requests, lambda r: r.matches("GET", EVENTS_PATH))
+    alone = len(first.requests) - lists - graph - feed
     seconds = statistics.median(run.seconds for run in runs)
     print(
         f"\nGitHub sync against the fake GitHub on loopback (SQLite mirror), {issues:,} issues, "
@@ -250,22 +285,38 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
     list_target = f"target {pages} = 1 + ceil(({listed:,} listed - 100) / 99)"
     print(row("initial import: list requests", f"{lists}", list_target))
     print(row("initial import: GraphQL evidence requests", f"{graph}", "target ~1 per list page"))
+    print(row("initial import: issue events feed requests", f"{feed}", "target 1 (its mark)"))
     print(row("initial import: issues read one by one", f"{alone}", "target 0"))
     print(row("initial import: all requests", f"{len(first.requests)}"))
     share = f"{found / expected:.2%}" if expected else "n/a"
     recall_note = f"target >= 99% ({found:,} of {expected:,} timeline links)"
     print(row("evidence recall", share, recall_note))
     print(row("evidence naming no link of the fake", f"{stray}", "target 0"))
-    settle, unchanged, changed = polls
+    settle, unchanged, changed, committed, crossed = polls
     read = changed.report.changed
     missed = "" if read == CHANGES else " - MISSED"
     for name, poll, note in (
         ("first poll after the import", settle, "the overlap, not yet conditional"),
-        ("unchanged poll", unchanged, "target 1 conditional request, 304"),
+        (
+            "unchanged poll",
+            unchanged,
+            "target 2 conditional requests, both 304: the listing and the issue events feed",
+        ),
         (
             f"poll after {CHANGES} issues closed",
             changed,
             f"{read} of {CHANGES} changes read{missed}",
+        ),
+        (
+            f"poll after {CHANGES} commits referenced issues",
+            committed,
+            f"{committed.found} of {CHANGES} commit links found; no pull request, no "
+            "updated_at change",
+        ),
+        (
+            f"poll after {CHANGES} other-repository pull requests",
+            crossed,
+            f"{crossed.found} of {CHANGES} links found; timeline-only, not found by polling",
         ),
     ):
         statuses = ", ".join(str(r.status) for r in poll.requests)

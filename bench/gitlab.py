@@ -5,15 +5,17 @@ Requests are counted from the fake's request log and set beside their targets: a
 of N issues costs ceil(N/100) issue pages over keyset pagination (GitLab 18.3+), and
 1 + ceil((N - 100) / 99) over offset pagination (older servers: each page asks from the
 last ``updated_at`` read, which it reads again), plus the merge-request sweep (one page
-per 100 merge requests) and evidence reads only for the issues with merge requests (all
-pages of ``closed_by`` and ``related_merge_requests``, and each merge request in its own
-project). GitLab offers no conditional requests, so an unchanged poll costs one (empty
-but for the overlap) issue page and one merge-request page. Recall is the share of the
-links the fake relates to its issues (merge requests of this project, of another
-project and of a fork, one issue with more than a default page of them) that became
-evidence. Time is the median of a few keyset imports, each into a fresh SQLite mirror,
-beside a baseline measured in the same run: walking the same issue pages with a bare
-``httpx`` client, no mapping and no mirror.
+per 100 merge requests), the notes of every issue (one request each: a commit that
+mentions an issue without a merge request shows only as a system note) and evidence
+reads for the issues with merge requests (all pages of ``closed_by`` and
+``related_merge_requests``, and each merge request in its own project). GitLab offers no
+conditional requests, so an unchanged poll costs one (empty but for the overlap) issue
+page and one merge-request page. Recall is the share of the links the fake relates to
+its issues (merge requests of this project, of another project and of a fork, one issue
+with more than a default page of them, commits that mention an issue without a merge
+request) that became evidence. Time is the median of a few keyset imports, each into a
+fresh SQLite mirror, beside a baseline measured in the same run: walking the same issue
+pages with a bare ``httpx`` client, no mapping and no mirror.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ def build(issues: int) -> tuple[FakeGitLab, set[int]]:
     """The fake: ``issues`` issues (a tenth closed), one merge request per ``LINK_EVERY``
     of them closing one, and on every ``PLANT_EVERY``-th issue a link no merge request
     text of the project names: a merge request that mentions it elsewhere (a comment),
-    one of another project, or a fork's closing one; and one issue with ``BUSY`` related
+    one of another project, a fork's closing one, or a commit pushed without a merge
+    request (a system note on the issue); and one issue with ``BUSY`` related
     merge requests. Returns it and the iids the descriptions close."""
     # The throttle counts requests, not time, here (the fake's clock stands still): a
     # budget no import reaches, as the request counts are what is measured.
@@ -73,8 +76,10 @@ def build(issues: int) -> tuple[FakeGitLab, set[int]]:
         fake.add_merge_request(PROJECT, f"Fix #{iid}", source_branch=f"fix-{iid}", closes=[iid])
     for iid in range(PLANT_EVERY // 2, issues + 1, PLANT_EVERY):
         fake.advance(1)
-        kind = (iid // PLANT_EVERY) % 3
-        if kind == 0:
+        kind = (iid // PLANT_EVERY) % 4
+        if kind == 3:
+            fake.mention_in_commit(PROJECT, iid, f"{iid:040x}")
+        elif kind == 0:
             fake.add_merge_request(
                 PROJECT, f"Work {iid}", "Named in a comment", source_branch=f"w-{iid}",
                 mentions=[iid],
@@ -96,6 +101,9 @@ def build(issues: int) -> tuple[FakeGitLab, set[int]]:
             pipeline_status=None,
         )  # fmt: skip
     return fake, linked
+
+
+COMMIT_NOTE = "mentioned in commit "
 
 
 def merge_request_links(fake: FakeGitLab, mr: MergeRequest, issue: Issue) -> list[tuple[int, Link]]:
@@ -126,6 +134,10 @@ def related_links(fake: FakeGitLab, issue: Issue) -> set[Link]:
     for mr in fake.related_mrs(issue):
         for at, link in merge_request_links(fake, mr, issue):
             newest[link] = max(at, newest.get(link, at))
+    for note in issue.notes:  # a commit of this project, pushed without a merge request
+        if note.system and note.body.startswith(COMMIT_NOTE):
+            link = ("commit", note.body.removeprefix(COMMIT_NOTE))
+            newest[link] = max(note.created_ms, newest.get(link, note.created_ms))
     return set(sorted(newest, key=lambda link: newest[link])[-MAX_EVIDENCE:])
 
 
@@ -244,7 +256,7 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
         f"their description), {with_links:,} issues with related merge requests:"
     )
     mr_target = f"target {max(1, math.ceil(merge_requests / 100))}"
-    evidence_target = f"target ~3 per issue with merge requests ({with_links:,})"
+    evidence_target = f"target {issues:,} notes + ~3 per issue with merge requests ({with_links:,})"
     for name, run, pages in (
         ("keyset import", first, math.ceil(issues / 100)),
         ("offset import", offset, 1 + math.ceil(max(0, issues - 100) / 99)),

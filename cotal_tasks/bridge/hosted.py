@@ -140,6 +140,11 @@ def build_hosted(
     )
     webhook = secret(hosted_cfg.webhook_secret_env, "the webhook secret", required=False)
     sync = SyncEngine(store, mirror.state(), key, clock)
+    if metrics is not None:
+        name = endpoint.name
+        sync.sweep_observers.append(
+            lambda requests, reads: metrics.reconciled(name, requests, reads)
+        )
     return Hosted(
         store,
         sync,

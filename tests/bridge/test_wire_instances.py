@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from nats.aio.msg import Msg
 
-from cotal_tasks.bridge.process.lifecycle import Bridge, running_bridge
+from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, broker, client, set_up_space
 from tests.support.cotal import Bound, TestCaller, nonce

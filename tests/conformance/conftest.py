@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NATS
 
-from cotal_tasks.bridge.process.lifecycle import Bridge
+from cotal_tasks.bridge.wiring.process import Bridge
 from tests.conftest import seat
 from tests.support.bridge import (
     ENDPOINT,

@@ -18,8 +18,8 @@ from nats.aio.msg import Msg
 
 import tests.conformance.test_section6 as section6
 from cotal_tasks.bridge.config import EndpointConfig
-from cotal_tasks.bridge.process.lifecycle import running_bridge
 from cotal_tasks.bridge.wire.instance import next_incarnation
+from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.core import Seat
 from tests.conformance.conftest import Mesh
 from tests.conformance.permissioned import (

@@ -25,8 +25,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from cotal_tasks.bridge.config import EndpointConfig
-from cotal_tasks.bridge.process.lifecycle import running_bridge
 from cotal_tasks.bridge.wire.instance import next_incarnation
+from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.client.conformance import BY_NAME, Actor, Context, Hooks, run_check
 from cotal_tasks.client.conformance.binding import SECRETS, only_record_fields
 from cotal_tasks.client.conformance.positive import (

@@ -20,8 +20,8 @@ from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.hosted import Hosted
-from cotal_tasks.bridge.process.lifecycle import Bridge
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.core import Mode, Seat
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore
@@ -122,6 +122,12 @@ class HostedEndpoint(Generic[F]):
         clock = VirtualTime(self.fake)
         clock.install(self.hosted.http)
         return clock
+
+    def sync_on_tracker_time(self) -> None:
+        """The sync's clock (its reconcile cadence) follows the fake tracker's clock, so a
+        test moves both by hand."""
+        clock = self.fake.clock
+        self.sync.clock = lambda: int(clock.time() * 1000)
 
 
 @asynccontextmanager

@@ -11,8 +11,8 @@ from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.process.broker import EmbeddedNats
-from cotal_tasks.bridge.process.lifecycle import Bridge, running_bridge
 from cotal_tasks.bridge.wire.space import ensure_space
+from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 
 SPACE = "conf"
 TEST_HTTP = HttpConfig(port=0)  # any free port: never collide with a real listener

@@ -98,6 +98,33 @@ def timeline(ctx: Ctx) -> Reply:
     return Reply(200, [shapes.event(issue, e) for e in ctx.page(events)])
 
 
+# What GitHub's issue events API carries; the other timeline items (cross-references,
+# comments, Development links, commits on a pull request) are timeline-only.
+TIMELINE_ONLY = frozenset({"cross-referenced", "commented", "connected", "committed"})
+
+
+def list_issue_events(ctx: Ctx) -> Reply:
+    """``GET /repos/{owner}/{repo}/issues/events``: every issue event of the repository's
+    issues and pull requests, newest first, each with its ``issue``."""
+    repo = ctx.repo()
+    shapes = ctx.shapes
+    found = [
+        (event, issue)
+        for issue in repo.issues.values()
+        if issue.visible
+        for event in issue.timeline
+        if event.kind not in TIMELINE_ONLY and event.id is not None
+    ]
+    found.sort(key=lambda pair: pair[0].id or 0, reverse=True)
+    return Reply(
+        200,
+        [
+            shapes.event(issue, event) | {"issue": shapes.issue(issue)}
+            for event, issue in ctx.page(found)
+        ],
+    )
+
+
 def list_comments(ctx: Ctx) -> Reply:
     issue = ctx.issue()
     since = _since(ctx)
@@ -378,6 +405,7 @@ ENDPOINTS = [
     _ep("GET", _REPO, get_repo),
     _ep("GET", _REPO + r"/issues", list_issues),
     _ep("POST", _REPO + r"/issues", create_issue),
+    _ep("GET", _REPO + r"/issues/events", list_issue_events),
     _ep("GET", _ISSUE, get_issue),
     _ep("PATCH", _ISSUE, update_issue),
     _ep("GET", _ISSUE + r"/timeline", timeline),

@@ -289,6 +289,40 @@ class FakeGitLab(FakeGitLabKnobs):
         note = self.note(issue, self.add_user(author).username, body)
         return self.shapes().note(issue, note)
 
+    def mention_in_commit(
+        self,
+        project: int | str,
+        iid: int,
+        sha: str,
+        *,
+        from_project: int | str | None = None,
+        author: str = "alice",
+        touch: bool = True,
+    ) -> JSON:
+        """A commit pushed to ``from_project`` (default: the issue's own) whose message
+        names the issue, with no merge request: GitLab records it only as the system note
+        "mentioned in commit <ref>", the reference written from the issue's project (the
+        bare sha, ``other@sha`` in the same namespace, else ``group/other@sha``). Like
+        any note it bumps the issue's ``updated_at`` unless ``touch=False``. The note's
+        JSON."""
+        issue = self.issue(project, iid)
+        home = self.projects[issue.project_id]
+        ref = sha
+        if from_project is not None and self.project(from_project).id != home.id:
+            source = self.project(from_project)
+            same = source.namespace == home.namespace
+            ref = f"{source.path if same else source.path_with_namespace}@{sha}"
+        previous = issue.updated_ms
+        note = self.note(issue, self.add_user(author).username, f"mentioned in commit {ref}")
+        note.system = True
+        if not touch:
+            issue.updated_ms = previous
+        return self.shapes().note(issue, note)
+
+    def delete_issue(self, project: int | str, iid: int) -> None:
+        """Deleted (by an owner): gone from every list; ``GET`` answers 404."""
+        del self.project(project).issues[iid]
+
     # -- building merge requests -------------------------------------------------------
 
     def add_merge_request(

@@ -156,11 +156,16 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
                 degraded.update(opened.hosted.store.degradations()["counts"])
 
     report = run(work)
-    state = "unchanged (one conditional request)" if report.not_modified else "synced"
+    state = "unchanged (conditional requests answered 304)" if report.not_modified else "synced"
     click.echo(
         f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "
         f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
     )
+    if report.reconciled:
+        click.echo(
+            f"{target.name}: reconcile sweep: {report.sweep_requests} listing request(s), "
+            f"{report.swept} unlisted unfinished task(s) read one by one"
+        )
     if degraded:
         counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
         click.echo(

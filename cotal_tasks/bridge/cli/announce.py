@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from cotal_tasks.bridge.cli.seed import Seeded
 from cotal_tasks.bridge.http.auth import is_loopback_host
-from cotal_tasks.bridge.process.lifecycle import Bridge
 from cotal_tasks.bridge.wire.subjects import event_filter
+from cotal_tasks.bridge.wiring.process import Bridge
 
 CLI = ".venv/bin/cotal-tasks"
 EXAMPLE_SEAT = "local.builder/01j9builder000000000000000"

@@ -20,7 +20,7 @@ from cotal_tasks.bridge.cli.common import (
     parse_seat,
     run,
 )
-from cotal_tasks.bridge.process.lifecycle import broker_url
+from cotal_tasks.bridge.process.connection import broker_url
 from cotal_tasks.client import Mode, TasksError
 from cotal_tasks.core import ErrorCode
 

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from cotal_tasks.bridge.config import BridgeConfig, load_config
-from cotal_tasks.bridge.process.lifecycle import broker_url, connect
+from cotal_tasks.bridge.process.connection import broker_url, connect
 from cotal_tasks.client import TasksClient
 from cotal_tasks.core import ContractError, Seat
 

@@ -1,10 +1,11 @@
 """Assemble the HTTP application from its parts.
 
 ``HttpContext`` is everything the routes may use: the endpoints the bridge serves (each
-with its command service and store), the bridge config, metrics, the presence view, the
-broker connection, and the webhook routes the hosted providers contribute. Only the
-composition root builds it. ``create_app`` reads the token secrets (once), hooks the
-event hub to every endpoint's change listener, and mounts:
+with its command service), the bridge config, metrics, the loaded token secrets, the
+event feed, the presence view, the broker connection, and the webhook routes the hosted
+providers contribute. The composition root builds it (``bridge.wiring.http``), loading
+the token secrets and attaching the event feed to every endpoint's change listener
+first; ``create_app`` only reads it, and mounts:
 
 =============================================  =====================================
 ``/``, ``/static/…``                           the dashboard (static files)
@@ -20,8 +21,6 @@ event hub to every endpoint's change listener, and mounts:
 
 from __future__ import annotations
 
-import os
-from collections.abc import Sequence
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -34,7 +33,6 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cotal_tasks.bridge.http import api, health
-from cotal_tasks.bridge.http.auth import Tokens
 from cotal_tasks.bridge.http.context import HttpContext
 from cotal_tasks.bridge.http.openapi import openapi_document
 from cotal_tasks.bridge.http.responses import error_answer
@@ -102,14 +100,9 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return error_answer(ContractError(ErrorCode.NOT_FOUND, message))
 
 
-def create_app(context: HttpContext, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
-    """The bridge's ASGI app. Raises ``ContractError`` when a token secret is missing."""
-    context.tokens = Tokens.load(
-        context.config, os.environ if context.environ is None else context.environ
-    )
-    for name, endpoint in context.endpoints.items():
-        endpoint.service.add_listener(context.events.listener(name))
-    contributed = [*extra_routes, *context.webhook_routes]
+def create_app(context: HttpContext) -> Starlette:
+    """The bridge's ASGI app over ``context``, which it reads and never changes."""
+    contributed = list(context.webhook_routes)
     routes: list[BaseRoute] = [
         Route("/", _dashboard, methods=["GET"]),
         Mount("/static", StaticFiles(directory=STATIC), name="static"),

@@ -1,44 +1,66 @@
-"""What the HTTP routes may use, built by the composition root and shared by every route."""
+"""What the HTTP routes may use, built by the composition root and shared by every route.
+
+The app only reads it: the token secrets are loaded, and the event feed is attached to
+every endpoint's change listener, before the app is built."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Protocol, cast
 
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
-from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.http.auth import Tokens
 from cotal_tasks.bridge.http.events import EventHub
 from cotal_tasks.bridge.http.presence import BrokerState, NoPresenceView, PresenceReader
+from cotal_tasks.bridge.service.commands import CommandService
 from cotal_tasks.bridge.service.metrics import Metrics
-from cotal_tasks.bridge.wiring import Endpoint
 from cotal_tasks.core import ContractError, ErrorCode
 
 KEEPALIVE_S = 15.0
 
 
-@dataclass
+class SyncRole(Protocol):
+    """Whether this instance runs a mirrored tracker's sync loop, and since when."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def since_ms(self) -> int | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ServedEndpoint:
+    """What the routes read of one endpoint: its config, its command service (and through
+    it the store), and this instance's sync role when the endpoint mirrors a tracker."""
+
+    config: EndpointConfig
+    service: CommandService
+    sync: SyncRole | None = None
+
+
+@dataclass(frozen=True)
 class HttpContext:
-    """The endpoints the bridge serves (each with its command service and store), the
-    config, metrics, the webhook routes hosted providers contribute, the presence view
-    for the dashboard's liveness column, and the broker connection for health."""
+    """The endpoints the bridge serves, the config, metrics, the loaded token secrets, the
+    event feed (already hearing every endpoint's changes), the webhook routes hosted
+    providers contribute, the presence view for the dashboard's liveness column, and the
+    broker connection for health."""
 
     config: BridgeConfig
-    endpoints: dict[str, Endpoint]
+    endpoints: Mapping[str, ServedEndpoint]
     metrics: Metrics
-    webhook_routes: list[BaseRoute] = field(default_factory=list)
+    tokens: Tokens
+    events: EventHub
+    webhook_routes: Sequence[BaseRoute] = ()
     presence: PresenceReader = field(default_factory=NoPresenceView)
     broker: BrokerState | None = None
     keepalive_s: float = KEEPALIVE_S
-    # Where token secrets are read from (``os.environ`` when None), once, at create_app.
-    environ: Mapping[str, str] | None = None
-    events: EventHub = field(default_factory=EventHub)
-    tokens: Tokens | None = None  # set by create_app
 
-    def endpoint(self, name: str) -> Endpoint:
+    def endpoint(self, name: str) -> ServedEndpoint:
         found = self.endpoints.get(name)
         if found is None:
             known = ", ".join(sorted(self.endpoints)) or "none"
@@ -49,16 +71,10 @@ class HttpContext:
             )
         return found
 
-    def close(self) -> None:
-        """End the open event streams, so the listener can stop without waiting on them."""
-        self.events.close()
-
 
 def context_of(request: Request) -> HttpContext:
     return cast(HttpContext, request.app.state.context)
 
 
 def tokens_of(request: Request) -> Tokens:
-    tokens = context_of(request).tokens
-    assert tokens is not None, "create_app loads the tokens"
-    return tokens
+    return context_of(request).tokens

@@ -22,9 +22,8 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from starlette.requests import Request
 from starlette.responses import Response
 
-from cotal_tasks.bridge.http.context import context_of
+from cotal_tasks.bridge.http.context import ServedEndpoint, context_of
 from cotal_tasks.bridge.http.responses import json_answer
-from cotal_tasks.bridge.wiring import Endpoint
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.store import PageQuery
 
@@ -40,7 +39,7 @@ class ReportsDegradations(Protocol):
         ...
 
 
-async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
+async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
     store = endpoint.service.store
     entry: dict[str, Any] = {"provider": endpoint.config.provider}
     try:
@@ -65,9 +64,8 @@ async def _probe(endpoint: Endpoint, broker_up: bool) -> dict[str, Any]:
             "message": f"the store did not answer within {PROBE_TIMEOUT_S:g} s; check the "
             "database, then retry",
         }
-    if endpoint.hosted is not None:
-        election = endpoint.hosted.election
-        entry["sync"] = {"role": election.role, "since": election.since_ms}
+    if endpoint.sync is not None:
+        entry["sync"] = {"role": endpoint.sync.role, "since": endpoint.sync.since_ms}
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up
     entry["ready"] = readable and broker_up

@@ -90,6 +90,26 @@ class Metrics:
             ["endpoint", "reason"],
             registry=self.registry,
         )
+        self.reconcile_sweeps = Counter(
+            "cotal_tasks_sync_reconcile_sweeps",
+            "Reconcile sweeps of hosted trackers (the open issues listed, the unlisted "
+            "unfinished tasks read one by one), by endpoint.",
+            ["endpoint"],
+            registry=self.registry,
+        )
+        self.reconcile_requests = Counter(
+            "cotal_tasks_sync_reconcile_listing_requests",
+            "Requests the reconcile sweeps spent listing the open issues, by endpoint.",
+            ["endpoint"],
+            registry=self.registry,
+        )
+        self.reconcile_reads = Counter(
+            "cotal_tasks_sync_reconcile_reads",
+            "Unfinished tasks whose issue a reconcile sweep did not list, read one by one "
+            "(each costs the reads of one issue), by endpoint.",
+            ["endpoint"],
+            registry=self.registry,
+        )
         self.change_seq = Gauge(
             "cotal_tasks_change_seq",
             "The last changeSeq each endpoint committed or read.",
@@ -118,6 +138,11 @@ class Metrics:
 
     def rate_limit_wait(self, endpoint: str, seconds: float) -> None:
         self.rate_limit_waits.labels(endpoint).inc(seconds)
+
+    def reconciled(self, endpoint: str, requests: int, reads: int) -> None:
+        self.reconcile_sweeps.labels(endpoint).inc()
+        self.reconcile_requests.labels(endpoint).inc(requests)
+        self.reconcile_reads.labels(endpoint).inc(reads)
 
     def degraded(self, endpoint: str, reason: str) -> None:
         self.degraded_items.labels(endpoint, reason).inc()

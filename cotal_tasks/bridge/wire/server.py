@@ -132,7 +132,6 @@ class EndpointServer:
         for flt in serve_filters(self.space, self._token, self.identity.instance_id, commands):
             sub = await self.nc.subscribe(flt.subject, queue=flt.queue or "", cb=self._receive)
             self._subs.append(sub)
-        self.service.add_listener(self.publish_board_changed)
 
     async def stop(self) -> None:
         """Stop taking requests, then let every in-flight one finish and reply."""
@@ -145,6 +144,8 @@ class EndpointServer:
             await asyncio.gather(*self._pending, return_exceptions=True)
 
     async def publish_board_changed(self, change_seq: int, observed_at: int) -> None:
+        """``board-changed`` on this instance's event subject; the composition root attaches
+        it to the service's change listeners."""
         event = {
             "v": 1,
             "topic": BOARD_CHANGED_TOPIC,

@@ -5,12 +5,13 @@ Enterprise Server, tests); the token comes from the environment and is never log
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from cotal_tasks.providers.hosted.boundary import as_dict, as_list
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     RateLimited,
@@ -38,7 +39,19 @@ query($ids: [ID!]!) {
 }
 """
 API_VERSION = "2022-11-28"
+EVENT_PAGES = 10  # newest pages of the issue events feed read past the last event seen
 GONE = {301: "transferred", 410: "deleted"}  # what GitHub's answer for one issue says
+
+
+@dataclass(frozen=True, slots=True)
+class EventsRead:
+    """What a read of the repository's issue events feed found: the issues a commit
+    referenced since the last event seen, the newest event id, the feed's ETag."""
+
+    referenced: frozenset[int] = frozenset()
+    newest: int | None = None
+    etag: str | None = None
+    not_modified: bool = False
 
 
 class GraphQLRefused(TrackerHttpError):
@@ -149,11 +162,15 @@ class GitHubClient:
         return items
 
     async def get_issue(self, number: int) -> dict[str, Any] | None:
+        """The issue, or ``None`` when it does not exist. A 404 is read as deleted only
+        while the repository's issue listing reads (a token that lost access, or a wrong
+        ``repository``, is an error, never a deletion)."""
         try:
             response = await self.http.request("GET", self._path(f"/issues/{number}"))
         except TrackerHttpError as exc:
             if exc.status == 404:
-                return None  # not an issue this token can read
+                await self.http.request("GET", self._path("/issues"), params={"per_page": 1})
+                raise IssueGone("deleted") from exc
             if exc.status == 301:
                 await self._repository_in_place()
             if exc.status in GONE:
@@ -161,6 +178,47 @@ class GitHubClient:
             raise
         body: dict[str, Any] = response.json()
         return body
+
+    async def referenced_since(self, seen: int | None, etag: str | None) -> EventsRead:
+        """The issues a commit referenced (``referenced`` events: a commit pushed with
+        ``#12`` in its message, with or without a pull request) since event ``seen``,
+        from ``GET /repos/{owner}/{repo}/issues/events`` (newest first).
+
+        The first page is asked conditionally with ``etag``: a 304 says no issue event
+        happened and is not counted by GitHub's rate limit. Pages are read only until the
+        event ``seen`` (at most ``EVENT_PAGES``); without one (the first read) the feed is
+        only marked, since an import reads every issue's timeline anyway."""
+        headers = {"If-None-Match": etag} if etag else None
+        params = {"per_page": PER_PAGE}
+        response = await self.http.request(
+            "GET", self._path("/issues/events"), params=params, headers=headers
+        )
+        if response.status_code == 304:
+            return EventsRead(not_modified=True)
+        first_etag = response.headers.get("etag")
+        referenced: set[int] = set()
+        newest = seen
+        for page in range(EVENT_PAGES):
+            reached = False
+            for item in as_list(response.json()):
+                event_id = as_int(as_dict(item).get("id"))
+                if event_id is None:
+                    continue
+                if seen is not None and event_id <= seen:
+                    reached = True
+                    break
+                newest = max(newest or 0, event_id)
+                issue = as_dict(as_dict(item).get("issue"))
+                number = as_int(issue.get("number"))
+                if item.get("event") == "referenced" and number and not _is_pull(issue):
+                    referenced.add(number)
+            following = response.links.get("next", {}).get("url")
+            if reached or following is None or seen is None or page + 1 == EVENT_PAGES:
+                break
+            response = await self.http.request("GET", following)
+        if seen is None:  # the first read: a mark, even of an empty feed
+            return EventsRead(frozenset(), newest or 0, first_etag)
+        return EventsRead(frozenset(referenced), newest, first_etag)
 
     async def _repository_in_place(self) -> None:
         """Tell a transferred issue from a renamed repository: both answer 301 for the
@@ -180,15 +238,35 @@ class GitHubClient:
 
     async def _every_page(self, tail: str) -> list[dict[str, Any]]:
         """Every item of a paginated listing, following the ``Link`` header."""
-        items: list[dict[str, Any]] = []
+        items, _ = await self.every_page(tail)
+        return items
+
+    async def every_page(
+        self, tail: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[list[Any], int]:
+        """``_every_page`` with ``params``, and the number of requests it took."""
+        items: list[Any] = []
         url: str | None = self._path(tail)
-        params: Mapping[str, Any] | None = {"per_page": PER_PAGE}
+        query: Mapping[str, Any] | None = {"per_page": PER_PAGE, **(params or {})}
+        requests = 0
         while url is not None:
-            response = await self.http.request("GET", url, params=params)
+            response = await self.http.request("GET", url, params=query)
+            requests += 1
             items.extend(as_list(response.json()))
             url = response.links.get("next", {}).get("url")
-            params = None
-        return items
+            query = None
+        return items, requests
+
+    async def open_numbers(self) -> tuple[set[int], int]:
+        """The numbers of the open issues (pull requests, which the listing carries too,
+        left out) and the requests it took. The REST listing has no ids-only form."""
+        items, requests = await self.every_page("/issues", {"state": "open"})
+        numbers = {
+            item["number"]
+            for item in items
+            if isinstance(item, dict) and isinstance(item.get("number"), int) and not _is_pull(item)
+        }
+        return numbers, requests
 
     async def graphql(self, url: str, query: str, variables: Mapping[str, Any]) -> Any:
         """The ``data`` of a GraphQL answer. Errors that come with data (an alias that
@@ -277,3 +355,10 @@ class GitHubClient:
         await self.http.request(
             "POST", self._path(f"/issues/{number}/comments"), json={"body": body}
         )
+
+
+def _is_pull(item: Mapping[str, Any]) -> bool:
+    """A pull request as the issues listing shows it (an issue from before 2013 carries
+    ``pull_request`` with no URL: an issue)."""
+    pull = as_dict(item.get("pull_request"))
+    return bool(pull.get("html_url") or pull.get("url"))

@@ -15,7 +15,7 @@ from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient, GraphQLR
 from cotal_tasks.providers.github.walk import Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
 from cotal_tasks.providers.hosted.config import GitHubConfig
-from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
     IssueGone,
     ListPage,
@@ -27,6 +27,9 @@ from cotal_tasks.providers.hosted.tracker import (
 from cotal_tasks.providers.hosted.writeback import carries_marker
 
 log = logging.getLogger(__name__)
+
+EVENTS_MARK = "issue_events"  # the newest issue event read
+EVENTS_ETAG = "issue_events_etag"  # the ETag of the issue events feed's first page
 
 
 def _iso(stamp: datetime) -> str:
@@ -59,6 +62,8 @@ class GitHubTracker:
         )
         async for response in self.client.issue_pages(since, etag):
             if response.status_code == 304:
+                if referenced := await self._referenced(marks, set()):
+                    yield referenced
                 yield ListPage((), not_modified=True)
                 return
             raw = self.boundary.page(response.json(), "the issue listing")
@@ -83,6 +88,60 @@ class GitHubTracker:
                 evidenced=frozenset(read.evidenced),
                 reread=read.reread,
             )
+        if referenced := await self._referenced(marks, set(walk.as_of)):
+            yield referenced
+
+    async def open_numbers(self) -> tuple[set[int], int]:
+        return await self.client.open_numbers()
+
+    async def _referenced(self, marks: Mapping[str, str], read: set[int]) -> ListPage | None:
+        """After the walk: the issues commits referenced since the last poll, from the
+        issue events feed (a commit reference may move neither the issue's ``updated_at``
+        nor any listing, so the walk need not see it), each read with its evidence,
+        ``BATCH`` to a GraphQL request, except those whose evidence the walk ``read``.
+        ``None`` when the feed is left unread or unchanged."""
+        if not self.config.reference_events:
+            return None
+        seen = marks.get(EVENTS_MARK)
+        found = await self.client.referenced_since(
+            int(seen) if seen and seen.isdigit() else None, marks.get(EVENTS_ETAG)
+        )
+        if found.not_modified:
+            return None
+        mark = {EVENTS_MARK: str(found.newest)} if found.newest is not None else {}
+        if found.etag:
+            mark[EVENTS_ETAG] = found.etag
+        numbers = sorted(found.referenced - read)
+        issues = await self._fetch_many(numbers)
+        return ListPage(
+            issues, listing=False, marks=mark, evidenced=frozenset(numbers), reread=len(issues)
+        )
+
+    async def _fetch_many(self, numbers: list[int]) -> list[TrackedIssue]:
+        """``fetch`` of several issues, their evidence read together. One that cannot be
+        read (other than a rate limit) is counted and left for a later read."""
+        items: dict[int, dict[str, Any]] = {}
+        issues: list[TrackedIssue] = []
+        for number in numbers:
+            try:
+                item = await self.client.get_issue(number)
+            except IssueGone as exc:
+                issues.append(mapping.gone(self.repo, number, exc.fate))
+                continue
+            except RateLimited:
+                raise
+            except TrackerHttpError as exc:
+                self.boundary.note("issue-unreadable", f"issue {number}", str(exc))
+                continue
+            if isinstance(item, dict) and not mapping.is_pull_request(item):
+                items[number] = item
+        found = await self._links(sorted(items), [])
+        statuses = await self._project_statuses(list(items.values()))
+        for number, item in items.items():
+            evidence_of = found.evidence.get(number, ())
+            if issue := self._tracked(item, evidence_of, statuses.get(number)):
+                issues.append(issue)
+        return issues
 
     async def recent(self, count: int) -> list[TrackedIssue]:
         items = await self.client.recent_issues(min(count, PER_PAGE))

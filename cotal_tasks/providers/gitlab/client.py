@@ -19,6 +19,7 @@ from cotal_tasks.providers.hosted.http import (
     backoff,
     retry_after,
 )
+from cotal_tasks.providers.hosted.tracker import IssueGone
 from cotal_tasks.providers.hosted.walk import Steps
 
 PER_PAGE = 100
@@ -129,6 +130,7 @@ class GitLabClient:
         return found
 
     async def get_issue(self, iid: int) -> dict[str, Any] | None:
+        """The issue, or ``None`` when GitLab says there is none (404, 410)."""
         try:
             issue: dict[str, Any] = await self._get(f"/issues/{iid}")
         except TrackerHttpError as exc:
@@ -137,21 +139,62 @@ class GitLabClient:
             raise
         return issue
 
-    async def _every_page(self, tail: str) -> list[dict[str, Any]]:
-        """Every item of a paginated list (GitLab's default page holds only 20)."""
-        found: list[dict[str, Any]] = []
+    async def read_issue(self, iid: int) -> dict[str, Any]:
+        """The issue; ``IssueGone("deleted")`` when GitLab answers 404 (or 410) while the
+        project's issue listing reads: a token that lost access to the project, or a
+        wrong ``project``, is an error, never a deletion. GitLab also answers 404 for a
+        confidential issue the token may not see."""
+        issue = await self.get_issue(iid)
+        if issue is None:
+            await self.http.request("GET", self._path("/issues"), params={"per_page": 1})
+            raise IssueGone("deleted")
+        return issue
+
+    async def _every_page(self, tail: str, params: Mapping[str, Any] | None = None) -> list[Any]:
+        """Every item of a paginated list (GitLab's default page holds only 20), offset
+        or keyset, whichever the server answers with. An answer that is not a list adds
+        nothing (the caller's boundary records what it cannot read)."""
+        found, _ = await self.every_page(tail, params)
+        return found
+
+    async def every_page(
+        self, tail: str, params: Mapping[str, Any] | None = None
+    ) -> tuple[list[Any], int]:
+        """``_every_page`` and the number of requests it took."""
+        found: list[Any] = []
+        first = {"per_page": PER_PAGE, **(params or {})}
         url: str | None = self._path(tail)
-        query: Mapping[str, Any] | None = {"per_page": PER_PAGE}
+        query: Mapping[str, Any] | None = first
+        requests = 0
         while url is not None:
             response = await self.http.request("GET", url, params=query)
+            requests += 1
             found.extend(as_list(response.json()))
             next_page = response.headers.get("x-next-page")
             link = response.links.get("next", {}).get("url")
             if next_page:
-                url, query = self._path(tail), {"per_page": PER_PAGE, "page": next_page}
+                url, query = self._path(tail), {**first, "page": next_page}
             else:
                 url, query = link, None
-        return found
+        return found, requests
+
+    async def issue_notes(self, iid: int) -> list[Any]:
+        """Every note on the issue, oldest first, all pages: the system notes among them
+        say what mentioned it ("mentioned in commit …")."""
+        return await self._every_page(
+            f"/issues/{iid}/notes", {"sort": "asc", "order_by": "created_at"}
+        )
+
+    async def open_iids(self) -> tuple[set[int], int]:
+        """The iids of the project's open issues, and the requests the listing took.
+        GitLab's REST listing has no ids-only form; keyset pagination by id where the
+        server offers it."""
+        params: dict[str, Any] = {"state": "opened", "order_by": "id", "sort": "asc"}
+        if self.pagination in ("auto", "keyset"):
+            params["pagination"] = "keyset"
+        items, requests = await self.every_page("/issues", params)
+        iids = {i["iid"] for i in items if isinstance(i, dict) and isinstance(i.get("iid"), int)}
+        return iids, requests
 
     async def related_merge_requests(self, iid: int) -> list[dict[str, Any]]:
         return await self._every_page(f"/issues/{iid}/related_merge_requests")

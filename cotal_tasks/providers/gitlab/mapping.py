@@ -5,12 +5,14 @@
 several ``workflow::`` labels can coexist, and the first status rule that matches wins,
 so the rule order decides (documented in docs/gitlab.md). Evidence: a related merge
 request is a ``review`` (its URL) and a ``branch`` (its source branch), its head pipeline
-a ``run`` (the pipeline URL), and a closing merge request's merge commit a ``commit``,
-each attributed to the project it lives in.
+a ``run`` (the pipeline URL), a closing merge request's merge commit a ``commit``, and
+a commit that mentions the issue (GitLab shows it only as a system note, "mentioned in
+commit …") a ``commit``, each attributed to the project it lives in.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,6 +23,15 @@ from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 
 CONFIDENTIAL_TITLE = "(confidential issue)"
+
+# GitLab's cross-reference system notes ("mentioned in commit 54f7727c…", "mentioned in
+# commit group/other@54f7…", "mentioned in merge request !2", "… group/other!2"). A
+# reference to a project of the same namespace is its bare path (``other@sha``).
+_PATH = r"[\w.-]+(?:/[\w.-]+)*"
+_COMMIT_NOTE = re.compile(
+    rf"^mentioned in commit (?:(?P<path>{_PATH})@)?(?P<sha>[0-9a-f]{{7,40}})$"
+)
+_MR_NOTE = re.compile(rf"^mentioned in merge request (?:{_PATH})?!\d+$")
 
 
 def task_id(path: str, iid: int) -> str:
@@ -98,6 +109,14 @@ def tracked(
     )
 
 
+def gone(path: str, iid: int, fate: str) -> TrackedIssue:
+    """An issue GitLab answered for as gone ("deleted": 404 while the project's issues
+    read): the task keeps the rest of its record."""
+    return TrackedIssue(
+        iid, task_id(path, iid), "", None, NativeState("closed"), (), 0, 0, gone=fate
+    )
+
+
 def labels_of(value: Any) -> tuple[str, ...]:
     """Label names from a list of label objects or names."""
     names = (
@@ -150,3 +169,38 @@ def merge_request_evidence(
         ref = sha if target.lower() == own_path.lower() else f"{target}@{sha}"
         found.append(Evidence("commit", ref, as_ms(mr.get("merged_at")) or at))
     return found
+
+
+def _full_path(path: str, own_path: str) -> str:
+    """A reference's project path as GitLab shortens it, made whole: a bare project name
+    lives in the namespace of ``own_path``."""
+    if "/" in path:
+        return path
+    namespace = own_path.rsplit("/", 1)[0] if "/" in own_path else ""
+    return f"{namespace}/{path}" if namespace else path
+
+
+def note_evidence(note: Mapping[str, Any], own_path: str) -> list[Evidence]:
+    """A system note saying a commit mentioned the issue, as ``commit`` evidence: the sha
+    when the commit is in ``own_path``, ``group/other@sha`` when it lives elsewhere. Any
+    other note (a comment, another system note) says nothing."""
+    body = as_str(note.get("body"))
+    if note.get("system") is not True or body is None:
+        return []
+    match = _COMMIT_NOTE.match(body.strip())
+    if match is None:
+        return []
+    sha, path = match.group("sha"), match.group("path")
+    at = as_ms(note.get("created_at")) or as_ms(note.get("updated_at"))
+    if path is None:
+        return [Evidence("commit", sha, at)]
+    where = _full_path(path, own_path)
+    own = where.lower() == own_path.lower()
+    return [Evidence("commit", sha if own else f"{where}@{sha}", at)]
+
+
+def names_merge_request(note: Mapping[str, Any]) -> bool:
+    """A system note saying a merge request (of this or another project) mentioned the
+    issue: its related merge requests are worth a read."""
+    body = as_str(note.get("body"))
+    return note.get("system") is True and body is not None and bool(_MR_NOTE.match(body.strip()))

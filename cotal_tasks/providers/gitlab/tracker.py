@@ -15,6 +15,7 @@ from cotal_tasks.providers.hosted.config import GitLabConfig
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
     Evidence,
+    IssueGone,
     ListPage,
     NewIssue,
     TrackedIssue,
@@ -100,12 +101,11 @@ class GitLabTracker:
                 if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
                 found: list[Evidence] = []
-                # A changed issue with merge requests has its evidence read: a link made
-                # in GitLab notes it on the issue, which moves its updated_at.
+                # A changed issue has its evidence read: a link made in GitLab notes it on
+                # the issue (a system note), which moves its updated_at.
                 fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
-                count = as_int(item.get("merge_requests_count"))  # unknown: look
-                if fresh and (count is None or count > 0) and not self._withheld(item):
-                    found = await self._evidence(item)
+                if fresh and not self._withheld(item):
+                    found = await self._evidence(item, as_int(item.get("merge_requests_count")))
                     changed.add(iid)
                     evidenced[iid] = as_ms(stamp)
                 if issue := self._tracked(item, found):
@@ -149,8 +149,14 @@ class GitLabTracker:
         items = await self.client.recent_issues(min(count, 100))
         return [issue for item in items if (issue := self._tracked(item))]
 
+    async def open_numbers(self) -> tuple[set[int], int]:
+        return await self.client.open_iids()
+
     async def fetch(self, number: int) -> TrackedIssue | None:
-        issue = await self.client.get_issue(number)
+        try:
+            issue = await self.client.read_issue(number)
+        except IssueGone as exc:
+            return mapping.gone(self.path or self.config.project, number, exc.fate)
         if not isinstance(issue, dict):
             return None
         if self._withheld(issue):
@@ -162,13 +168,44 @@ class GitLabTracker:
         of it, so its links are not read either."""
         return issue.get("confidential") is True and not self.config.include_confidential
 
-    async def _evidence(self, issue: dict[str, Any]) -> list[Evidence]:
-        """Every merge request related to or closing the issue (all pages), each read
-        in its own project for its head pipeline, attributed to where it lives."""
+    async def _evidence(self, issue: dict[str, Any], count: int | None = None) -> list[Evidence]:
+        """What links to the issue: the commits its system notes say mentioned it, and,
+        when it has merge requests (``count``, unknown: look) or a note says a merge
+        request mentioned it, its merge-request evidence."""
         iid = as_int(issue.get("iid"))
         if iid is None:
             return []  # not an issue: the boundary records it when it maps
         own = self._path_from(issue)
+        found: list[Evidence] = []
+        mentioned = False
+        if self.config.commit_mentions:
+            found, mentioned = await self._note_links(iid, own)
+        if count is None or count > 0 or mentioned:
+            found += await self._merge_request_evidence(issue, iid, own)
+        return found
+
+    async def _note_links(self, iid: int, own: str) -> tuple[list[Evidence], bool]:
+        """Commit evidence from the issue's notes (every page), each note through the
+        boundary; and whether a note says a merge request mentioned the issue."""
+        found: list[Evidence] = []
+        mentioned = False
+        for note in await self.client.issue_notes(iid):
+            if not isinstance(note, dict):
+                self.boundary.note("item-unmappable", f"a note of issue {iid}")
+                continue
+            ref = f"note {as_int(note.get('id'))} of issue {iid}"
+            read = self.boundary.map(
+                ref, mapping.note_evidence, note, own, reason="evidence-refused"
+            )
+            found += read or ()
+            mentioned = mentioned or mapping.names_merge_request(note)
+        return found, mentioned
+
+    async def _merge_request_evidence(
+        self, issue: dict[str, Any], iid: int, own: str
+    ) -> list[Evidence]:
+        """Every merge request related to or closing the issue (all pages), each read
+        in its own project for its head pipeline, attributed to where it lives."""
         closing = [mr for mr in await self.client.closed_by(iid) if isinstance(mr, dict)]
         related = await self.client.related_merge_requests(iid)
         closers = {_key(mr) for mr in closing}

@@ -50,6 +50,10 @@ class HostedConfig(Closed):
     # accounts can ever produce a binding; every other assignee is a human.
     seats: dict[str, Principal] = Field(default_factory=dict)
     status_rules: tuple[StatusRule, ...] = ()
+    # How often the sync also lists the open issues and reads, one by one, the mirrored
+    # unfinished tasks whose issue is not among them (deleted or transferred issues leave
+    # the listing without changing anything the poll sees). 0: never.
+    reconcile_interval_s: Annotated[float, Field(ge=0)] = 3600.0
 
 
 def github_default_rules() -> tuple[StatusRule, ...]:
@@ -86,6 +90,10 @@ class GitHubConfig(HostedConfig):
     # project_status rules can match. Off by default: it costs a request per page.
     project_status: bool = False
     graphql_url: str | None = None  # default: derived from api_url
+    # Read the repository's issue events feed each poll (conditionally: a 304 is not
+    # counted by GitHub's rate limit) for commits that reference an issue without
+    # changing it. Off: an unchanged poll is one request instead of two.
+    reference_events: bool = True
 
     def graphql_endpoint(self) -> str:
         if self.graphql_url is not None:
@@ -112,3 +120,7 @@ class GitLabConfig(HostedConfig):
     # while someone else is assigned (a human assignee is never replaced); ``None``: learn
     # it from the first claim GitLab answers with only the first assignee kept.
     single_assignee: bool | None = None
+    # Read the notes of every changed issue for the commits that mention it without a
+    # merge request (GitLab shows those only as system notes): one request per changed
+    # issue (more past 100 notes). Off: only merge requests link commits.
+    commit_mentions: bool = True

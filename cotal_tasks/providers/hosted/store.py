@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task
+from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task, TaskStatus
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.config import HostedConfig
@@ -41,6 +41,7 @@ from cotal_tasks.providers.store import (
 log = logging.getLogger(__name__)
 
 _SYNC_ATTEMPTS = 5
+UNFINISHED: frozenset[TaskStatus] = frozenset({"open", "claimed", "blocked"})
 
 SeatUids = Callable[[str, str], Awaitable[str | None]]  # (owner, actor) -> current uid
 ChangeHook = Callable[[int], Awaitable[None]]
@@ -259,6 +260,20 @@ class HostedStore(MirroredReads):
             return None
 
     # -- sync: the tracker's view into the mirror ---------------------------------------
+    async def unfinished_numbers(self) -> set[int]:
+        """The issue numbers of the mirrored tasks not yet done or dropped."""
+        numbers: set[int] = set()
+        after: int | None = None
+        while True:
+            page = await self.mirror.page(PageQuery(500, after, UNFINISHED))
+            for task in page.tasks:
+                number = self.tracker.number_of(task.taskId)
+                if number is not None:
+                    numbers.add(number)
+            if not page.more:
+                return numbers
+            after = page.last
+
     async def read_mark(self) -> int:
         """Take before reading the tracker; hand to ``upsert_page`` with what was read."""
         return await self.mirror.change_seq()

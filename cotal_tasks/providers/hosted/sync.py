@@ -4,10 +4,16 @@ Each poll walks the issues updated since the cursor (the highest ``updated_at`` 
 re-read with a small overlap), oldest first, checkpointing the cursor after every page,
 so a crash or a rate limit resumes where it stopped rather than starting over. The walk
 itself (the tracker's) loses no issue that changes while it runs (``hosted.walk``). An
-unchanged repository costs one conditional request. The tracker reads the evidence of
-the issues changed on a page with that page; issues a pull or merge request names that
-the walk did not bring, and issues a webhook names, are fetched one by one with their
-evidence afterwards. A task is never closed because its issue is missing from a page.
+unchanged repository costs the tracker's cheapest answers (conditional requests answered
+304 where it offers them). The tracker reads the evidence of the issues changed on a
+page with that page; issues a pull or merge request names that the walk did not bring,
+and issues a webhook names, are fetched one by one with their evidence afterwards. A
+task is never closed because its issue is missing from a page.
+
+An issue can leave without changing anything a poll sees (deleted, or transferred to
+another repository): every ``reconcile_interval_s`` the poll also lists the open issues
+and reads, one by one, each mirrored unfinished task's issue that is not among them, and
+mirrors what the tracker says of it (closed, or gone: ``dropped`` with the reason).
 """
 
 from __future__ import annotations
@@ -37,6 +43,9 @@ class SyncReport:
     changed: int = 0
     fetched: int = 0
     not_modified: bool = False
+    reconciled: bool = False  # the reconcile sweep ran in this poll
+    sweep_requests: int = 0  # its listing of the open issues, in requests
+    swept: int = 0  # unfinished tasks whose issue it did not list: read one by one
 
 
 @dataclass
@@ -47,6 +56,8 @@ class SyncEngine:
     clock: Callable[[], int]
     _woken: set[int] = field(default_factory=set)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    # Told of each reconcile sweep (listing requests, unlisted tasks read): the metrics.
+    sweep_observers: list[Callable[[int, int], None]] = field(default_factory=list)
 
     @property
     def tracker_name(self) -> str:
@@ -102,7 +113,52 @@ class SyncEngine:
         report.fetched += fetched
         report.changed += changed
         if saved.get("pending"):
-            await self.state.save(self.key, {**saved, "pending": []}, self.clock())
+            saved = {**saved, "pending": []}
+            await self.state.save(self.key, saved, self.clock())
+        await self._reconcile_if_due(saved, report)
+        return report
+
+    async def _reconcile_if_due(self, saved: dict[str, Any], report: SyncReport) -> None:
+        """The reconcile sweep, once every ``reconcile_interval_s`` (checkpointed, so a
+        restart or another leader keeps the cadence). The first poll only starts the
+        clock: an import has just read every issue."""
+        interval_ms = self.store.config.reconcile_interval_s * 1000
+        if interval_ms <= 0:
+            return
+        last = saved.get("reconciled_at")
+        now = self.clock()
+        if isinstance(last, int) and now - last < interval_ms:
+            return
+        if isinstance(last, int):
+            await self.reconcile(report)
+        await self.state.save(self.key, {**saved, "reconciled_at": now}, self.clock())
+
+    async def reconcile(self, report: SyncReport | None = None) -> SyncReport:
+        """List the open issues; read each mirrored unfinished task's issue that is not
+        among them, and mirror what the tracker says of it."""
+        report = report or SyncReport()
+        listed, requests = await self.store.tracker.open_numbers()
+        absent = await self.store.unfinished_numbers() - listed
+        fetched, changed = await self.refresh(absent)
+        report.reconciled = True
+        report.sweep_requests += requests
+        report.swept += len(absent)
+        report.fetched += fetched
+        report.changed += changed
+        for observer in self.sweep_observers:
+            try:
+                observer(requests, len(absent))
+            except Exception:  # an observer never costs the sync its sweep
+                log.exception("a reconcile observer failed")
+        log.info(
+            "%s reconcile sweep: %d open issue(s) listed in %d request(s); %d unfinished "
+            "task(s) not listed, read one by one; %d changed",
+            self.key,
+            len(listed),
+            requests,
+            len(absent),
+            changed,
+        )
         return report
 
     async def refresh(self, numbers: Iterable[int]) -> tuple[int, int]:

@@ -137,6 +137,11 @@ class Tracker(Protocol):
         """
         ...
 
+    async def open_numbers(self) -> tuple[set[int], int]:
+        """The numbers of every open issue (pull and merge requests excluded), and the
+        requests the listing took: the reconcile sweep's view of what is still there."""
+        ...
+
     async def recent(self, count: int) -> list[TrackedIssue]:
         """The ``count`` most recently updated issues, newest first (one request)."""
         ...
@@ -194,7 +199,8 @@ def evidence_entries(
 
 
 class IssueGone(Exception):
-    """The tracker says an issue left the project (GitHub: 301 transferred, 410 deleted)."""
+    """The tracker says an issue left the project (GitHub: 301 transferred, 410 deleted;
+    either tracker: 404 while the project's issues are readable, deleted)."""
 
     def __init__(self, fate: str) -> None:
         super().__init__(fate)

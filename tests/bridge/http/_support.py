@@ -19,8 +19,8 @@ import httpx
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig, HttpToken
-from cotal_tasks.bridge.process.lifecycle import Bridge, running_bridge
 from cotal_tasks.bridge.wiring import Endpoint
+from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 from cotal_tasks.core import Seat, StaleMarker
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import (

@@ -13,9 +13,15 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cotal_tasks.bridge.http.app import HttpContext, create_app
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
+from cotal_tasks.bridge.http.app import create_app
+from cotal_tasks.bridge.http.auth import Tokens
+from cotal_tasks.bridge.http.context import HttpContext
 from cotal_tasks.bridge.http.events import EventHub
-from cotal_tasks.bridge.http.server import serve_http
+from cotal_tasks.bridge.service.commands import Call
+from cotal_tasks.bridge.service.metrics import Metrics
+from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.bridge.wiring.http import build_http_app, served_endpoint
 from tests.bridge.http._support import ACME, OPS, HttpMesh, open_http_mesh
 from tests.conftest import seat
 
@@ -106,15 +112,9 @@ async def test_every_endpoint_and_every_stream_hears_its_changes(mesh: HttpMesh)
 async def test_a_quiet_stream_carries_keep_alive_comments(mesh: HttpMesh) -> None:
     # A second listener over the same endpoints, with a short keep-alive interval.
     bridge = mesh.bridge
-    context = HttpContext(
-        bridge.config,
-        {ep.config.name: ep for ep in bridge.endpoints},
-        bridge.metrics,
-        keepalive_s=0.2,
-    )
-    app = create_app(context)
+    app = build_http_app(bridge.config, bridge.endpoints, bridge.metrics, keepalive_s=0.2)
     async with (
-        serve_http(app, "127.0.0.1", 0, on_stop=context.close) as url,
+        app.serve("127.0.0.1", 0) as url,
         httpx.AsyncClient(base_url=url) as http,
         http.stream("GET", "/v1/events") as response,
     ):
@@ -153,3 +153,31 @@ async def test_a_slow_reader_keeps_the_newest_wakes() -> None:
     hub.close()
     with hub.subscribe() as late:
         assert late.get_nowait() is None  # a stream opened while stopping ends at once
+
+
+async def test_the_feed_hears_what_the_wiring_attached_and_the_app_attaches_nothing(
+    tmp_path: Path,
+) -> None:
+    config = BridgeConfig(
+        data_dir=tmp_path, http=HttpConfig(port=0), endpoints=(EndpointConfig(name=ACME),)
+    )
+    async with open_endpoint(config, config.endpoints[0]) as endpoint:
+        wired = build_http_app(config, [endpoint], Metrics())
+        # An app over a feed nobody attached: create_app must not attach it either.
+        bare_feed = EventHub()
+        context = HttpContext(
+            config,
+            {ACME: served_endpoint(endpoint)},
+            Metrics(),
+            Tokens.load(config, {}),
+            bare_feed,
+        )
+        create_app(context)
+        with wired.events.subscribe() as wired_queue, bare_feed.subscribe() as bare_queue:
+            call = Call("create-task", OPERATOR, "e-feed-1", {"title": "heard"})
+            created = await endpoint.service.handle(call)
+            heard = wired_queue.get_nowait()
+            assert bare_queue.empty()
+    assert heard is not None
+    assert (heard["endpoint"], heard["changeSeq"]) == (ACME, 1)
+    assert created["taskId"]

@@ -13,11 +13,8 @@ from starlette.routing import Mount, Route
 from cotal_tasks.bridge.cli.announce import announcement
 from cotal_tasks.bridge.cli.seed import SEED_FILE, seed_examples
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.http.app import HttpContext, create_app
-from cotal_tasks.bridge.http.webhooks import webhook_routes
-from cotal_tasks.bridge.process.lifecycle import Bridge, running_bridge
-from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 from tests.bridge.http._support import ACME, open_http_mesh
 from tests.conftest import seat
 
@@ -26,13 +23,10 @@ Json = dict[str, Any]
 
 
 def served_paths(bridge: Bridge) -> set[str]:
-    """The routes of the app the bridge builds, webhook receivers included."""
-    context = HttpContext(
-        bridge.config, {}, Metrics(), webhook_routes=webhook_routes(bridge.endpoints)
-    )
-    app = create_app(context)
+    """The routes of the app the bridge serves, webhook receivers included."""
+    assert bridge.http_app is not None
     paths = set()
-    for route in app.routes:
+    for route in bridge.http_app.asgi.routes:
         if isinstance(route, Mount):
             paths.add(route.path + "/{file}")
         elif isinstance(route, Route):

@@ -43,7 +43,9 @@ SEATS = {SEAT_LOGIN: BUILDER.principal}
 
 def github_config(api_url: str, **overrides: Any) -> GitHubConfig:
     """The endpoint's GitHub section: writes unspaced, a long poll interval (the tests
-    poll by hand or wake the loop), the token read from ``TOKEN_ENV``."""
+    poll by hand or wake the loop), the token read from ``TOKEN_ENV``. The issue events
+    feed (``reference_events``, on by default) is left unread, so a test counts the walk's
+    own requests; ``test_reference_events`` turns it on."""
     settings: Json = {
         "repository": REPO,
         "api_url": api_url,
@@ -51,6 +53,7 @@ def github_config(api_url: str, **overrides: Any) -> GitHubConfig:
         "mutation_spacing_s": 0.0,
         "poll_interval_s": 60.0,
         "seats": SEATS,
+        "reference_events": False,
     }
     return GitHubConfig.model_validate({**settings, **overrides})
 

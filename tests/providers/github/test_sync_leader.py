@@ -15,6 +15,7 @@ import pytest
 
 from cotal_tasks.bridge.http.health import _probe as probe
 from cotal_tasks.bridge.process.leader import Election
+from cotal_tasks.bridge.wiring.http import served_endpoint
 from tests.bridge._support import DictPresence
 from tests.providers.github._support import REPO, GitHubEndpoint, open_github, task_id
 from tests.providers.hosted_support import eventually
@@ -79,7 +80,7 @@ async def test_two_instances_elect_one_leader_and_fail_over(
 
         await eventually(follower_fresh, within_s=10)  # the leader's sync health, shared
         assert election(follower).role == "follower"
-        health = [await probe(e.endpoint, broker_up=True) for e in (leader, follower)]
+        health = [await probe(served_endpoint(e.endpoint), True) for e in (leader, follower)]
         assert [h["sync"]["role"] for h in health] == ["leader", "follower"]
         assert all(h["ready"] for h in health)  # a follower is ready: it serves reads
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -90,10 +91,11 @@ def link_three_merge_requests(fake: FakeGitLab) -> dict[int, int]:
     return linked
 
 
-def evidence_paths(linked: dict[int, int]) -> list[str]:
-    """An issue with merge requests, changed since the last poll, costs its closing and
-    related merge requests (one page each here) and each merge request's detail."""
-    paths = []
+def evidence_paths(linked: dict[int, int], changed: Iterable[int] = ()) -> list[str]:
+    """A changed issue costs its notes (one page here: the commits that mention it); one
+    with merge requests also its closing and related merge requests (one page each here)
+    and each merge request's detail."""
+    paths = [f"{ISSUES}/{iid}/notes" for iid in changed]
     for iid, mr in linked.items():
         paths += [
             f"{ISSUES}/{iid}/closed_by",
@@ -111,7 +113,8 @@ async def test_import_of_1000_issues_over_keyset_pagination(
 ) -> None:
     """ceil(1000/100) = 10 issue pages, one merge-request page (the sweep that names the
     issues worth an evidence read), and evidence reads only for the three issues with
-    merge requests (their ``merge_requests_count``); the sweep names no issue again,
+    merge requests (their ``merge_requests_count``), besides each issue's notes (the
+    commits that mention it: one request per changed issue); the sweep names no issue again,
     since each was read after its merge request's last change."""
     fake = gl.fake
     fake.bulk_issues(PROJECT, 1000, closed_every=10)
@@ -135,8 +138,8 @@ async def test_import_of_1000_issues_over_keyset_pagination(
         "sort": "asc",
         "per_page": "100",
     }
-    assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(linked)
-    assert len(fake.requests) == 10 + 1 + 3 * len(linked)
+    assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(linked, range(1, 1001))
+    assert len(fake.requests) == 10 + 1 + 1000 + 3 * len(linked)  # the notes: one per issue
     assert fake.writes == []
 
     assert (report.pages, report.issues, report.fetched) == (10, 1000, 0)
@@ -169,8 +172,10 @@ async def test_import_of_1000_issues_over_offset_pagination(
         after = [r.query["updated_after"] for r in pages[1:]]
         assert after == sorted(set(after))  # always further on
         assert len(merge_request_pages(fake)) == 1
-        assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(linked)
-        assert len(fake.requests) == 11 + 1 + 3 * len(linked)
+        assert sorted(r.path for r in evidence_requests(fake)) == evidence_paths(
+            linked, range(1, 1001)
+        )
+        assert len(fake.requests) == 11 + 1 + 1000 + 3 * len(linked)
         assert (report.pages, report.issues, report.fetched) == (11, 1000, 0)
         assert progress[:10] == [(page, 10) for page in range(1, 11)]
         assert progress[10] == (11, 11)
@@ -228,7 +233,10 @@ async def test_incremental_poll_remaps_only_what_changed(gl: GitLabEndpoint) -> 
     # The merge-request sweep keeps its own cursor; with no merge request seen yet it
     # has none, and its one (empty) page costs a single request.
     assert "updated_after" not in sweep.query
-    assert evidence_requests(fake, mark) == []
+    # The notes of each changed issue (not of #250, which the overlap reads again).
+    assert sorted(r.path for r in evidence_requests(fake, mark)) == evidence_paths(
+        {}, sorted([10, 20, 30, 40, 251, 252])
+    )
     # Read: #250 again (the overlap), #10, #20, #30, #40 and the two new issues.
     assert (report.issues, report.changed, report.fetched) == (7, 5, 0)
     assert await gl.seq() == before + 5
@@ -295,32 +303,36 @@ async def test_a_task_is_never_closed_because_its_issue_is_missing(gl: GitLabEnd
 
 
 async def test_a_429_with_retry_after_is_waited_out_and_the_page_read_again(
-    gl: GitLabEndpoint,
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
 ) -> None:
-    fake = gl.fake
+    fake = gitlab
     fake.bulk_issues(PROJECT, 350)
-    clock = gl.virtual_time()
-    fake.set_rate_limit(2, reset_in=30)
-
-    report = await gl.poll()
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", commit_mentions=False) as gl:
+        clock = gl.virtual_time()
+        fake.set_rate_limit(2, reset_in=30)
+        report = await gl.poll()
+        tasks = await gl.all_tasks()
+        listed = await gl.client.list_tasks()
 
     pages = issue_pages(fake)
     assert [r.status for r in pages] == [200, 200, 429, 200, 200]
     assert pages[2].query == pages[3].query  # the same page, not a restart
     assert clock.waits == [30.0]  # Retry-After
     assert report.issues == 350
-    assert len(await gl.all_tasks()) == 350
-    assert "stale" not in await gl.client.list_tasks()
+    assert len(tasks) == 350
+    assert "stale" not in listed
 
 
-async def test_a_429_without_retry_after_waits_for_ratelimit_reset(gl: GitLabEndpoint) -> None:
-    fake = gl.fake
+async def test_a_429_without_retry_after_waits_for_ratelimit_reset(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
+) -> None:
+    fake = gitlab
     fake.bulk_issues(PROJECT, 150)
-    clock = gl.virtual_time()
-    fake.retry_after_header = False
-    fake.set_rate_limit(1, reset_in=45)
-
-    report = await gl.poll()
+    async with open_gitlab(fake, gitlab_url, tmp_path / "b", commit_mentions=False) as gl:
+        clock = gl.virtual_time()
+        fake.retry_after_header = False
+        fake.set_rate_limit(1, reset_in=45)
+        report = await gl.poll()
 
     assert [r.status for r in issue_pages(fake)] == [200, 429, 200]
     (wait,) = clock.waits
@@ -348,7 +360,9 @@ async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_che
 ) -> None:
     fake = gitlab
     fake.bulk_issues(PROJECT, 350)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60) as gl:
+    async with open_gitlab(
+        fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60, commit_mentions=False
+    ) as gl:
         clock = gl.virtual_time()
         fake.set_rate_limit(2, reset_in=3600)
 
@@ -390,7 +404,9 @@ async def test_a_resumed_import_still_reads_the_evidence_it_had_not_swept(
     for iid in range(101, 251):
         fake.advance(1)
         fake.touch(PROJECT, iid)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60) as gl:
+    async with open_gitlab(
+        fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60, commit_mentions=False
+    ) as gl:
         gl.virtual_time()
         fake.set_rate_limit(2, reset_in=3600)
         with pytest.raises(RateLimited):
@@ -486,8 +502,12 @@ async def test_a_missing_issue_is_read_once_and_not_retried(gl: GitLabEndpoint) 
     fake = gl.fake
     fake.add_issue(PROJECT, "Only one")
     clock = gl.virtual_time()
-    assert await gl.store.tracker.fetch(99) is None
-    assert [(r.path, r.status) for r in fake.requests] == [(f"{ISSUES}/99", 404)]
+    missing = await gl.store.tracker.fetch(99)
+    assert missing is not None
+    assert missing.gone == "deleted"  # a mirrored task becomes dropped; else no task
+    # The 404 is not retried; the project's listing is asked once, to tell a deleted
+    # issue from a project the token cannot read.
+    assert [(r.path, r.status) for r in fake.requests] == [(f"{ISSUES}/99", 404), (ISSUES, 200)]
     assert clock.waits == []
 
 

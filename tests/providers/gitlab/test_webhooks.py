@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig, HttpConfig
-from cotal_tasks.bridge.process.lifecycle import Bridge, running_bridge
 from cotal_tasks.bridge.wiring import Endpoint
+from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 from cotal_tasks.providers.hosted.tracker import TrackedIssue
 from tests.bridge._support import Client
 from tests.providers.gitlab._support import (

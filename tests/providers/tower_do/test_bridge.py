@@ -14,8 +14,8 @@ import httpx
 import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig, HttpToken
-from cotal_tasks.bridge.process.lifecycle import running_bridge
 from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower

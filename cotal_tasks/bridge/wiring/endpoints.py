@@ -1,4 +1,5 @@
-"""The composition root: the one place that names concrete providers."""
+"""One endpoint opened from its config: its store (a board, or a tracker over a board
+mirror) and its command service."""
 
 from __future__ import annotations
 

@@ -1,0 +1,112 @@
+"""The bridge's connection to its broker: connect (a cluster's nodes in turn, reconnecting
+with jittered backoff), drain on close, and where a local caller finds the embedded broker."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.aio.client import Server
+
+from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.core import ContractError, ErrorCode
+
+log = logging.getLogger(__name__)
+
+_BACKOFF_BASE_S = 0.25
+_BACKOFF_CAP_S = 10.0
+
+
+def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Server | None, float]:
+    """The next server (the one tried least, so a cluster's other nodes are tried in turn)
+    and the reconnect delay: exponential in the attempts so far, capped, with jitter."""
+    attempts = min((server.reconnects for server in servers), default=0)
+    ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempts)
+    least = min(servers, key=lambda server: server.reconnects, default=None)
+    return least, random.uniform(ceiling / 2, ceiling)
+
+
+def server_urls(url: str) -> list[str]:
+    """``nats_url`` may list several nodes of a cluster, comma-separated, nearest first."""
+    return [part.strip() for part in url.split(",") if part.strip()]
+
+
+async def _log_nats_error(exc: Exception) -> None:
+    log.warning("NATS connection: %s: %s", type(exc).__name__, exc)
+
+
+async def connect(config: BridgeConfig, url: str) -> NATS:
+    nc = NATS()
+
+    async def log_disconnect() -> None:
+        if not (nc.is_closed or nc.is_draining):
+            log.warning("NATS connection to %s lost; reconnecting with backoff", url)
+
+    async def log_reconnect() -> None:
+        log.warning("NATS connection to %s restored", url)
+
+    options: dict[str, Any] = {
+        "name": "cotal-tasks",
+        "error_cb": _log_nats_error,
+        "disconnected_cb": log_disconnect,
+        "reconnected_cb": log_reconnect,
+        "max_reconnect_attempts": -1,
+        "reconnect_to_server_handler": jittered_backoff,
+        "connect_timeout": 5,
+        "dont_randomize": True,  # the listed order: the nearest node first
+    }
+    if config.nats_credentials is not None:
+        options["user_credentials"] = str(config.nats_credentials)
+    if config.nats_user is not None:
+        options["user"] = config.nats_user
+        if config.nats_password_env is not None:
+            password = os.environ.get(config.nats_password_env)
+            if password is None:
+                raise ContractError(
+                    ErrorCode.FAILED_PRECONDITION,
+                    f"nats_password_env names {config.nats_password_env}, which is not set; "
+                    "export it before starting the bridge",
+                )
+            options["password"] = password
+    try:
+        await nc.connect(server_urls(url), **options)
+    except (OSError, nats.errors.Error, TimeoutError) as exc:
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            f"cannot connect to NATS at {url} ({type(exc).__name__}); check nats_url and the "
+            "credentials, or leave nats_url unset for the embedded broker",
+        ) from exc
+    return nc
+
+
+def embedded_url_file(config: BridgeConfig) -> Path:
+    return config.data_dir / "nats.url"
+
+
+def broker_url(config: BridgeConfig) -> str:
+    """The broker a local caller should use: the configured one, or the running embedded one."""
+    if config.nats_url is not None:
+        return config.nats_url
+    try:
+        return embedded_url_file(config).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            f"no nats_url is configured and no embedded broker is running under "
+            f"{config.data_dir}; start the bridge first (make run), or set nats_url",
+        ) from exc
+
+
+async def close_connection(nc: NATS) -> None:
+    """Drain, then close; a broker already gone must not turn a clean stop into an error."""
+    with contextlib.suppress(Exception):
+        await nc.drain()
+    if not nc.is_closed:
+        with contextlib.suppress(Exception):
+            await nc.close()
