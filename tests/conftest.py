@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
@@ -14,22 +14,16 @@ from sqlalchemy.engine import make_url
 
 from cotal_tasks.core import Seat
 from cotal_tasks.providers.board import BoardStore
+from tests.support.clock import FakeClock
+
+pytest_plugins = ("tests.support.trackers",)
 
 POSTGRES_ENV = "COTAL_TASKS_TEST_POSTGRES"
 REQUIRE_POSTGRES_ENV = "COTAL_TASKS_REQUIRE_POSTGRES"
 
 
-class Clock:
-    """Epoch milliseconds that tests move by hand."""
-
-    def __init__(self, start: int = 1_780_000_000_000) -> None:
-        self.now = start
-
-    def __call__(self) -> int:
-        return self.now
-
-    def advance(self, ms: int) -> None:
-        self.now += ms
+Clock = FakeClock  # the service's clock: called, it answers epoch milliseconds
+CLOCK_START_S = 1_780_000_000
 
 
 def seat(actor: str, n: int = 0, owner: str = "local") -> Seat:
@@ -39,7 +33,7 @@ def seat(actor: str, n: int = 0, owner: str = "local") -> Seat:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return FakeClock(CLOCK_START_S)
 
 
 def _asyncpg_dsn(url: str) -> str:
@@ -89,13 +83,18 @@ def sqlite_url(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path / 'board.db'}"
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def board_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A board URL on each backend: the one behaviour suite runs on both."""
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path, file_name: str) -> str:
+    """For a fixture parametrized ``["sqlite", "postgres"]``: a SQLite file ``file_name``
+    under ``tmp_path``, or a fresh PostgreSQL database."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'board.db'}"
-    else:
-        yield request.getfixturevalue("postgres_database")
+        return f"sqlite:///{tmp_path / file_name}"
+    return str(request.getfixturevalue("postgres_database"))
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def board_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A board URL on each backend: the one behaviour suite runs on both."""
+    return backend_url(request, tmp_path, "board.db")
 
 
 @pytest.fixture

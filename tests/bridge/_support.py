@@ -34,6 +34,11 @@ from cotal_tasks.providers.board import normalize_url, tables
 from cotal_tasks.providers.store import TaskStore
 from tests.conftest import seat
 
+ALICE = seat("alice", 1)
+BOB = seat("bob", 2)
+ALICE_REBORN = seat("alice", 3)  # same principal local.alice, a new lifecycle uid
+PAGE_KEYS = {"tasks", "appliedLimit", "observedAt", "changeSeq"}  # a list page's keys
+
 Json = dict[str, Any]
 
 OPERATOR = seat("operator", 99)

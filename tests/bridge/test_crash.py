@@ -33,6 +33,7 @@ from cotal_tasks.core.rules import check_invariant
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, broker, client, set_up_space
 from tests.support.cotal import TestCaller, nonce
+from tests.support.polling import eventually
 
 Json = dict[str, Any]
 WRITERS = 20
@@ -123,14 +124,15 @@ async def bridge_process(config: Path) -> AsyncIterator[asyncio.subprocess.Proce
 
 async def described(callers: list[TestCaller]) -> None:
     """Describe (and bind to) the endpoint once it answers; it may still be starting."""
-    for attempt in range(100):
+
+    async def answers() -> bool:
         try:
             await callers[0].describe()
-            break
         except AssertionError:
-            if attempt == 99:
-                raise
-            await asyncio.sleep(0.2)
+            return False
+        return True
+
+    await eventually(answers, 120, what="the endpoint answers describe", every=0.2)
     await asyncio.gather(*(c.describe() for c in callers[1:]))
 
 

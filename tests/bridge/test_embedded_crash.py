@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from cotal_tasks.bridge.process.broker import BrokerError, EmbeddedNats
+from tests.support.polling import eventually
 
 CLI = Path(sys.executable).parent / "cotal-tasks"
 
@@ -54,14 +55,6 @@ def brokers_of(store: Path) -> list[int]:
     return found
 
 
-def wait_for(probe: object, what: str, within_s: float = 30.0) -> None:
-    deadline = time.monotonic() + within_s
-    while not probe():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {within_s} s")
-        time.sleep(0.05)
-
-
 @pytest.fixture
 def started(tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
     processes: list[subprocess.Popen[bytes]] = []
@@ -85,7 +78,8 @@ def serve(tmp_path: Path, started: list[subprocess.Popen[bytes]]) -> subprocess.
             stderr=sink,
         )
     started.append(process)
-    wait_for(lambda: url_file.exists() or process.poll() is not None, "the bridge's nats.url")
+    started_up = lambda: url_file.exists() or process.poll() is not None  # noqa: E731
+    asyncio.run(eventually(started_up, 30, what="the bridge's nats.url", every=0.05))
     assert process.poll() is None, log.read_text(encoding="utf-8", errors="replace")
     return process
 

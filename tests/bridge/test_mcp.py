@@ -21,17 +21,10 @@ from cotal_tasks.bridge.process.broker import free_port
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.client import Seat, TasksClient
 from cotal_tasks.core import COMMANDS, json_schema
+from tests.conformance.conftest import open_mesh
 from tests.conformance.permissioned import permissioned_bridge_config, permissioned_users
 from tests.conftest import seat
-from tests.support.bridge import (
-    ENDPOINT,
-    SPACE,
-    bridge_config,
-    bridge_on,
-    broker,
-    client,
-    set_up_space,
-)
+from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
 
 CLI = str(Path(sys.executable).parent / "cotal-tasks")
 AGENT = seat("agent", 5)
@@ -65,78 +58,74 @@ def refusal(result: types.CallToolResult) -> dict[str, Any]:
 
 
 async def test_an_agent_works_its_own_task_and_cannot_touch_another(tmp_path: Path) -> None:
-    async with broker(tmp_path) as server:
-        await set_up_space(server.url)
-        async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
-            nc = await client(server.url)
-            operator = TasksClient(nc, SPACE, ENDPOINT, seat("operator"))
-            other = TasksClient(nc, SPACE, ENDPOINT, seat("other", 2))
-            open_task = await operator.create_task("Fix the flaky login test")
-            held = await operator.create_task("Someone else's task")
-            await other.claim_task(held.taskId)
-            try:
-                async with agent_tools(server.url, tmp_path) as agent:
-                    listed = await agent.list_tools()
-                    tools = {tool.name: tool for tool in listed.tools}
-                    # An open mesh carries every command, so the seat has every tool.
-                    assert set(tools) == SEAT_TOOLS | {"list_tasks", "create_task"}
-                    claim_schema = json_schema(COMMANDS["claim-task"].input)
-                    assert tools["claim_task"].input_schema == claim_schema
-                    assert tools["update_task"].input_schema == json_schema(
-                        COMMANDS["update-task"].input
-                    )
+    async with open_mesh(tmp_path) as mesh:
+        nc = mesh.nc
+        operator = TasksClient(nc, SPACE, ENDPOINT, seat("operator"))
+        other = TasksClient(nc, SPACE, ENDPOINT, seat("other", 2))
+        open_task = await operator.create_task("Fix the flaky login test")
+        held = await operator.create_task("Someone else's task")
+        await other.claim_task(held.taskId)
+        try:
+            async with agent_tools(mesh.url, tmp_path) as agent:
+                listed = await agent.list_tools()
+                tools = {tool.name: tool for tool in listed.tools}
+                # An open mesh carries every command, so the seat has every tool.
+                assert set(tools) == SEAT_TOOLS | {"list_tasks", "create_task"}
+                claim_schema = json_schema(COMMANDS["claim-task"].input)
+                assert tools["claim_task"].input_schema == claim_schema
+                assert tools["update_task"].input_schema == json_schema(
+                    COMMANDS["update-task"].input
+                )
 
-                    claimed = structured(
-                        await agent.call_tool("claim_task", {"taskId": open_task.taskId})
+                claimed = structured(
+                    await agent.call_tool("claim_task", {"taskId": open_task.taskId})
+                )
+                assert claimed["status"] == "claimed"
+                assert claimed["binding"]["actor"] == "agent"
+                assert claimed["binding"]["lifecycleUid"] == AGENT.lifecycleUid
+                done = structured(
+                    await agent.call_tool(
+                        "update_task",
+                        {
+                            "taskId": open_task.taskId,
+                            "status": "done",
+                            "note": "Retried the race; fixed.",
+                            "evidence": [{"kind": "commit", "ref": "4be1c2d"}],
+                        },
                     )
-                    assert claimed["status"] == "claimed"
-                    assert claimed["binding"]["actor"] == "agent"
-                    assert claimed["binding"]["lifecycleUid"] == AGENT.lifecycleUid
-                    done = structured(
-                        await agent.call_tool(
-                            "update_task",
-                            {
-                                "taskId": open_task.taskId,
-                                "status": "done",
-                                "note": "Retried the race; fixed.",
-                                "evidence": [{"kind": "commit", "ref": "4be1c2d"}],
-                            },
-                        )
-                    )
-                    assert done["status"] == "done"
-                    assert [(e["kind"], e["ref"]) for e in done["evidence"]] == [
-                        ("commit", "4be1c2d")
-                    ]
-                    mine = structured(await agent.call_tool("my_tasks", {}))
-                    assert [t["taskId"] for t in mine["tasks"]] == [open_task.taskId]
+                )
+                assert done["status"] == "done"
+                assert [(e["kind"], e["ref"]) for e in done["evidence"]] == [("commit", "4be1c2d")]
+                mine = structured(await agent.call_tool("my_tasks", {}))
+                assert [t["taskId"] for t in mine["tasks"]] == [open_task.taskId]
 
-                    taken = refusal(await agent.call_tool("claim_task", {"taskId": held.taskId}))
-                    assert (taken["code"], taken["outcome"]) == ("conflict", "not-executed")
-                    foreign = refusal(
-                        await agent.call_tool("update_task", {"taskId": held.taskId, "note": "x"})
+                taken = refusal(await agent.call_tool("claim_task", {"taskId": held.taskId}))
+                assert (taken["code"], taken["outcome"]) == ("conflict", "not-executed")
+                foreign = refusal(
+                    await agent.call_tool("update_task", {"taskId": held.taskId, "note": "x"})
+                )
+                assert (foreign["code"], foreign["outcome"]) == (
+                    "permission-denied",
+                    "not-executed",
+                )
+                # No argument names a seat: a smuggled target is refused before sending.
+                smuggled = refusal(
+                    await agent.call_tool(
+                        "update_task",
+                        {"taskId": held.taskId, "status": "done", "owner": "local"},
                     )
-                    assert (foreign["code"], foreign["outcome"]) == (
-                        "permission-denied",
-                        "not-executed",
-                    )
-                    # No argument names a seat: a smuggled target is refused before sending.
-                    smuggled = refusal(
-                        await agent.call_tool(
-                            "update_task",
-                            {"taskId": held.taskId, "status": "done", "owner": "local"},
-                        )
-                    )
-                    assert (smuggled["code"], smuggled["outcome"]) == (
-                        "bad-request",
-                        "not-executed",
-                    )
-                after = await operator.get_task(held.taskId)
-                assert after.status == "claimed"
-                assert after.binding is not None
-                assert after.binding.actor == "other"
-                assert (await operator.get_task(open_task.taskId)).evidence[0].ref == "4be1c2d"
-            finally:
-                await nc.close()
+                )
+                assert (smuggled["code"], smuggled["outcome"]) == (
+                    "bad-request",
+                    "not-executed",
+                )
+            after = await operator.get_task(held.taskId)
+            assert after.status == "claimed"
+            assert after.binding is not None
+            assert after.binding.actor == "other"
+            assert (await operator.get_task(open_task.taskId)).evidence[0].ref == "4be1c2d"
+        finally:
+            await nc.close()
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,17 @@ import pytest
 from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
-from tests.bridge._support import OPERATOR, Client, DictPresence, bound_triple, triple
+from tests.bridge._support import (
+    ALICE,
+    ALICE_REBORN,
+    BOB,
+    OPERATOR,
+    Client,
+    DictPresence,
+    bound_triple,
+    triple,
+)
 from tests.conftest import Clock, seat
-
-ALICE = seat("alice", 1)
-BOB = seat("bob", 2)
-ALICE_REBORN = seat("alice", 3)  # same principal local.alice, a new lifecycle uid
-
 
 # Section 3: a new lifecycle uid is a different seat.
 

@@ -12,11 +12,9 @@ import pytest
 from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
-from tests.bridge._support import OPERATOR, Client, Json
+from tests.bridge._support import ALICE, BOB, OPERATOR, Client, Json
 from tests.conftest import Clock, seat
 
-ALICE = seat("alice", 1)
-BOB = seat("bob", 2)
 LEAD = seat("lead", 7)
 
 
@@ -31,7 +29,7 @@ async def test_create_task_replays_the_stored_result_for_the_same_envelope_id(
     client: Client, clock: Clock
 ) -> None:
     first = await client.call("create-task", OPERATOR, {"title": "once"}, envelope_id="e-1")
-    clock.advance(1000)
+    clock.advance_ms(1000)
     again = await client.call("create-task", OPERATOR, {"title": "once"}, envelope_id="e-1")
     assert again == first
     assert await board_ids(client) == [first["taskId"]]
@@ -64,7 +62,7 @@ async def test_update_task_replays_its_result_without_a_second_effect(
     }
     blocked = await client.call("update-task", ALICE, args, mode="self", envelope_id="u-1")
     seq = await client.change_seq()
-    clock.advance(1000)
+    clock.advance_ms(1000)
     assert await client.call("update-task", ALICE, args, mode="self", envelope_id="u-1") == blocked
     assert await client.change_seq() == seq
     assert len(await board.history(task_id)) == 3
@@ -120,7 +118,7 @@ async def test_replays_survive_a_restart(board: BoardStore, board_url: str, cloc
 
     reopened = await BoardStore.open(board_url)
     try:
-        clock.advance(60_000)
+        clock.advance_ms(60_000)
         again = Client(CommandService(reopened, ServiceSettings(space="demo"), clock), reopened)
         replay = await again.call("create-task", OPERATOR, {"title": "durable"}, envelope_id="c-1")
         assert replay == created
@@ -149,7 +147,7 @@ async def test_an_envelope_id_is_remembered_for_the_whole_retention_window(
 ) -> None:
     client = retaining(board, clock)
     first = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
-    clock.advance(RETENTION_MS)
+    clock.advance_ms(RETENTION_MS)
     assert await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1") == first
     await client.refused(
         ErrorCode.CONFLICT, "create-task", OPERATOR, {"title": "y"}, envelope_id="e-1"
@@ -162,7 +160,7 @@ async def test_an_envelope_id_is_forgotten_after_the_retention_window(
 ) -> None:
     client = retaining(board, clock)
     first = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
-    clock.advance(RETENTION_MS + 1)
+    clock.advance_ms(RETENTION_MS + 1)
     second = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
     assert second["taskId"] != first["taskId"]
     assert await client.change_seq() == 2
@@ -171,8 +169,8 @@ async def test_an_envelope_id_is_forgotten_after_the_retention_window(
 async def test_a_pruned_envelope_id_is_forgotten(board: BoardStore, clock: Clock) -> None:
     client = retaining(board, clock)
     first = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
-    clock.advance(RETENTION_MS + 1)
-    assert await board.prune(clock.now - RETENTION_MS) == 1
+    clock.advance_ms(RETENTION_MS + 1)
+    assert await board.prune(clock.ms - RETENTION_MS) == 1
     second = await client.call("create-task", OPERATOR, {"title": "y"}, envelope_id="e-1")
     assert second["taskId"] != first["taskId"]
     assert await board_ids(client) == [first["taskId"], second["taskId"]]
@@ -206,7 +204,7 @@ async def test_a_repeated_claim_returns_the_same_record_and_writes_nothing(
     task_id = (await client.create())["taskId"]
     claimed = await client.call("claim-task", ALICE, {"taskId": task_id}, mode="self")
     seq = await client.change_seq()
-    clock.advance(1000)
+    clock.advance_ms(1000)
     assert await client.claim(ALICE, task_id) == claimed
     assert await client.call("claim-task", ALICE, {"taskId": task_id}, mode="self") == claimed
     assert await client.change_seq() == seq
@@ -219,7 +217,7 @@ async def test_a_repeated_bind_returns_the_same_record_and_writes_nothing(
     task_id = (await client.create())["taskId"]
     bound = await client.bind(ALICE, task_id)
     seq = await client.change_seq()
-    clock.advance(1000)
+    clock.advance_ms(1000)
     assert await client.bind(ALICE, task_id) == bound
     # From another binder too: the binding that holds is kept, boundBy included.
     assert await client.bind(ALICE, task_id, mode="owner", caller=LEAD) == bound
@@ -253,7 +251,7 @@ async def test_change_seq_advances_exactly_once_per_effective_write(
     seqs = [await client.change_seq()]
 
     async def step() -> None:
-        clock.advance(1)
+        clock.advance_ms(1)
         seq = await client.change_seq()
         assert (await client.list_tasks())["changeSeq"] == seq
         seqs.append(seq)
@@ -336,13 +334,13 @@ async def test_the_listener_hears_each_committed_change_once(client: Client, clo
     client.service.add_listener(listener)
     expected: list[tuple[int, int]] = []
     task_id = (await client.create())["taskId"]
-    expected.append((1, clock.now))
-    clock.advance(10)
+    expected.append((1, clock.ms))
+    clock.advance_ms(10)
     await client.claim(ALICE, task_id)
-    expected.append((2, clock.now))
-    clock.advance(10)
+    expected.append((2, clock.ms))
+    clock.advance_ms(10)
     await client.update(ALICE, task_id, status="done", note="merged")
-    expected.append((3, clock.now))
+    expected.append((3, clock.ms))
     assert events == expected
 
 
@@ -376,13 +374,13 @@ async def test_history_lists_each_write_in_order_with_its_caller_and_note(
     client: Client, board: BoardStore, clock: Clock
 ) -> None:
     task_id = (await client.create())["taskId"]
-    created_at = clock.now
-    clock.advance(10)
+    created_at = clock.ms
+    clock.advance_ms(10)
     await client.claim(ALICE, task_id)
     await client.refused(ErrorCode.CONFLICT, "claim-task", BOB, {"taskId": task_id}, mode="self")
-    clock.advance(10)
+    clock.advance_ms(10)
     await client.update(ALICE, task_id, status="blocked", note="waiting on review")
-    clock.advance(10)
+    clock.advance_ms(10)
     await client.administer(task_id, unbind=True, note="seat is gone")
 
     entries = await board.history(task_id)

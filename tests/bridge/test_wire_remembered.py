@@ -52,6 +52,45 @@ def test_a_remembered_bind_does_not_admit_a_lookalike_epoch(epoch: Any) -> None:
     assert envelope.parse_request(body()).bind == envelope.Bind(IID, 1)
 
 
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"replyExpected": 1}, ErrorCode.BAD_REQUEST),
+        ({"class": "journal"}, ErrorCode.BAD_REQUEST),
+        ({"from": {"id": "local/seat/" + "0" * 26, "name": ""}}, ErrorCode.BAD_REQUEST),
+        ({"bind": {"instanceId": IID, "epoch": 1.5}}, ErrorCode.BAD_REQUEST),
+    ],
+)
+def test_a_remembered_envelope_does_not_admit_a_lookalike(
+    changes: dict[str, Any], code: ErrorCode
+) -> None:
+    assert envelope.parse_request(body()).reply_expected is True
+    assert refused(body(**changes)) == code
+    assert envelope.parse_request(body()).bind == envelope.Bind(IID, 1)
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"v": True}, ErrorCode.UNSUPPORTED_VERSION),
+        ({"id": "no spaces"}, ErrorCode.BAD_REQUEST),
+        ({"deadlineMs": 0}, ErrorCode.BAD_REQUEST),
+        ({"deadlineMs": None}, ErrorCode.BAD_REQUEST),
+        ({"target": {"owner": "local"}}, ErrorCode.BAD_REQUEST),
+        ({"args": ["t-1"]}, ErrorCode.BAD_REQUEST),
+        # the first refusal in check order: the version before the id before the args
+        ({"v": 2, "id": "", "args": []}, ErrorCode.UNSUPPORTED_VERSION),
+    ],
+)
+def test_what_varies_is_checked_even_when_the_rest_is_remembered(
+    changes: dict[str, Any], code: ErrorCode
+) -> None:
+    envelope.parse_request(body())  # the repeating part is remembered now
+    assert refused(body(**changes)) == code
+    request = envelope.parse_request(body(id="request-2", deadlineMs=5, args={"taskId": "t-2"}))
+    assert (request.id, request.deadline_ms, request.args) == ("request-2", 5, {"taskId": "t-2"})
+
+
 def test_a_refused_op_is_refused_every_time() -> None:
     op = {**body()["op"], "inputDigest": "sha256:" + "Z" * 64}
     assert refused(body(op=op)) == ErrorCode.BAD_REQUEST

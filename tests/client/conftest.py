@@ -11,16 +11,9 @@ from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.client import Seat, TasksClient
+from tests.conformance.conftest import open_mesh
 from tests.conftest import seat
-from tests.support.bridge import (
-    ENDPOINT,
-    SPACE,
-    bridge_config,
-    bridge_on,
-    broker,
-    client,
-    set_up_space,
-)
+from tests.support.bridge import ENDPOINT, SPACE
 
 PAGE_CEILING = 5
 
@@ -40,12 +33,5 @@ class Board:
 
 @pytest.fixture
 async def board(tmp_path: Path) -> AsyncIterator[Board]:
-    async with broker(tmp_path) as server:
-        await set_up_space(server.url)
-        config = bridge_config(server.url, tmp_path / "bridge", None, page_ceiling=PAGE_CEILING)
-        async with bridge_on(config):
-            nc = await client(server.url)
-            try:
-                yield Board(server.url, nc, config)
-            finally:
-                await nc.close()
+    async with open_mesh(tmp_path, page_ceiling=PAGE_CEILING) as mesh:
+        yield Board(mesh.url, mesh.nc, mesh.bridge.config)

@@ -26,6 +26,7 @@ from tests.client.conftest import PAGE_CEILING, Board
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
 from tests.support.cotal import Space
+from tests.support.polling import eventually
 from tests.support.tcp_proxy import TcpProxy
 
 REQUESTS = f"cotal.{SPACE}.ep.>"
@@ -237,16 +238,11 @@ async def test_the_client_outlives_a_dropped_connection(board: Board) -> None:
             task = await tasks.create_task("Across a dropped connection")
             await proxy.cut()
             # More refused reconnects than the attempts connecting is allowed.
-            for _ in range(400):
-                if len(failures) > CONNECT_ATTEMPTS + 2:
-                    break
-                await asyncio.sleep(0.02)
-            assert len(failures) > CONNECT_ATTEMPTS + 2
+            await eventually(
+                lambda: len(failures) > CONNECT_ATTEMPTS + 2, 8, what="refused reconnects"
+            )
             await proxy.mend()
-            for _ in range(400):
-                if tasks.nc.is_connected:
-                    break
-                await asyncio.sleep(0.05)
+            await eventually(lambda: tasks.nc.is_connected, 20, what="reconnected")
             assert (await tasks.get_task(task.taskId)).title == "Across a dropped connection"
     finally:
         await proxy.stop()

@@ -37,6 +37,7 @@ from cotal_tasks.bridge.wire.subjects import event_filter
 from cotal_tasks.core import TaskSummary, endpoint_token
 from tests.cluster.conftest import SUMMARY
 from tests.conftest import fresh_database, seat
+from tests.support import polling
 from tests.support.cluster import BridgeProcess, NatsCluster
 from tests.support.cotal import TestCaller, nonce
 from tests.support.fake_github import FakeGitHub, serve_fake_github
@@ -186,12 +187,11 @@ async def databases(postgres_url: str) -> AsyncIterator[tuple[str, str]]:
 
 
 async def eventually(probe: Any, what: str, within_s: float = 30.0) -> float:
-    started = time.monotonic()
-    while not await probe():
-        if time.monotonic() - started > within_s:
-            raise AssertionError(f"{what}: not within {within_s} s; {DIAGNOSIS}")
-        await asyncio.sleep(0.1)
-    return time.monotonic() - started
+    """``tests.support.polling.eventually``, its failure carrying the cluster's diagnosis."""
+    try:
+        return await polling.eventually(probe, within_s, what=what, every=0.1)
+    except AssertionError as failed:
+        raise AssertionError(f"{failed}; {DIAGNOSIS}") from None
 
 
 def recovered_after(tally: Tally, fault_at: float, callers: int) -> float:

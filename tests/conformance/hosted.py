@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -17,7 +16,6 @@ import pytest
 from nats.aio.msg import Msg
 
 import tests.conformance.test_section6 as section6
-from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.wire.instance import next_incarnation
 from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.core import Seat
@@ -43,20 +41,10 @@ from tests.conftest import seat
 from tests.providers.hosted_support import HostedMesh, TrackerFake, first_sync
 from tests.support.bridge import ENDPOINT, broker, set_up_space
 from tests.support.cotal import collect
+from tests.support.trackers import Tracker
 
 Json = dict[str, Any]
 F = TypeVar("F", bound=TrackerFake)
-
-
-@dataclass(frozen=True)
-class Tracker:
-    """What a conformance suite tells the shared checks about its tracker."""
-
-    provider: str  # "github", "gitlab"
-    section: Callable[[str], str]  # api url -> the endpoint's TOML lines after its name
-    endpoint: Callable[[str], EndpointConfig]  # api url -> the bridge's endpoint config
-    labels_of: Callable[[Any, str], list[str]]  # (fake, issue title) -> its labels
-    claimed: str  # the label a claim or bind puts on the issue
 
 
 @asynccontextmanager

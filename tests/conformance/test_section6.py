@@ -29,12 +29,7 @@ from cotal_tasks.bridge.wire.instance import next_incarnation
 from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.client.conformance import BY_NAME, Actor, Context, Hooks, run_check
 from cotal_tasks.client.conformance.binding import SECRETS, only_record_fields
-from cotal_tasks.client.conformance.positive import (
-    COMMIT_REF,
-    RUN_REF,
-    PositiveRun,
-    positive_path,
-)
+from cotal_tasks.client.conformance.positive import COMMIT_REF, RUN_REF, PositiveRun, positive_path
 from cotal_tasks.core import Seat
 from tests.conformance.conftest import Mesh
 from tests.conformance.permissioned import (

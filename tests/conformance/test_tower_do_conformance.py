@@ -41,6 +41,7 @@ from tests.conformance.test_section6 import (  # noqa: F401  (collected here, on
     test_check_12_list_limit_is_capped_at_ceiling,
 )
 from tests.support.bridge import ENDPOINT
+from tests.support.trackers import Tracker
 
 
 @asynccontextmanager
@@ -77,7 +78,7 @@ async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     board = tmp_path / "project" / "board.jsonl"
-    tracker = hosted.Tracker(
+    tracker = Tracker(
         provider="tower-do",
         section=lambda _: f'provider = "tower-do"\n[endpoints.tower_do]\nboard = "{board}"\n',
         endpoint=lambda _: EndpointConfig(

@@ -33,6 +33,7 @@ from cotal_tasks.core import CreateTaskInput, Task, create_task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.config import GitHubConfig, GitLabConfig
 from cotal_tasks.providers.store import Committed, IdempotencyKey, TaskStore, Write
+from tests.bridge._support import DictPresence
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_gitlab import FakeGitLab
 
@@ -222,3 +223,9 @@ async def harness(
     finally:
         await parts[-1].close()
         await parts[-1].store.close()
+
+
+@pytest.fixture
+def presence() -> DictPresence:
+    """The presence port an endpoint's service and sync read; tests put cards in it."""
+    return DictPresence()

@@ -7,14 +7,12 @@ Each tracker's ``_support`` module binds these to its fake and its config sectio
 
 from __future__ import annotations
 
-import asyncio
 import math
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 
@@ -22,14 +20,14 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.hosted import Hosted
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.process import Bridge
-from cotal_tasks.core import Mode, Seat
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
-from tests.bridge._support import Client, DictPresence
+from tests.bridge._support import OPERATOR, Client, DictPresence
 from tests.conformance.conftest import Mesh
 from tests.support import bridge as wire
 from tests.support.cotal import Space
+from tests.support.polling import eventually
 
 Json = dict[str, Any]
 SPACE = "demo"
@@ -84,6 +82,7 @@ class HostedEndpoint(Generic[F]):
     endpoint: Endpoint
     presence: DictPresence
     client: Client = field(init=False)
+    prefix: ClassVar[str] = ""  # the repository or project path task ids start with
 
     def __post_init__(self) -> None:
         self.client = Client(self.endpoint.service, self.endpoint.store)
@@ -104,19 +103,16 @@ class HostedEndpoint(Generic[F]):
     async def poll(self) -> SyncReport:
         return await self.sync.poll_once()
 
+    async def get(self, number: int) -> Json:
+        """The task of issue ``number``."""
+        return await self.client.get(f"{self.prefix}#{number}")
+
+    async def all_tasks(self) -> list[Json]:
+        pages = await self.client.page_all("list-tasks", OPERATOR, {"limit": 100})
+        return [task for page in pages for task in page["tasks"]]
+
     async def seq(self) -> int:
         return await self.store.change_seq()
-
-    async def call(
-        self,
-        command: str,
-        caller: Seat,
-        args: Mapping[str, Any] | None = None,
-        *,
-        mode: Mode | None = None,
-        target: Seat | None = None,
-    ) -> Json:
-        return await self.client.call(command, caller, args, mode=mode, target=target)
 
     def virtual_time(self) -> VirtualTime[F]:
         clock = VirtualTime(self.fake)
@@ -141,16 +137,84 @@ async def open_hosted(
         yield opened, cards
 
 
-async def eventually(
-    probe: Callable[[], Awaitable[bool]], *, within_s: float = 5.0, every_s: float = 0.02
-) -> float:
-    """Wait until ``probe()`` is true; return the seconds it took. Fails after ``within_s``."""
-    start = time.monotonic()
-    while not await probe():
-        if time.monotonic() - start > within_s:
-            raise AssertionError(f"not true within {within_s} s")
-        await asyncio.sleep(every_s)
-    return time.monotonic() - start
+E = TypeVar("E", bound=HostedEndpoint[Any])
+M = TypeVar("M", bound="HostedMesh[Any]")
+EndpointOf = Callable[..., EndpointConfig]  # (api url, database=, page_ceiling=, **section)
+
+
+def tracker_section(model: Any, api_url: str, settings: Json, overrides: Mapping[str, Any]) -> Any:
+    """A tracker's config section (``model``) as the provider tests default it: writes
+    unspaced and a long poll interval (the tests poll by hand or wake the loop), then
+    ``settings`` (where, the token's variable, the seats), then ``overrides``."""
+    defaults: Json = {"api_url": api_url, "mutation_spacing_s": 0.0, "poll_interval_s": 60.0}
+    return model.model_validate({**defaults, **settings, **overrides})
+
+
+def endpoint_maker(name: str, provider: str, section_of: Callable[..., Any]) -> EndpointOf:
+    """``endpoint_config(api_url, *, database=None, page_ceiling=100, **overrides)``: the
+    tracker's endpoint named ``name``, its section ``section_of(api_url, **overrides)``."""
+
+    def endpoint_config(
+        api_url: str, *, database: str | None = None, page_ceiling: int = 100, **overrides: Any
+    ) -> EndpointConfig:
+        section = {provider: section_of(api_url, **overrides)}
+        return EndpointConfig(
+            name=name, provider=provider, database=database, page_ceiling=page_ceiling, **section
+        )
+
+    return endpoint_config
+
+
+def endpoint_opener(
+    kind: type[E], endpoint_of: EndpointOf
+) -> Callable[..., AbstractAsyncContextManager[E]]:
+    """``open(fake, api_url, data_dir, *, presence=None, database=None, **overrides)``:
+    ``open_endpoint`` on the tracker's endpoint against ``api_url`` (the fake on
+    loopback), as ``kind``."""
+
+    @asynccontextmanager
+    async def open_tracker(
+        fake: Any,
+        api_url: str,
+        data_dir: Path,
+        *,
+        presence: DictPresence | None = None,
+        database: str | None = None,
+        **overrides: Any,
+    ) -> AsyncIterator[E]:
+        endpoint = endpoint_of(api_url, database=database, **overrides)
+        async with open_hosted(endpoint, data_dir, presence) as (opened, cards):
+            yield kind(fake, opened, cards)
+
+    return open_tracker
+
+
+def mesh_opener(
+    kind: type[M], provider: str, section_of: Callable[..., Any]
+) -> Callable[..., AbstractAsyncContextManager[M]]:
+    """``open(tmp_path, fake, api_url, *, page_ceiling=100, wait_for_sync=True,
+    **overrides)``: a wire mesh whose bridge serves the tracker's endpoint."""
+
+    @asynccontextmanager
+    async def open_mesh(
+        tmp_path: Path,
+        fake: Any,
+        api_url: str,
+        *,
+        page_ceiling: int = 100,
+        wait_for_sync: bool = True,
+        **overrides: Any,
+    ) -> AsyncIterator[M]:
+        async with hosted_wire(
+            tmp_path,
+            wait_for_sync=wait_for_sync,
+            provider=provider,
+            page_ceiling=page_ceiling,
+            **{provider: section_of(api_url, **overrides)},
+        ) as (url, running, nc, space):
+            yield kind(url, running, nc, space, fake)
+
+    return open_mesh
 
 
 # -- over the wire ------------------------------------------------------------------------

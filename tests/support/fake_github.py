@@ -13,12 +13,11 @@ base_url="http://fake-github")``.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
-from cotal_tasks.bridge.http.server import serve_http
+from tests.support.clock import FakeClock
 from tests.support.fake_github_app import create_app
-from tests.support.fake_github_model import FakeClock, iso, parse_iso
+from tests.support.fake_github_model import iso, parse_iso
 from tests.support.fake_github_state import FakeGitHub
 from tests.support.fake_github_webhooks import (
     TEST_VECTOR_PAYLOAD,
@@ -31,7 +30,7 @@ from tests.support.fake_github_webhooks import (
     sign,
     signed_webhook,
 )
-from tests.support.fake_tracker import RecordedRequest
+from tests.support.fake_tracker import RecordedRequest, serve_on_loopback
 
 __all__ = [
     "TEST_VECTOR_PAYLOAD",
@@ -53,15 +52,8 @@ __all__ = [
 ]
 
 
-@asynccontextmanager
-async def serve_fake_github(fake: FakeGitHub, host: str = "127.0.0.1") -> AsyncIterator[str]:
-    """Serve ``fake`` under uvicorn on a free loopback port; yield its base URL. While it
-    serves, ``fake.api_url`` is that URL, so JSON built by the helpers matches what the
-    server returns."""
-    previous = fake.api_url
-    async with serve_http(fake.app, host, 0) as base_url:
-        fake.api_url = base_url
-        try:
-            yield base_url
-        finally:
-            fake.api_url = previous
+def serve_fake_github(
+    fake: FakeGitHub, host: str = "127.0.0.1"
+) -> AbstractAsyncContextManager[str]:
+    """Serve ``fake`` on a free loopback port (``serve_on_loopback``); yield its base URL."""
+    return serve_on_loopback(fake, "", host)

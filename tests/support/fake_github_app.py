@@ -7,7 +7,6 @@ The endpoints (and their validation) are in ``fake_github_endpoints``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import re
@@ -22,7 +21,7 @@ from starlette.routing import Route
 
 from tests.support.fake_github_model import DOCS, JSON, LOGGED_HEADERS, Issue, Repo, user_id
 from tests.support.fake_github_render import Shapes
-from tests.support.fake_tracker import RecordedRequest, ScriptedFailure
+from tests.support.fake_tracker import ScriptedFailure, held_answered_logged
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -168,24 +167,17 @@ def create_app(fake: FakeGitHub) -> Starlette:
 
     async def dispatch(request: Request) -> Response:
         raw = await request.body()
-        stall = next((s for s in fake.stalls if s.applies(request.method, request.url.path)), None)
-        if stall is not None:
-            fake.stalls.remove(stall)
-            await asyncio.sleep(stall.seconds)
-        reply = _answer(fake, ENDPOINTS, request, raw)
         try:
             parsed = json.loads(raw) if raw.strip() else None
         except ValueError:
             parsed = raw.decode(errors="replace")
-        fake.requests.append(
-            RecordedRequest(
-                request.method,
-                request.url.path,
-                dict(request.query_params),
-                {k: v for k, v in request.headers.items() if k in LOGGED_HEADERS},
-                reply.status,
-                parsed,
-            )
+        reply = await held_answered_logged(
+            fake,
+            request,
+            request.url.path,
+            parsed,
+            lambda: _answer(fake, ENDPOINTS, request, raw),
+            LOGGED_HEADERS,
         )
         return _response(reply)
 
@@ -194,9 +186,9 @@ def create_app(fake: FakeGitHub) -> Starlette:
 
 
 def _answer(fake: FakeGitHub, endpoints: list[Endpoint], request: Request, raw: bytes) -> Reply:
-    if fake.clock.now >= fake.rate_reset:  # a new window: the budget refills
+    if fake.clock.seconds >= fake.rate_reset:  # a new window: the budget refills
         fake.rate_remaining = fake.rate_limit
-        fake.rate_reset = fake.clock.now + fake.rate_window
+        fake.rate_reset = fake.clock.seconds + fake.rate_window
     method, path = request.method, request.url.path
     if not _authorized(fake, request.headers.get("authorization")):
         return _error(fake, ApiError(401, "Bad credentials"))

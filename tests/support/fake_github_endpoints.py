@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from tests.support.fake_github_app import (
     ApiError,
@@ -15,11 +14,21 @@ from tests.support.fake_github_app import (
     not_found,
     validation_failed,
 )
-from tests.support.fake_github_model import JSON, STATE_REASONS, Issue, parse_iso
+from tests.support.fake_github_model import STATE_REASONS, Issue
+from tests.support.fake_github_params import (
+    json_object,
+    label_body,
+    login_list,
+    parse_assignees,
+    parse_choice,
+    parse_names,
+    parse_since,
+    parse_text,
+    parse_title,
+)
 
 _REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 _ISSUE = _REPO + r"/issues/(?P<number>\d+)"
-_MAX_ASSIGNEES = 10
 
 
 # -- reads ----------------------------------------------------------------------------
@@ -51,17 +60,17 @@ def list_issues(ctx: Ctx) -> Reply:
     desc), ``since`` (updated at or after), ``labels`` (all of), ``assignee``, ``creator``.
     Pull requests are included."""
     repo = ctx.repo()
-    state = _choice(ctx, "state", "open", ("open", "closed", "all"))
-    sort = _choice(ctx, "sort", "created", ("created", "updated", "comments"))
-    direction = _choice(ctx, "direction", "desc", ("asc", "desc"))
+    state = parse_choice(ctx, "state", "open", ("open", "closed", "all"))
+    sort = parse_choice(ctx, "sort", "created", ("created", "updated", "comments"))
+    direction = parse_choice(ctx, "direction", "desc", ("asc", "desc"))
     items = [i for i in repo.issues.values() if i.visible]
     if state != "all":
         items = [i for i in items if i.state == state]
-    since = _since(ctx)
+    since = parse_since(ctx)
     if since is not None:
         items = [i for i in items if since <= i.updated_at]
         if ctx.fake.since_lag > 0:
-            horizon = ctx.fake.clock.now - ctx.fake.since_lag
+            horizon = ctx.fake.clock.seconds - ctx.fake.since_lag
             items = [i for i in items if i.updated_at <= horizon]
     labels = ctx.query("labels")
     if labels:
@@ -127,7 +136,7 @@ def list_issue_events(ctx: Ctx) -> Reply:
 
 def list_comments(ctx: Ctx) -> Reply:
     issue = ctx.issue()
-    since = _since(ctx)
+    since = parse_since(ctx)
     comments = [c for c in issue.comments if since is None or c.updated_at >= since]
     shapes = ctx.shapes
     return Reply(200, [shapes.comment(issue, c) for c in ctx.page(comments)])
@@ -147,10 +156,12 @@ def check_assignee(ctx: Ctx) -> Reply:
 
 def list_pulls(ctx: Ctx) -> Reply:
     repo = ctx.repo()
-    state = _choice(ctx, "state", "open", ("open", "closed", "all"))
-    sort = _choice(ctx, "sort", "created", ("created", "updated", "popularity", "long-running"))
+    state = parse_choice(ctx, "state", "open", ("open", "closed", "all"))
+    sort = parse_choice(
+        ctx, "sort", "created", ("created", "updated", "popularity", "long-running")
+    )
     default_direction = "desc" if sort == "created" else "asc"
-    direction = _choice(ctx, "direction", default_direction, ("asc", "desc"))
+    direction = parse_choice(ctx, "direction", default_direction, ("asc", "desc"))
     pulls = [i for i in repo.issues.values() if i.pull is not None and i.visible]
     if state != "all":
         pulls = [i for i in pulls if i.state == state]
@@ -179,7 +190,7 @@ def graphql(ctx: Ctx) -> Reply:
     """``POST /graphql``: ``{"query": …, "variables": …}``; errors come back with 200."""
     from tests.support.fake_github_graphql import execute
 
-    body = _object(ctx)
+    body = json_object(ctx)
     query = body.get("query")
     if not isinstance(query, str):
         raise ApiError(400, "A query attribute must be specified and must be a string.")
@@ -192,13 +203,13 @@ def graphql(ctx: Ctx) -> Reply:
 
 def create_issue(ctx: Ctx) -> Reply:
     repo = ctx.repo()
-    body = _object(ctx)
+    body = json_object(ctx)
     if "title" not in body or body["title"] is None:
         raise validation_failed({"field": "title", "code": "missing_field"})
-    title = _title(body["title"])
-    text = _text(body.get("body"), "body")
-    labels = _names(body.get("labels"), "labels") or []
-    assignees = _assignees(ctx, body) or []
+    title = parse_title(body["title"])
+    text = parse_text(body.get("body"), "body")
+    labels = parse_names(body.get("labels"), "labels") or []
+    assignees = parse_assignees(ctx, body) or []
     issue = ctx.fake.create_issue(repo.full_name, title, text, labels, assignees, ctx.fake.login)
     out = ctx.shapes.issue(issue, single=True)
     return Reply(201, out, {"location": out["url"]})
@@ -207,9 +218,9 @@ def create_issue(ctx: Ctx) -> Reply:
 def update_issue(ctx: Ctx) -> Reply:
     """PATCH: ``state_reason`` only counts when ``state`` changes (closing defaults it to
     ``completed``, reopening sets ``reopened``); ``labels``/``assignees`` replace."""
-    fake, issue, body = ctx.fake, ctx.issue(), _object(ctx)
-    title = _title(body["title"]) if "title" in body else None
-    text = _text(body.get("body"), "body")
+    fake, issue, body = ctx.fake, ctx.issue(), json_object(ctx)
+    title = parse_title(body["title"]) if "title" in body else None
+    text = parse_text(body.get("body"), "body")
     state = body.get("state")
     if state is not None and state not in ("open", "closed"):
         raise validation_failed({"field": "state", "code": "invalid", "value": state})
@@ -218,8 +229,8 @@ def update_issue(ctx: Ctx) -> Reply:
         raise validation_failed({"field": "state_reason", "code": "invalid", "value": reason})
     if state == "closed" and issue.state == "open" and reason == "reopened":
         raise validation_failed({"field": "state_reason", "code": "invalid", "value": reason})
-    labels = _names(body.get("labels"), "labels")
-    assignees = _assignees(ctx, body)
+    labels = parse_names(body.get("labels"), "labels")
+    assignees = parse_assignees(ctx, body)
     actor = fake.login
     if title is not None:
         fake.set_title(issue, title, actor)
@@ -234,12 +245,12 @@ def update_issue(ctx: Ctx) -> Reply:
         fake.add_assignees(issue, assignees, actor)
     if state is not None:
         fake.set_state(issue, state, reason, actor)
-    issue.updated_at = fake.clock.now
+    issue.updated_at = fake.clock.seconds
     return Reply(200, ctx.shapes.issue(issue, single=True))
 
 
 def create_comment(ctx: Ctx) -> Reply:
-    issue, body = ctx.issue(), _object(ctx)
+    issue, body = ctx.issue(), json_object(ctx)
     text = body.get("body")
     if not isinstance(text, str) or not text.strip():
         code = "missing_field" if text is None else "invalid"
@@ -252,27 +263,27 @@ def create_comment(ctx: Ctx) -> Reply:
 def add_assignees(ctx: Ctx) -> Reply:
     """Adds up to 10; logins that cannot be assigned are silently dropped (as GitHub
     does; ``GET /assignees/{login}`` is how to check). 201 with the issue."""
-    issue, logins = ctx.issue(), _login_list(ctx)
+    issue, logins = ctx.issue(), login_list(ctx)
     assignable = ctx.repo().assignable
     ctx.fake.add_assignees(issue, [a for a in logins if a in assignable], ctx.fake.login)
     return Reply(201, ctx.shapes.issue(issue, single=True))
 
 
 def remove_assignees(ctx: Ctx) -> Reply:
-    issue, logins = ctx.issue(), _login_list(ctx)
+    issue, logins = ctx.issue(), login_list(ctx)
     ctx.fake.remove_assignees(issue, logins, ctx.fake.login)
     return Reply(200, ctx.shapes.issue(issue, single=True))
 
 
 def add_labels(ctx: Ctx) -> Reply:
-    issue, names = ctx.issue(), _label_body(ctx)
+    issue, names = ctx.issue(), label_body(ctx)
     ctx.fake.add_labels(issue, names, ctx.fake.login)
     repo, shapes = ctx.repo(), ctx.shapes
     return Reply(200, [shapes.label(repo, n) for n in issue.labels])
 
 
 def set_labels(ctx: Ctx) -> Reply:
-    issue, names = ctx.issue(), _label_body(ctx)
+    issue, names = ctx.issue(), label_body(ctx)
     for name in [n for n in issue.labels if n not in names]:
         ctx.fake.remove_label(issue, name, ctx.fake.login)
     ctx.fake.add_labels(issue, names, ctx.fake.login)
@@ -293,104 +304,8 @@ def remove_all_labels(ctx: Ctx) -> Reply:
     issue = ctx.issue()
     for name in list(issue.labels):
         ctx.fake.remove_label(issue, name, ctx.fake.login)
-    issue.updated_at = ctx.fake.clock.now
+    issue.updated_at = ctx.fake.clock.seconds
     return Reply(204)
-
-
-# -- validation helpers -----------------------------------------------------------------
-
-
-def _choice(ctx: Ctx, name: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = ctx.query(name, default) or default
-    if value not in allowed:
-        raise validation_failed({"field": name, "code": "invalid", "value": value})
-    return value
-
-
-def _since(ctx: Ctx) -> float | None:
-    value = ctx.query("since")
-    if not value:
-        return None
-    try:
-        return parse_iso(value)
-    except ValueError:
-        raise validation_failed({"field": "since", "code": "invalid", "value": value}) from None
-
-
-def _object(ctx: Ctx) -> JSON:
-    if ctx.body is None:
-        return {}
-    if not isinstance(ctx.body, dict):
-        raise ApiError(400, "Problems parsing JSON")
-    return ctx.body
-
-
-def _title(value: Any) -> str:
-    if not isinstance(value, str | int) or not str(value).strip():
-        raise validation_failed({"field": "title", "code": "invalid", "value": value})
-    return str(value)
-
-
-def _text(value: Any, field: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise validation_failed({"field": field, "code": "invalid", "value": value})
-    return value
-
-
-def _names(value: Any, field: str) -> list[str] | None:
-    """Label names from strings or ``{"name": …}`` objects; ``None`` when absent."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise validation_failed({"field": field, "code": "invalid", "value": value})
-    names: list[str] = []
-    for item in value:
-        name = item.get("name") if isinstance(item, dict) else item
-        if not isinstance(name, str) or not name.strip():
-            raise validation_failed({"field": field, "code": "invalid", "value": item})
-        if name not in names:
-            names.append(name)
-    return names
-
-
-def _assignees(ctx: Ctx, body: JSON) -> list[str] | None:
-    """``assignees`` (or the legacy ``assignee``) on create/PATCH: each must be assignable,
-    else 422 as GitHub answers."""
-    if "assignees" in body:
-        logins = _names(body["assignees"], "assignees")
-    elif "assignee" in body:
-        logins = [] if body["assignee"] is None else _names([body["assignee"]], "assignee")
-    else:
-        return None
-    logins = logins or []
-    if len(logins) > _MAX_ASSIGNEES:
-        raise validation_failed({"field": "assignees", "code": "invalid", "value": logins})
-    assignable = ctx.repo().assignable
-    for login in logins:
-        if login not in assignable:
-            raise validation_failed({"field": "assignees", "code": "invalid", "value": login})
-    return logins
-
-
-def _login_list(ctx: Ctx) -> list[str]:
-    body = _object(ctx)
-    if "assignees" not in body:
-        raise validation_failed({"field": "assignees", "code": "missing_field"})
-    logins = _names(body["assignees"], "assignees") or []
-    if len(logins) > _MAX_ASSIGNEES:
-        raise validation_failed({"field": "assignees", "code": "invalid", "value": logins})
-    return logins
-
-
-def _label_body(ctx: Ctx) -> list[str]:
-    """``{"labels": [...]}`` or a bare list, as GitHub accepts both."""
-    body = ctx.body
-    if isinstance(body, dict):
-        body = body.get("labels")
-    names = _names(body, "labels")
-    if names is None:
-        raise validation_failed({"field": "labels", "code": "missing_field"}, resource="Label")
-    return names
 
 
 def _ep(method: str, pattern: str, handler: Callable[[Ctx], Reply], free: bool = False) -> Endpoint:

@@ -1,4 +1,4 @@
-"""Records behind the fake GitHub, its clock and the request log.
+"""Records behind the fake GitHub and the request log (its clock: ``tests.support.clock``).
 
 Times are epoch seconds: GitHub's REST timestamps have second resolution, so two writes in
 the same second share an ``updated_at`` (tests advance the clock to separate them).
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import time
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.support.clock import TimeLike, to_ms
+
 JSON = dict[str, Any]
-TimeLike = int | float | str | datetime
 
 STATE_REASONS = ("completed", "reopened", "not_planned", "duplicate")
 DOCS = "https://docs.github.com/rest"
@@ -51,36 +51,7 @@ def parse_iso(value: str) -> float:
 
 def to_epoch(value: TimeLike) -> int:
     """Epoch seconds (floored) from an epoch number, an ISO string or a datetime."""
-    if isinstance(value, datetime):
-        return int(value.timestamp())
-    if isinstance(value, str):
-        return int(parse_iso(value))
-    return int(value)
-
-
-class FakeClock:
-    """The fake's notion of now, in whole epoch seconds; tests move it by hand.
-
-    It starts at the real time (so ``x-ratelimit-reset`` compares sensibly with a wall
-    clock) unless given a start.
-    """
-
-    def __init__(self, start: TimeLike | None = None) -> None:
-        self.now = int(time.time()) if start is None else to_epoch(start)
-
-    def advance(self, seconds: int = 1) -> int:
-        self.now += seconds
-        return self.now
-
-    def set(self, when: TimeLike) -> None:
-        self.now = to_epoch(when)
-
-    def time(self) -> float:
-        """For code that takes a ``clock_s`` callable."""
-        return float(self.now)
-
-    def iso(self) -> str:
-        return iso(self.now)
+    return to_ms(value) // 1000
 
 
 def node_id(prefix: str, *numbers: int) -> str:

@@ -5,36 +5,31 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import httpx
 
+from tests.support.clock import FakeClock, TimeLike
 from tests.support.fake_github_model import (
     BULK_LABELS,
     BULK_TITLES,
     JSON,
-    STATE_REASONS,
-    Comment,
     Event,
-    FakeClock,
     Issue,
-    Label,
     Pull,
     Repo,
-    TimeLike,
     fake_sha,
-    to_epoch,
+    iso,
 )
+from tests.support.fake_github_mutations import FakeGitHubMutations
 from tests.support.fake_github_render import Shapes
-from tests.support.fake_tracker import RecordedRequest, ScriptedFailure, ScriptedStall
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 
-class FakeGitHub:
+class FakeGitHub(FakeGitHubMutations):
     """A GitHub that lives in memory. Build state with the helpers, serve it with
     ``serve_fake_github(fake)`` or ``httpx.ASGITransport(app=fake.app)``.
 
@@ -55,30 +50,22 @@ class FakeGitHub:
         api_url: str = "https://api.github.com",
         html_url: str = "https://github.com",
     ) -> None:
+        super().__init__(clock or FakeClock())
         self.token = token
         self.login = login
-        self.clock = clock or FakeClock()
         self.api_url = api_url
         self.html_url = html_url
         self.repos: dict[str, Repo] = {}
-        self.requests: list[RecordedRequest] = []
         self._assignable = {login, *assignable}
         self._ids = itertools.count(1_000_000_001)
         # primary rate limit (``core``)
         self.rate_window = 3600
         self.rate_limit = rate_limit
         self.rate_remaining = rate_limit
-        self.rate_reset = self.clock.now + self.rate_window
+        self.rate_reset = self.clock.seconds + self.rate_window
         self.primary_status = 403
-        # scripted faults
-        self.failures: deque[ScriptedFailure] = deque()
-        self.stalls: deque[ScriptedStall] = deque()
-        self.refusal: tuple[int, str | None] | None = None
         # seconds during which a fresh update is not yet visible to ``since`` queries
         self.since_lag = 0
-        # Runs before each authenticated request is answered (method, path, query): a
-        # test edits state "between two page requests" with it.
-        self.before_answer: Callable[[str, str, dict[str, str]], None] | None = None
         self._app: Starlette | None = None
         for name in repos:
             self.add_repo(name)
@@ -94,56 +81,12 @@ class FakeGitHub:
             self.rate_limit = limit
         self.rate_remaining = remaining
         self.rate_window = reset_in
-        self.rate_reset = self.clock.now + reset_in
-
-    def fail_next(
-        self,
-        n: int = 1,
-        *,
-        status: int = 429,
-        retry_after: int | None = None,
-        message: str | None = None,
-        method: str | None = None,
-        path: str | None = None,
-    ) -> None:
-        """Answer the next ``n`` (authenticated) requests matching ``method``/``path``
-        (a glob) with ``status``: 429/403 as a secondary rate limit (``retry-after`` if
-        given), 5xx as a server error. They do not use up the primary budget."""
-        for _ in range(n):
-            self.failures.append(
-                ScriptedFailure(status, retry_after, message, method and method.upper(), path)
-            )
-
-    def stall_next(
-        self, seconds: float, *, method: str | None = None, path: str | None = None
-    ) -> None:
-        """Hold the answer to the next request matching ``method``/``path`` for ``seconds``
-        of real time, then answer it (the write takes effect when it is answered)."""
-        self.stalls.append(ScriptedStall(seconds, method and method.upper(), path))
-
-    def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
-        """Refuse every POST/PATCH/PUT/DELETE with ``status`` (403 or 422) until called
-        with ``None`` (or ``allow_writes``)."""
-        self.refusal = None if status is None else (status, message)
-
-    def allow_writes(self) -> None:
-        self.refusal = None
+        self.rate_reset = self.clock.seconds + reset_in
 
     def advance(self, seconds: int = 1) -> int:
-        """Move the clock (whole seconds)."""
-        return self.clock.advance(seconds)
-
-    # -- the request log ---------------------------------------------------------------
-
-    def calls(
-        self, method: str | None = None, path: str | None = None, status: int | None = None
-    ) -> list[RecordedRequest]:
-        """Logged requests matching all given filters (``path`` is a glob)."""
-        return [r for r in self.requests if r.matches(method, path, status)]
-
-    @property
-    def writes(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.is_write]
+        """Move the clock (whole seconds); returns the new epoch seconds."""
+        self.clock.advance(seconds)
+        return self.clock.seconds
 
     # -- building state ----------------------------------------------------------------
 
@@ -174,19 +117,6 @@ class FakeGitHub:
 
     def shapes(self, api: str | None = None) -> Shapes:
         return Shapes(self.repos, api or self.api_url, self.html_url)
-
-    def add_repo(self, full_name: str, *, assignable: Iterable[str] = ()) -> Repo:
-        """A repository (idempotent). ``assignable`` adds logins that
-        ``GET /repos/{o}/{r}/assignees/{login}`` accepts (``login`` always is)."""
-        if "/" not in full_name:
-            raise ValueError(f"repository must be owner/name, not {full_name!r}")
-        repo = self.repos.get(full_name)
-        if repo is None:
-            repo = Repo(full_name, self._next_id(), self.clock.now - 86_400 * 365)
-            repo.assignable |= self._assignable
-            self.repos[full_name] = repo
-        repo.assignable |= set(assignable)
-        return repo
 
     def issue(self, repo: str, number: int) -> Issue:
         """The record behind ``repo#number`` (an issue or a PR)."""
@@ -279,7 +209,7 @@ class FakeGitHub:
         """A ``cross-referenced`` event: ``source`` (an issue or pull request of any
         repository) mentioned the issue. No ``updated_at`` bump."""
         self.issue(repo, number).timeline.append(
-            Event("cross-referenced", actor, self.clock.now, source=source)
+            Event("cross-referenced", actor, self.clock.seconds, source=source)
         )
 
     def merge_pull(self, repo: str, number: int, *, by: str | None = None) -> str:
@@ -290,7 +220,7 @@ class FakeGitHub:
         assert pr.pull is not None, f"{repo}#{number} is not a pull request"
         actor = by or pr.user
         sha = fake_sha(repo, number, "merge")
-        now = self.clock.now
+        now = self.clock.seconds
         pr.pull.merged_at, pr.pull.merged_by, pr.pull.merge_commit_sha = now, actor, sha
         pr.timeline.append(self._event("merged", actor, commit_id=pr.pull.head_sha))
         self.set_state(pr, "closed", None, actor)
@@ -335,8 +265,8 @@ class FakeGitHub:
     def touch(self, repo: str, number: int) -> str:
         """Bump ``updated_at`` to now; returns it (ISO)."""
         issue = self.issue(repo, number)
-        issue.updated_at = self.clock.now
-        return self.clock.iso()
+        issue.updated_at = self.clock.seconds
+        return iso(self.clock.seconds)
 
     def close_issue(
         self,
@@ -369,7 +299,7 @@ class FakeGitHub:
         target.next_number += 1
         moved = Issue(**{**vars(old), "repo": to_repo, "number": new_number})
         moved.labels, moved.assignees = list(old.labels), list(old.assignees)
-        moved.updated_at = self.clock.now
+        moved.updated_at = self.clock.seconds
         for name in moved.labels:
             target.labels.setdefault(name, self.repos[repo].labels[name])
         target.issues[new_number] = moved
@@ -388,7 +318,7 @@ class FakeGitHub:
         """``n`` varied issues, created ``step`` s apart and ending at now; every
         ``closed_every``-th one closed (a third of those ``not_planned``). Numbers."""
         rng = random.Random(seed)
-        start = self.clock.now - n * step
+        start = self.clock.seconds - n * step
         numbers = []
         for k in range(n):
             closed = closed_every > 0 and (k + 1) % closed_every == 0
@@ -411,151 +341,3 @@ class FakeGitHub:
             )
             numbers.append(issue.number)
         return numbers
-
-    # -- mutations shared by helpers and the API ---------------------------------------
-
-    def set_state(
-        self,
-        issue: Issue,
-        state: str,
-        reason: str | None,
-        actor: str,
-        *,
-        commit_id: str | None = None,
-    ) -> None:
-        """Close or reopen (no-op if already there). Closing defaults the reason to
-        ``completed``; reopening sets ``reopened``."""
-        if state == issue.state:
-            return
-        now = self.clock.now
-        if state == "closed":
-            # pull requests carry no state_reason
-            issue.state = "closed"
-            issue.state_reason = None if issue.pull else reason or "completed"
-            issue.closed_at, issue.closed_by = now, actor
-            extra: JSON = {"state_reason": issue.state_reason}
-            issue.timeline.append(self._event("closed", actor, commit_id=commit_id, **extra))
-        else:
-            issue.state, issue.state_reason = "open", None if issue.pull else "reopened"
-            issue.closed_at = None
-            issue.timeline.append(self._event("reopened", actor, state_reason="reopened"))
-        issue.updated_at = now
-
-    def set_title(self, issue: Issue, title: str, actor: str) -> None:
-        if title != issue.title:
-            rename = {"from": issue.title, "to": title}
-            issue.timeline.append(self._event("renamed", actor, rename=rename))
-            issue.title = title
-        issue.updated_at = self.clock.now
-
-    def add_labels(self, issue: Issue, names: Iterable[str], actor: str) -> None:
-        repo = self.repos[issue.repo]
-        for name in names:
-            if name not in repo.labels:
-                repo.labels[name] = Label.make(name, self._next_id())
-            if name not in issue.labels:
-                issue.labels.append(name)
-                label = {"name": name, "color": repo.labels[name].color}
-                issue.timeline.append(self._event("labeled", actor, label=label))
-        issue.updated_at = self.clock.now
-
-    def remove_label(self, issue: Issue, name: str, actor: str) -> None:
-        issue.labels.remove(name)
-        label = {"name": name, "color": self.repos[issue.repo].labels[name].color}
-        issue.timeline.append(self._event("unlabeled", actor, label=label))
-        issue.updated_at = self.clock.now
-
-    def add_assignees(self, issue: Issue, logins: Iterable[str], actor: str) -> None:
-        for login in logins:
-            if login not in issue.assignees:
-                issue.assignees.append(login)
-                issue.timeline.append(self._event("assigned", actor, assignee=login))
-        issue.updated_at = self.clock.now
-
-    def remove_assignees(self, issue: Issue, logins: Iterable[str], actor: str) -> None:
-        for login in logins:
-            if login in issue.assignees:
-                issue.assignees.remove(login)
-                issue.timeline.append(self._event("unassigned", actor, assignee=login))
-        issue.updated_at = self.clock.now
-
-    def comment(self, issue: Issue, user: str, body: str) -> Comment:
-        now = self.clock.now
-        comment = Comment(self._next_id(), user, body, now, now)
-        issue.comments.append(comment)
-        issue.timeline.append(Event("commented", user, now, comment=comment))
-        issue.updated_at = now
-        return comment
-
-    def create_issue(
-        self,
-        repo: str,
-        title: str,
-        body: str | None,
-        labels: Sequence[str],
-        assignees: Sequence[str],
-        user: str,
-    ) -> Issue:
-        issue = self._new_issue(repo, title, body, "open", None, (), (), user, None, None, 0)
-        self.add_labels(issue, labels, user)
-        self.add_assignees(issue, assignees, user)
-        return issue
-
-    # -- internals ---------------------------------------------------------------------
-
-    def _next_id(self) -> int:
-        return next(self._ids)
-
-    def _event(
-        self, kind: str, actor: str, *, commit_id: str | None = None, **extra: object
-    ) -> Event:
-        return Event(kind, actor, self.clock.now, self._next_id(), commit_id, extra=dict(extra))
-
-    def _new_issue(
-        self,
-        repo_name: str,
-        title: str,
-        body: str | None,
-        state: str,
-        state_reason: str | None,
-        labels: Iterable[str],
-        assignees: Iterable[str],
-        user: str,
-        created_at: TimeLike | None,
-        updated_at: TimeLike | None,
-        blocked_by: int,
-    ) -> Issue:
-        if state not in ("open", "closed"):
-            raise ValueError(f"state must be open or closed, not {state!r}")
-        if state_reason is not None and state_reason not in STATE_REASONS:
-            raise ValueError(f"unknown state_reason {state_reason!r}")
-        repo = self.add_repo(repo_name)
-        updated = self.clock.now if updated_at is None else to_epoch(updated_at)
-        created = min(updated, self.clock.now) if created_at is None else to_epoch(created_at)
-        issue = Issue(
-            repo_name,
-            repo.next_number,
-            self._next_id(),
-            title,
-            body,
-            user,
-            created,
-            max(created, updated),
-            blocked_by=blocked_by,
-        )
-        repo.next_number += 1
-        repo.issues[issue.number] = issue
-        for name in labels:
-            if name not in repo.labels:
-                repo.labels[name] = Label.make(name, self._next_id())
-            issue.labels.append(name)
-        issue.assignees.extend(assignees)
-        if state == "closed":
-            issue.state, issue.state_reason = "closed", state_reason or "completed"
-            issue.closed_at, issue.closed_by = issue.updated_at, user
-            closed = Event("closed", user, issue.updated_at, self._next_id())
-            closed.extra["state_reason"] = issue.state_reason
-            issue.timeline.append(closed)
-        else:
-            issue.state_reason = state_reason if state_reason == "reopened" else None
-        return issue

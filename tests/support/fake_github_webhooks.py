@@ -149,7 +149,7 @@ def ping_payload(
 ) -> JSON:
     """The ``ping`` GitHub sends when a repository webhook is created."""
     hooks = f"{fake.api_url}/repos/{repo}/hooks/{hook_id}"
-    now = iso(fake.clock.now)
+    now = iso(fake.clock.seconds)
     return {
         "zen": "Keep it logically awesome.",
         "hook_id": hook_id,

@@ -13,12 +13,12 @@ or, without a socket: ``fake.client()`` (an ``httpx.AsyncClient`` on
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 
-from cotal_tasks.bridge.http.server import serve_http
-from tests.support.fake_gitlab_app import API_PREFIX, create_app
-from tests.support.fake_gitlab_model import FakeClock, hook_time, iso, parse_iso
+from tests.support.clock import FakeClock, parse_iso
+from tests.support.fake_gitlab_app import create_app
+from tests.support.fake_gitlab_context import API_PREFIX
+from tests.support.fake_gitlab_model import hook_time, iso
 from tests.support.fake_gitlab_state import FakeGitLab
 from tests.support.fake_gitlab_webhooks import (
     DEFAULT_WEBHOOK_UUID,
@@ -27,7 +27,7 @@ from tests.support.fake_gitlab_webhooks import (
     merge_request_hook_payload,
     note_hook_payload,
 )
-from tests.support.fake_tracker import RecordedRequest
+from tests.support.fake_tracker import RecordedRequest, serve_on_loopback
 
 __all__ = [
     "API_PREFIX",
@@ -47,15 +47,9 @@ __all__ = [
 ]
 
 
-@asynccontextmanager
-async def serve_fake_gitlab(fake: FakeGitLab, host: str = "127.0.0.1") -> AsyncIterator[str]:
-    """Serve ``fake`` under uvicorn on a free loopback port; yield its API base URL
-    (``http://127.0.0.1:PORT/api/v4``). While it serves, ``fake.api_url`` is that URL, so
-    JSON built by the helpers matches what the server returns."""
-    previous = fake.api_url
-    async with serve_http(fake.app, host, 0) as base_url:
-        fake.api_url = base_url + API_PREFIX
-        try:
-            yield fake.api_url
-        finally:
-            fake.api_url = previous
+def serve_fake_gitlab(
+    fake: FakeGitLab, host: str = "127.0.0.1"
+) -> AbstractAsyncContextManager[str]:
+    """Serve ``fake`` on a free loopback port (``serve_on_loopback``); yield its API base URL
+    (``http://127.0.0.1:PORT/api/v4``)."""
+    return serve_on_loopback(fake, API_PREFIX, host)

@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tests.support.fake_gitlab_app import (
+from tests.support.fake_gitlab_context import (
     Ctx,
     Endpoint,
     Keyset,
@@ -16,12 +16,22 @@ from tests.support.fake_gitlab_app import (
     invalid_record,
     param_error,
 )
-from tests.support.fake_gitlab_model import Issue, MergeRequest, parse_iso
+from tests.support.fake_gitlab_model import MergeRequest
+from tests.support.fake_gitlab_params import (
+    filter_labels,
+    filter_people,
+    issue_json,
+    parse_assignees,
+    parse_choice,
+    parse_labels,
+    parse_string,
+    parse_time,
+    parse_title,
+)
 
 _PROJECT = r"/projects/(?P<id>[^/]+)"
 _ISSUE = _PROJECT + r"/issues/(?P<iid>\d+)"
 _MR = _PROJECT + r"/merge_requests/(?P<iid>\d+)"
-_TITLE_MAX = 255
 
 ISSUE_ORDERS = (
     "created_at",
@@ -100,9 +110,9 @@ def list_issues(ctx: Ctx) -> Reply:
     ``labels`` (all of; ``None``/``Any``), ``assignee_id``, ``assignee_username``,
     ``author_username``, ``iids[]``, ``search``; offset or keyset pagination."""
     project = ctx.project()
-    state = _choice(ctx, "state", "all", ("opened", "closed", "all"))
-    order = _choice(ctx, "order_by", "created_at", ISSUE_ORDERS)
-    descending = _choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
+    state = parse_choice(ctx, "state", "all", ("opened", "closed", "all"))
+    order = parse_choice(ctx, "order_by", "created_at", ISSUE_ORDERS)
+    descending = parse_choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
     items = list(project.issues.values())
     if state != "all":
         items = [i for i in items if i.state == state]
@@ -112,14 +122,14 @@ def list_issues(ctx: Ctx) -> Reply:
         ("created_after", "created_ms", True),
         ("created_before", "created_ms", False),
     ):
-        bound = _time(ctx, name)
+        bound = parse_time(ctx, name)
         if bound is not None:
             if inclusive_after:
                 items = [i for i in items if getattr(i, attr) >= bound]
             else:
                 items = [i for i in items if getattr(i, attr) <= bound]
-    items = _filter_labels(ctx, items)
-    items = _filter_people(ctx, items)
+    items = filter_labels(ctx, items)
+    items = filter_people(ctx, items)
     iids = ctx.request.query_params.getlist("iids[]")
     if iids:
         wanted = {int(v) for v in iids if v.isdigit()}
@@ -136,12 +146,12 @@ def list_issues(ctx: Ctx) -> Reply:
     items.sort(key=lambda i: (key(i), i.id), reverse=descending)
     details = ctx.query("with_labels_details") == "true"
     page = ctx.paginate(items, ISSUE_KEYSET)
-    return Reply(200, [_issue_json(ctx, i, labels_details=details) for i in page])
+    return Reply(200, [issue_json(ctx, i, labels_details=details) for i in page])
 
 
 def get_issue(ctx: Ctx) -> Reply:
     details = ctx.query("with_labels_details") == "true"
-    return Reply(200, _issue_json(ctx, ctx.issue(), single=True, labels_details=details))
+    return Reply(200, issue_json(ctx, ctx.issue(), single=True, labels_details=details))
 
 
 def create_issue(ctx: Ctx) -> Reply:
@@ -149,14 +159,14 @@ def create_issue(ctx: Ctx) -> Reply:
     title = ctx.arg("title")
     if title is None:
         raise param_error("title is missing")
-    title = _title(title)
-    description = _string(ctx.arg("description"), "description")
-    labels = _labels(ctx.arg("labels"), "labels") or []
-    assignees = _assignees(ctx) or []
+    title = parse_title(title)
+    description = parse_string(ctx.arg("description"), "description")
+    labels = parse_labels(ctx.arg("labels"), "labels") or []
+    assignees = parse_assignees(ctx) or []
     issue = fake.create_issue(project, title, description, labels, assignees, fake.username)
     if ctx.arg("confidential") in (True, "true"):
         issue.confidential = True
-    return Reply(201, _issue_json(ctx, issue, single=True))
+    return Reply(201, issue_json(ctx, issue, single=True))
 
 
 def update_issue(ctx: Ctx) -> Reply:
@@ -172,12 +182,12 @@ def update_issue(ctx: Ctx) -> Reply:
     if state_event is not None and state_event not in ("close", "reopen"):
         raise param_error("state_event does not have a valid value")
     title = ctx.arg("title")
-    title = _title(title) if title is not None else None
-    description = _string(ctx.arg("description"), "description")
-    labels = _labels(ctx.arg("labels"), "labels")
-    add = _labels(ctx.arg("add_labels"), "add_labels") or []
-    remove = set(_labels(ctx.arg("remove_labels"), "remove_labels") or [])
-    assignees = _assignees(ctx)
+    title = parse_title(title) if title is not None else None
+    description = parse_string(ctx.arg("description"), "description")
+    labels = parse_labels(ctx.arg("labels"), "labels")
+    add = parse_labels(ctx.arg("add_labels"), "add_labels") or []
+    remove = set(parse_labels(ctx.arg("remove_labels"), "remove_labels") or [])
+    assignees = parse_assignees(ctx)
     now = fake.clock.ms
     if title is not None and title != issue.title:
         issue.title, issue.updated_ms = title, now
@@ -195,13 +205,13 @@ def update_issue(ctx: Ctx) -> Reply:
             issue.confidential, issue.updated_ms = flag, now
     if state_event is not None:
         fake.set_state(issue, "closed" if state_event == "close" else "opened", fake.username)
-    return Reply(200, _issue_json(ctx, issue, single=True))
+    return Reply(200, issue_json(ctx, issue, single=True))
 
 
 def list_notes(ctx: Ctx) -> Reply:
     issue = ctx.issue()
-    order = _choice(ctx, "order_by", "created_at", ("created_at", "updated_at"))
-    descending = _choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
+    order = parse_choice(ctx, "order_by", "created_at", ("created_at", "updated_at"))
+    descending = parse_choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
     notes = sorted(
         issue.notes,
         key=lambda n: (n.created_ms if order == "created_at" else n.updated_ms, n.id),
@@ -245,13 +255,13 @@ def list_merge_requests(ctx: Ctx) -> Reply:
     (created_at|updated_at|title), ``sort``, ``updated_after``/``updated_before``,
     ``source_branch``; offset pagination only (``pagination=keyset`` is ignored)."""
     project = ctx.project()
-    state = _choice(ctx, "state", "all", ("opened", "closed", "locked", "merged", "all"))
-    order = _choice(ctx, "order_by", "created_at", ("created_at", "updated_at", "title"))
-    descending = _choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
+    state = parse_choice(ctx, "state", "all", ("opened", "closed", "locked", "merged", "all"))
+    order = parse_choice(ctx, "order_by", "created_at", ("created_at", "updated_at", "title"))
+    descending = parse_choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
     mrs = list(project.merge_requests.values())
     if state != "all":
         mrs = [m for m in mrs if m.state == state]
-    after, before = _time(ctx, "updated_after"), _time(ctx, "updated_before")
+    after, before = parse_time(ctx, "updated_after"), parse_time(ctx, "updated_before")
     if after is not None:
         mrs = [m for m in mrs if m.updated_ms >= after]
     if before is not None:
@@ -276,123 +286,7 @@ def get_merge_request(ctx: Ctx) -> Reply:
 def closes_issues(ctx: Ctx) -> Reply:
     mr, project = ctx.merge_request(), ctx.project()
     issues = [project.issues[i] for i in mr.closes if i in project.issues]
-    return Reply(200, [_issue_json(ctx, i) for i in ctx.paginate(issues)])
-
-
-# -- helpers -----------------------------------------------------------------------------
-
-
-def _issue_json(
-    ctx: Ctx, issue: Issue, *, single: bool = False, labels_details: bool = False
-) -> dict[str, Any]:
-    count = len(ctx.fake.related_mrs(issue))
-    return ctx.shapes.issue(issue, single=single, labels_details=labels_details, mr_count=count)
-
-
-def _choice(ctx: Ctx, name: str, default: str, allowed: tuple[str, ...]) -> str:
-    value = ctx.query(name) or default
-    if value not in allowed:
-        raise param_error(f"{name} does not have a valid value")
-    return value
-
-
-def _time(ctx: Ctx, name: str) -> int | None:
-    value = ctx.query(name)
-    if not value:
-        return None
-    try:
-        return parse_iso(value)
-    except ValueError:
-        raise param_error(f"{name} is invalid") from None
-
-
-def _filter_labels(ctx: Ctx, items: list[Issue]) -> list[Issue]:
-    labels = ctx.query("labels")
-    if not labels:
-        return items
-    if labels.lower() == "none":
-        return [i for i in items if not i.labels]
-    if labels.lower() == "any":
-        return [i for i in items if i.labels]
-    wanted = {n.strip() for n in labels.split(",") if n.strip()}
-    return [i for i in items if wanted <= set(i.labels)]
-
-
-def _filter_people(ctx: Ctx, items: list[Issue]) -> list[Issue]:
-    assignee_id = ctx.query("assignee_id")
-    if assignee_id:
-        if assignee_id.lower() == "none":
-            items = [i for i in items if not i.assignees]
-        elif assignee_id.lower() == "any":
-            items = [i for i in items if i.assignees]
-        else:
-            user = ctx.fake.user_by_id(int(assignee_id)) if assignee_id.isdigit() else None
-            items = [i for i in items if user is not None and user.username in i.assignees]
-    names = ctx.request.query_params.getlist(
-        "assignee_username"
-    ) or ctx.request.query_params.getlist("assignee_username[]")
-    for name in names:
-        items = [i for i in items if name in i.assignees]
-    author = ctx.query("author_username")
-    if author:
-        items = [i for i in items if i.author == author]
-    author_id = ctx.query("author_id")
-    if author_id and author_id.isdigit():
-        user = ctx.fake.user_by_id(int(author_id))
-        items = [i for i in items if user is not None and i.author == user.username]
-    return items
-
-
-def _title(value: Any) -> str:
-    if not isinstance(value, str | int) or not str(value).strip():
-        raise invalid_record("title", "can't be blank")
-    if len(str(value)) > _TITLE_MAX:
-        raise invalid_record("title", f"is too long (maximum is {_TITLE_MAX} characters)")
-    return str(value)
-
-
-def _string(value: Any, name: str) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise param_error(f"{name} is invalid")
-    return value
-
-
-def _labels(value: Any, name: str) -> list[str] | None:
-    """A comma-separated string (as documented) or an array; ``None`` when absent."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        parts = value.split(",")
-    elif isinstance(value, list) and all(isinstance(v, str) for v in value):
-        parts = [p for v in value for p in v.split(",")]
-    else:
-        raise param_error(f"{name} is invalid")
-    return list(dict.fromkeys(p.strip() for p in parts if p.strip()))
-
-
-def _assignees(ctx: Ctx) -> list[str] | None:
-    """``assignee_ids`` (array, or comma-separated) or the deprecated ``assignee_id``.
-    ``0`` or an empty list unassigns; ids of unknown users are dropped silently."""
-    raw = ctx.arg("assignee_ids")
-    if raw is None:
-        single = ctx.arg("assignee_id")
-        if single is None:
-            return None
-        raw = [single]
-    if isinstance(raw, str):
-        raw = [p for p in raw.split(",") if p.strip()]
-    if isinstance(raw, int) or not isinstance(raw, list):
-        raw = [raw]
-    ids: list[int] = []
-    for value in raw:
-        try:
-            ids.append(int(value))
-        except (TypeError, ValueError):
-            raise param_error("assignee_ids is invalid") from None
-    users = [ctx.fake.user_by_id(i) for i in ids if i != 0]
-    if ctx.fake.single_assignee:
-        users = users[:1]  # IssuableBaseService: assignee_ids.first(1) without the licence
-    return [u.username for u in users if u is not None]
+    return Reply(200, [issue_json(ctx, i) for i in ctx.paginate(issues)])
 
 
 def _ep(method: str, pattern: str, handler: Callable[[Ctx], Reply]) -> Endpoint:

@@ -1,16 +1,14 @@
-"""The fake GitLab's knobs and request log: the Rack::Attack-style throttle budget,
-pagination limits, scripted faults and write refusals. ``FakeGitLab`` builds on it."""
+"""The fake GitLab's knobs: the Rack::Attack-style throttle budget and pagination limits,
+over the scripted faults and the request log every fake tracker has (``FakeTracker``).
+``FakeGitLab`` builds on it."""
 
 from __future__ import annotations
 
-from collections import deque
-from collections.abc import Callable
-
-from tests.support.fake_gitlab_model import FakeClock
-from tests.support.fake_tracker import RecordedRequest, ScriptedFailure, ScriptedStall
+from tests.support.clock import FakeClock
+from tests.support.fake_tracker import FakeTracker
 
 
-class FakeGitLabKnobs:
+class FakeGitLabKnobs(FakeTracker):
     """What a test can turn: see each method. Plain attributes may be set directly too:
 
     - ``rate_limit_headers`` (``False``: omit ``RateLimit-*``, gitlab#365728/#217312),
@@ -26,6 +24,8 @@ class FakeGitLabKnobs:
       GitLab's issuable service does without the multiple-assignees licence).
     """
 
+    default_retry_after = 1
+
     def __init__(
         self,
         clock: FakeClock,
@@ -35,8 +35,7 @@ class FakeGitLabKnobs:
         keyset_supported: bool,
         exclusive_scoped_labels: bool,
     ) -> None:
-        self.clock = clock
-        self.requests: list[RecordedRequest] = []
+        super().__init__(clock)
         # authenticated API throttle: ``rate_limit`` requests per ``rate_window`` seconds
         self.rate_window = 60
         self.rate_limit = rate_limit
@@ -48,13 +47,7 @@ class FakeGitLabKnobs:
         self.keyset_supported = keyset_supported
         self.count_limit = 10_000
         self.exclusive_scoped_labels = exclusive_scoped_labels
-        self.failures: deque[ScriptedFailure] = deque()
         self.single_assignee = False
-        self.stalls: deque[ScriptedStall] = deque()
-        self.refusal: tuple[int, str | None] | None = None
-        # Runs before each authenticated request is answered (method, raw path, query):
-        # a test edits state "between two page requests" with it.
-        self.before_answer: Callable[[str, str, dict[str, str]], None] | None = None
 
     # -- knobs -------------------------------------------------------------------------
 
@@ -77,52 +70,6 @@ class FakeGitLabKnobs:
         """Answer without ``RateLimit-*`` headers (gitlab#365728, #217312)."""
         self.rate_limit_headers = not omit
 
-    def fail_next(
-        self,
-        n: int = 1,
-        *,
-        status: int = 429,
-        retry_after: int | None = 1,
-        message: str | None = None,
-        method: str | None = None,
-        path: str | None = None,
-    ) -> None:
-        """Answer the next ``n`` (authenticated) requests matching ``method``/``path`` (a
-        glob over the raw path, e.g. ``*/issues/3``) with ``status``: 429 as a throttle
-        (``Retry later``, ``Retry-After`` unless ``None``), 5xx as a server error, other
-        codes as ``{"message": "<code> <reason>"}``. They do not use up the budget."""
-        for _ in range(n):
-            self.failures.append(
-                ScriptedFailure(status, retry_after, message, method and method.upper(), path)
-            )
-
-    def stall_next(
-        self, seconds: float, *, method: str | None = None, path: str | None = None
-    ) -> None:
-        """Hold the answer to the next request matching ``method``/``path`` for ``seconds``
-        of real time, then answer it (the write takes effect when it is answered)."""
-        self.stalls.append(ScriptedStall(seconds, method and method.upper(), path))
-
-    def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
-        """Refuse every POST/PUT/DELETE with ``status`` (403, or 422, 404…) until called
-        with ``None`` (or ``allow_writes``)."""
-        self.refusal = None if status is None else (status, message)
-
-    def allow_writes(self) -> None:
-        self.refusal = None
-
     def advance(self, seconds: float = 1) -> int:
         """Move the clock; returns the new epoch ms."""
         return self.clock.advance(seconds)
-
-    # -- the request log ---------------------------------------------------------------
-
-    def calls(
-        self, method: str | None = None, path: str | None = None, status: int | None = None
-    ) -> list[RecordedRequest]:
-        """Logged requests matching all given filters (``path`` is a glob)."""
-        return [r for r in self.requests if r.matches(method, path, status)]
-
-    @property
-    def writes(self) -> list[RecordedRequest]:
-        return [r for r in self.requests if r.is_write]

@@ -1,4 +1,4 @@
-"""Records behind the fake GitLab, its clock and the request log.
+"""Records behind the fake GitLab and the request log (its clock: ``tests.support.clock``).
 
 Times are epoch **milliseconds**: GitLab's REST timestamps carry milliseconds
 (``2026-11-30T06:43:14.123Z``), so two writes in the same millisecond share an
@@ -8,7 +8,6 @@ Times are epoch **milliseconds**: GitLab's REST timestamps carry milliseconds
 from __future__ import annotations
 
 import hashlib
-import time
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -16,7 +15,6 @@ from email.utils import formatdate
 from typing import Any
 
 JSON = dict[str, Any]
-TimeLike = int | float | str | datetime  # numbers are epoch seconds
 
 ISSUE_STATES = ("opened", "closed")
 MR_STATES = ("opened", "closed", "merged", "locked")
@@ -71,62 +69,6 @@ def hook_time(ms: int) -> str:
 def http_date(seconds: int) -> str:
     """RFC 2616 date, as in ``RateLimit-ResetTime``."""
     return formatdate(seconds, usegmt=True)
-
-
-def parse_iso(value: str) -> int:
-    """An ISO 8601 timestamp (``Z``, an offset, or none: UTC; a bare date is midnight) as
-    epoch milliseconds. Raises ``ValueError`` when it is not one."""
-    text = value.strip()
-    if not text or not text[0].isdigit():
-        raise ValueError(f"not an ISO 8601 time: {value!r}")
-    parsed = datetime.fromisoformat(text.replace("z", "Z").replace(" ", "T", 1))
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return round(parsed.timestamp() * 1000)
-
-
-def to_ms(value: TimeLike) -> int:
-    """Epoch milliseconds from epoch seconds, an ISO string or a datetime."""
-    if isinstance(value, datetime):
-        return round(value.timestamp() * 1000)
-    if isinstance(value, str):
-        return parse_iso(value)
-    return round(value * 1000)
-
-
-class FakeClock:
-    """The fake's notion of now, in epoch milliseconds; tests move it by hand.
-
-    It starts at the real time (so ``RateLimit-Reset`` compares sensibly with a wall
-    clock) unless given a start.
-    """
-
-    def __init__(self, start: TimeLike | None = None) -> None:
-        self.ms = round(time.time() * 1000) if start is None else to_ms(start)
-
-    def advance(self, seconds: float = 1) -> int:
-        """Move on by ``seconds`` (fractions allowed); returns the new epoch ms."""
-        self.ms += round(seconds * 1000)
-        return self.ms
-
-    def advance_ms(self, ms: int = 1) -> int:
-        self.ms += ms
-        return self.ms
-
-    def set(self, when: TimeLike) -> None:
-        self.ms = to_ms(when)
-
-    @property
-    def seconds(self) -> int:
-        """Whole epoch seconds (floored), as rate-limit headers use."""
-        return self.ms // 1000
-
-    def time(self) -> float:
-        """For code that takes a ``clock_s`` callable."""
-        return self.ms / 1000
-
-    def iso(self) -> str:
-        return iso(self.ms)
 
 
 def fake_sha(*parts: object) -> str:

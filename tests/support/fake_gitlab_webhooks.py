@@ -18,11 +18,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
+from tests.support.fake_gitlab_hook_shapes import STATE_ID, HookShapes
 from tests.support.fake_gitlab_model import (
     JSON,
-    Issue,
     MergeRequest,
-    Project,
     fake_sha,
     hook_time,
     iso,
@@ -37,7 +36,6 @@ MR_ACTIONS = frozenset(
     {"open", "close", "reopen", "update", "merge", "approved", "unapproved", "approval"}
 )
 DEFAULT_WEBHOOK_UUID = "2f0c5bb5-0e4d-4f0b-9e3c-7a1f7d5b9c11"
-_STATE_ID = {"opened": 1, "closed": 2, "merged": 3, "locked": 4}
 
 
 def gitlab_webhook(
@@ -70,109 +68,6 @@ def gitlab_webhook(
     return body, headers
 
 
-class _Hooks:
-    """Renders records in webhook shapes (users with redacted email, label objects)."""
-
-    def __init__(self, fake: FakeGitLab, time_format: TimeFormat) -> None:
-        self.fake = fake
-        self.shapes = fake.shapes()
-        self.time_format = time_format
-
-    def t(self, ms: int | None) -> str | None:
-        if ms is None:
-            return None
-        return hook_time(ms) if self.time_format == "utc" else iso(ms)
-
-    def user(self, username: str) -> JSON:
-        u = self.fake.users[username]
-        return {
-            "id": u.id,
-            "name": u.name,
-            "username": u.username,
-            "avatar_url": self.shapes.avatar(u.username),
-            "email": "[REDACTED]",
-        }
-
-    def project(self, project: Project) -> JSON:
-        web = self.shapes.project_web(project)
-        host = self.fake.web_url.split("://", 1)[-1].rstrip("/")
-        ssh = f"git@{host}:{project.path_with_namespace}.git"
-        return {
-            "id": project.id,
-            "name": project.name,
-            "description": None,
-            "web_url": web,
-            "avatar_url": None,
-            "git_ssh_url": ssh,
-            "git_http_url": f"{web}.git",
-            "namespace": project.namespace.rsplit("/", 1)[-1].title(),
-            "visibility_level": 0,
-            "path_with_namespace": project.path_with_namespace,
-            "default_branch": project.default_branch,
-            "ci_config_path": None,
-            "homepage": web,
-            "url": ssh,
-            "ssh_url": ssh,
-            "http_url": f"{web}.git",
-        }
-
-    def repository(self, project: Project) -> JSON:
-        web = self.shapes.project_web(project)
-        return {"name": project.name, "url": f"{web}.git", "description": None, "homepage": web}
-
-    def labels(self, project: Project, names: Sequence[str]) -> list[JSON]:
-        return [
-            self.shapes.hook_label(project, self.fake.ensure_label(project, name)) for name in names
-        ]
-
-    def issue_attrs(self, issue: Issue) -> JSON:
-        project = self.fake.projects[issue.project_id]
-        return {
-            "author_id": self.fake.users[issue.author].id,
-            "closed_at": self.t(issue.closed_ms),
-            "confidential": issue.confidential,
-            "created_at": self.t(issue.created_ms),
-            "description": issue.description,
-            "discussion_locked": None,
-            "due_date": None,
-            "id": issue.id,
-            "iid": issue.iid,
-            "last_edited_at": None,
-            "last_edited_by_id": None,
-            "milestone_id": None,
-            "moved_to_id": None,
-            "duplicated_to_id": None,
-            "project_id": project.id,
-            "relative_position": None,
-            "state_id": _STATE_ID[issue.state],
-            "time_estimate": 0,
-            "title": issue.title,
-            "updated_at": self.t(issue.updated_ms),
-            "updated_by_id": None,
-            "type": "Issue",
-            "url": self.shapes.issue_web(project, issue.iid),
-            "total_time_spent": 0,
-            "time_change": 0,
-            "human_total_time_spent": None,
-            "human_time_change": None,
-            "human_time_estimate": None,
-            "assignee_ids": [self.fake.users[a].id for a in issue.assignees],
-            "assignee_id": self.fake.users[issue.assignees[0]].id if issue.assignees else None,
-            "labels": self.labels(project, issue.labels),
-            "state": issue.state,
-            "severity": "unknown",
-            "customer_relations_contacts": [],
-        }
-
-    def envelope(self, project: Project, kind: str, event_type: str, username: str) -> JSON:
-        return {
-            "object_kind": kind,
-            "event_type": event_type,
-            "user": self.user(username),
-            "project": self.project(project),
-        }
-
-
 def issue_hook_payload(
     fake: FakeGitLab,
     project: int | str,
@@ -197,7 +92,7 @@ def issue_hook_payload(
         raise ValueError(f"unsupported issue action {action!r}")
     proj = fake.project(project)
     issue = proj.issues[iid]
-    hooks = _Hooks(fake, time_format)
+    hooks = HookShapes(fake, time_format)
     actor = user or (issue.closed_by if action == "close" and issue.closed_by else issue.author)
     fake.add_user(actor)
     attrs = hooks.issue_attrs(issue) | {"action": action}
@@ -278,7 +173,7 @@ def merge_request_hook_payload(
         raise ValueError(f"unsupported merge request action {action!r}")
     proj = fake.project(project)
     mr: MergeRequest = proj.merge_requests[iid]
-    hooks = _Hooks(fake, time_format)
+    hooks = HookShapes(fake, time_format)
     actor = user or (mr.merged_by if action == "merge" and mr.merged_by else mr.author)
     fake.add_user(actor)
     url = hooks.shapes.mr_web(proj, mr.iid)
@@ -303,7 +198,7 @@ def merge_request_hook_payload(
         "milestone_id": None,
         "source_branch": mr.source_branch,
         "source_project_id": proj.id,
-        "state_id": _STATE_ID[mr.state],
+        "state_id": STATE_ID[mr.state],
         "target_branch": mr.target_branch,
         "target_project_id": proj.id,
         "time_estimate": 0,
@@ -372,7 +267,7 @@ def note_hook_payload(
     if not notes:
         raise ValueError(f"{proj.path_with_namespace}#{iid} has no such note")
     note = notes[-1]
-    hooks = _Hooks(fake, time_format)
+    hooks = HookShapes(fake, time_format)
     url = f"{hooks.shapes.issue_web(proj, iid)}#note_{note.id}"
     attrs: JSON = {
         "attachment": None,

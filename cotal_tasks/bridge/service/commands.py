@@ -93,9 +93,11 @@ class NoPresence:
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Call:
-    """One command invocation, as the transport authenticated it."""
+    """One command invocation, as the transport authenticated it; read-only by convention
+    (not frozen: one is made for every request, and a frozen dataclass's ``__init__``
+    costs several times as much)."""
 
     command: str
     caller: Seat

@@ -1,9 +1,9 @@
 """Request and reply envelopes (SPEC §13.3), checked in the order ``serveEndpoint`` uses.
 
 ``parse_request`` is the body half of the boundary (``unsupported-version`` before
-anything else, then shape, digests presence, class/verb rules); ``check_agreement`` is
-the subject half (``op-mismatch``, ``target-mismatch``, ``sender-mismatch``). Unknown
-fields are ignored, as the wire says.
+anything else, then shape, digests presence, class/verb rules); ``check_agreement`` in
+``admission`` is the subject half (``op-mismatch``, ``target-mismatch``,
+``sender-mismatch``). Unknown fields are ignored, as the wire says.
 
 Every refusal carries ``outcome: not-executed``, names the field and what is wrong with
 it, shows at most a short preview of the refused value (``validation.preview``) and says
@@ -18,15 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from cotal_tasks.bridge.service.validation import preview
-from cotal_tasks.bridge.wire.subjects import RequestSubject
-from cotal_tasks.bridge.wire.values import (
-    checked_bind,
-    checked_op,
-    checked_sender,
-    record,
-    token,
-    uint,
-)
+from cotal_tasks.bridge.wire import values
+from cotal_tasks.bridge.wire.values import record, token, uint
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.core.identity import ID_TOKEN, LIFECYCLE_UID, OWNER_OR_ACTOR
 
@@ -48,8 +41,11 @@ class Bind:
     epoch: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Request:
+    """A parsed request envelope; read-only by convention (not frozen, as one is made
+    for every request and a frozen dataclass's ``__init__`` costs several times as much)."""
+
     id: str
     endpoint: str
     endpoint_token: str
@@ -83,25 +79,69 @@ def request_id_of(raw: Any) -> str:
 
 
 def parse_request(raw: Any) -> Request:
-    """The request a decoded body states; a refusal says ``not-executed``."""
+    """The request envelope of a decoded body, or the first refusal in check order.
+
+    The part that repeats from request to request (the op, class, verb, bind and sender)
+    is checked in full once per distinct value and remembered; a request whose part is
+    remembered has only the rest checked, in the same order, so the first refusal is the
+    one the full check would raise. Every refusal says ``not-executed``.
+    """
     try:
-        return _parse(raw)
+        return _request(raw)
     except ContractError as exc:
         exc.with_outcome("not-executed")
         raise
 
 
+def _request(raw: Any) -> Request:
+    key = _fixed_key(raw)
+    fixed = None if key is None else _fixed.get(key)
+    if fixed is None:
+        request = _parse(raw)
+        if key is not None:
+            if len(_fixed) >= _FIXED_KEPT:
+                _fixed.clear()
+            _fixed[key] = _Fixed(
+                request.endpoint,
+                request.endpoint_token,
+                request.command,
+                request.input_digest,
+                request.output_digest,
+                request.cls,
+                request.reply_expected,
+                request.bind,
+                request.from_id,
+            )
+        return request
+    o: dict[str, Any] = raw
+    request_id = _version_and_id(o)
+    deadline_ms = _deadline(o.get("deadlineMs"), fixed.cls, fixed.reply_expected)
+    target = _target(o.get("target"))
+    args = o.get("args")
+    if args is not None and type(args) is not dict:
+        args = record(args, "args")
+    return Request(
+        request_id,
+        fixed.endpoint,
+        fixed.endpoint_token,
+        fixed.command,
+        fixed.input_digest,
+        fixed.output_digest,
+        fixed.cls,
+        fixed.reply_expected,
+        deadline_ms,
+        target,
+        fixed.bind,
+        args,
+        fixed.from_id,
+    )
+
+
 def _parse(raw: Any) -> Request:
     o = record(raw, "request")
-    version = o.get("v")
-    if isinstance(version, bool) or version != ENVELOPE_V:
-        raise ContractError(
-            ErrorCode.UNSUPPORTED_VERSION,
-            f"request envelope version {preview(version)} is not {ENVELOPE_V}. Send v: 1",
-        )
-    request_id = token(o.get("id"), ID_TOKEN, "id")
+    request_id = _version_and_id(o)
     op = record(o.get("op"), "op")
-    endpoint, endpoint_tok, command, input_digest, output_digest = checked_op(
+    endpoint, endpoint_tok, command, input_digest, output_digest = values.op(
         op.get("endpoint"), op.get("command"), op.get("inputDigest"), op.get("outputDigest")
     )
     cls = o.get("class")
@@ -123,28 +163,8 @@ def _parse(raw: Any) -> Request:
             ErrorCode.BAD_REQUEST,
             "a journal-class submission sets replyExpected: false. Send a call as class ephemeral",
         )
-    deadline = o.get("deadlineMs")
-    deadline_ms: int | None = None
-    if deadline is not None:
-        deadline_ms = uint(deadline, "deadlineMs")
-        if deadline_ms == 0:
-            raise ContractError(
-                ErrorCode.BAD_REQUEST, "deadlineMs is 0. Send a positive budget in milliseconds"
-            )
-    elif reply_expected or cls == "journal":
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, "deadlineMs is required for a call. Send a budget in ms"
-        )
-    target = None
-    if o.get("target") is not None:
-        t = record(o["target"], "target")
-        revision = t.get("mappingRevision")
-        target = Target(
-            token(t.get("owner"), OWNER_OR_ACTOR, "target.owner"),
-            token(t.get("actor"), OWNER_OR_ACTOR, "target.actor"),
-            token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid"),
-            None if revision is None else uint(revision, "target.mappingRevision"),
-        )
+    deadline_ms = _deadline(o.get("deadlineMs"), cls, reply_expected)
+    target = _target(o.get("target"))
     bind = None
     if o.get("bind") is not None:
         if command == "describe":
@@ -152,12 +172,12 @@ def _parse(raw: Any) -> Request:
                 ErrorCode.BAD_REQUEST, "describe carries no bind (it produces one). Drop the bind"
             )
         b = record(o["bind"], "bind")
-        bind = Bind(*checked_bind(b.get("instanceId"), b.get("epoch")))
+        bind = Bind(*values.bind(b.get("instanceId"), b.get("epoch")))
     args = o.get("args")
     if args is not None:
         args = record(args, "args")
     sender = record(o.get("from"), "from")
-    from_id = checked_sender(sender.get("id"), sender.get("name"))
+    from_id = values.sender(sender.get("id"), sender.get("name"))
     return Request(
         request_id,
         endpoint,
@@ -175,80 +195,101 @@ def _parse(raw: Any) -> Request:
     )
 
 
-def check_agreement(request: Request, subject: RequestSubject) -> None:
-    """The body must agree with the broker-authenticated subject.
+def _version_and_id(o: dict[str, Any]) -> str:
+    version = o.get("v")
+    if isinstance(version, bool) or version != ENVELOPE_V:
+        raise ContractError(
+            ErrorCode.UNSUPPORTED_VERSION,
+            f"request envelope version {preview(version)} is not {ENVELOPE_V}. Send v: 1",
+        )
+    return token(o.get("id"), ID_TOKEN, "id")
 
-    A disagreement is refused before anything runs; the caller states ``not-executed``.
-    """
-    if request.endpoint_token != subject.endpoint_token:
+
+def _deadline(deadline: Any, cls: str, reply_expected: bool) -> int | None:
+    if deadline is not None:
+        deadline_ms = uint(deadline, "deadlineMs")
+        if deadline_ms == 0:
+            raise ContractError(
+                ErrorCode.BAD_REQUEST, "deadlineMs is 0. Send a positive budget in milliseconds"
+            )
+        return deadline_ms
+    if reply_expected or cls == "journal":
         raise ContractError(
-            ErrorCode.OP_MISMATCH,
-            f"op.endpoint {preview(request.endpoint)} does not agree with the subject's "
-            "endpoint. Send the endpoint name the subject addresses",
+            ErrorCode.BAD_REQUEST, "deadlineMs is required for a call. Send a budget in ms"
         )
-    if request.command != subject.command:
-        raise ContractError(
-            ErrorCode.OP_MISMATCH,
-            f"op.command {preview(request.command)} does not agree with the subject's "
-            f"{preview(subject.command)}. Name the same command in both",
-        )
-    if subject.route == "all" and request.deadline_ms is None:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, "deadlineMs is required on the scatter rail. Send a budget"
-        )
-    if request.bind is not None:
-        if subject.route == "all":
-            raise ContractError(
-                ErrorCode.BAD_REQUEST,
-                "a bind on the scatter rail has no coherent reading. Drop the bind, or send on "
-                "the one or inst rail",
-            )
-        if subject.route == "inst" and request.bind.instanceId != subject.instance_id:
-            raise ContractError(
-                ErrorCode.BAD_REQUEST,
-                "bind.instanceId contradicts the instance the inst-rail subject names. Bind "
-                "to the instance the subject addresses",
-            )
-    if subject.mode in (None, "self"):
-        if request.target is not None:
-            shape = "an untargeted" if subject.mode is None else "a self-mode"
-            raise ContractError(
-                ErrorCode.TARGET_MISMATCH,
-                f"a body target on {shape} request is refused, never ignored. Drop the target",
-            )
-    else:
-        if request.target is None:
-            raise ContractError(
-                ErrorCode.TARGET_MISMATCH,
-                f"the {subject.mode} form needs a body target. Send target with owner, actor "
-                "and lifecycleUid",
-            )
-        if request.target.owner != subject.target_owner:
-            raise ContractError(
-                ErrorCode.TARGET_MISMATCH,
-                "target.owner does not equal the subject's target owner token. Send the same "
-                "owner in both",
-            )
-        if (
-            len(subject.target_tokens) == 3
-            and (
-                request.target.actor,
-                request.target.lifecycleUid,
-            )
-            != subject.target_tokens[1:]
-        ):
-            raise ContractError(
-                ErrorCode.TARGET_MISMATCH,
-                f"in {subject.mode} mode the body target must equal the subject's target "
-                "triple. Send the same seat in both",
-            )
-    sender = subject.caller.principal
-    if request.from_id != sender:
-        raise ContractError(
-            ErrorCode.SENDER_MISMATCH,
-            f"from.id {preview(request.from_id)} does not equal the subject's sender "
-            f"{sender}. Send from.id as the principal your credential publishes as",
-        )
+    return None
+
+
+def _target(value: Any) -> Target | None:
+    if value is None:
+        return None
+    t = record(value, "target")
+    revision = t.get("mappingRevision")
+    return Target(
+        token(t.get("owner"), OWNER_OR_ACTOR, "target.owner"),
+        token(t.get("actor"), OWNER_OR_ACTOR, "target.actor"),
+        token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid"),
+        None if revision is None else uint(revision, "target.mappingRevision"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Fixed:
+    """The checked part of an envelope that repeats from request to request."""
+
+    endpoint: str
+    endpoint_token: str
+    command: str
+    input_digest: str | None
+    output_digest: str | None
+    cls: str
+    reply_expected: bool
+    bind: Bind | None
+    from_id: str
+
+
+# Remembered only for values of the types the envelope defines at each place (a string,
+# or None, short enough; a bool verb; an int epoch), so a key never equals another whose
+# values differ in type (True and 1, 1.0 and 1), and the memory stays bounded. A refusal
+# raises before anything is remembered.
+_fixed: dict[tuple[Any, ...], _Fixed] = {}
+_FIXED_KEPT = 4096
+_REMEMBERED_CHARS = 256
+
+
+def _fixed_key(o: Any) -> tuple[Any, ...] | None:
+    """The repeating part of a decoded body as a key, or ``None`` when it is not to be
+    remembered (no object, a value of another type, or a long string)."""
+    if type(o) is not dict:
+        return None
+    op, sender, bind = o.get("op"), o.get("from"), o.get("bind")
+    if type(op) is not dict or type(sender) is not dict:
+        return None
+    verb = o.get("replyExpected")
+    if verb is not True and verb is not False:
+        return None
+    texts = (
+        op.get("endpoint"),
+        op.get("command"),
+        op.get("inputDigest"),
+        op.get("outputDigest"),
+        o.get("class"),
+        sender.get("id"),
+        sender.get("name"),
+    )
+    for text in texts:
+        if text is not None and (type(text) is not str or len(text) > _REMEMBERED_CHARS):
+            return None
+    if bind is None:
+        return (*texts, verb)
+    if type(bind) is not dict:
+        return None
+    instance_id, epoch = bind.get("instanceId"), bind.get("epoch")
+    if type(instance_id) is not str or len(instance_id) > _REMEMBERED_CHARS:
+        return None
+    if type(epoch) is not int:
+        return None
+    return (*texts, verb, instance_id, epoch)
 
 
 def ok_reply(request_id: str, data: Any) -> dict[str, Any]:

@@ -32,9 +32,13 @@ RAILS = ("ep", "ep.v1")
 _ROUTES: dict[str, Route] = {"one": "one", "all": "all", "inst": "inst"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestSubject:
-    """A parsed request subject: route, command, authorization block, caller, nonce."""
+    """A parsed request subject: route, command, authorization block, caller, nonce.
+
+    Read-only by convention, not frozen: one is made for every request, and a frozen
+    dataclass's ``__init__`` costs several times as much.
+    """
 
     rail: str  # "ep" or "ep.v1"
     route: Route
@@ -46,6 +50,7 @@ class RequestSubject:
     caller: Seat
     generation: str | None
     nonce: str
+    head: str = ""  # the subject up to its nonce (what repeats from request to request)
 
     @property
     def target_owner(self) -> str | None:
@@ -81,6 +86,7 @@ def parse_request(subject: str, space: str) -> RequestSubject | None:
         shape.caller,
         shape.generation,
         nonce,
+        head,
     )
 
 
@@ -143,8 +149,9 @@ def _head(head: str, space: str) -> RequestSubject | None:
     )
 
 
-def reply_subject(space: str, request: RequestSubject, instance_id: str, epoch: int) -> str:
-    """The reply subject, derived from the authenticated request subject (never ``msg.reply``)."""
+def reply_head(space: str, request: RequestSubject, instance_id: str, epoch: int) -> str:
+    """The reply subject up to the request's nonce (which follows it), ending in a dot:
+    derived from the authenticated request subject, never from ``msg.reply``."""
     caller = request.caller
     parts = [
         prefix(space),
@@ -159,7 +166,7 @@ def reply_subject(space: str, request: RequestSubject, instance_id: str, epoch: 
     ]
     if request.generation is not None:
         parts.append(request.generation)
-    parts.append(request.nonce)
+    parts.append("")
     return ".".join(parts)
 
 

@@ -2,16 +2,12 @@
 field, what is wrong with it and what to send instead.
 
 A refusal here is a ``bad-request`` (``contract-mismatch`` for a missing or stray digest)
-without an outcome; ``envelope`` states ``not-executed`` for every refusal of a body. The
-parts of an envelope that repeat from request to request (the op, the bind, the sender)
-are checked once per distinct value and remembered; a refusal raises and is never
-remembered. ``typed`` keeps ``True`` apart from ``1`` and ``1.0`` from ``1``; only short
-strings and plain integers are remembered, so the memory stays bounded.
+without an outcome; ``envelope.parse_request`` states ``not-executed`` for every refusal
+of a body, and remembers the checked repeating part of an envelope itself.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import Any
 
@@ -21,8 +17,6 @@ from cotal_tasks.core.identity import COMMAND_TOKEN, LIFECYCLE_UID
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _MAX_SAFE = 2**53 - 1
-_remembered = functools.lru_cache(maxsize=4096, typed=True)
-_REMEMBERED_CHARS = 256
 
 Op = tuple[str, str, str, str | None, str | None]
 
@@ -67,25 +61,8 @@ def token(value: Any, pattern: re.Pattern[str], what: str) -> str:
     return checked
 
 
-def _hashable(*values: Any) -> bool:
-    for value in values:
-        kind = type(value)
-        if kind is str:
-            if len(value) > _REMEMBERED_CHARS:
-                return False
-        elif kind is not int and value is not None:
-            return False
-    return True
-
-
-def checked_op(endpoint: Any, command: Any, input_digest: Any, output_digest: Any) -> Op:
+def op(endpoint: Any, command: Any, input_digest: Any, output_digest: Any) -> Op:
     """``op``'s endpoint, its token, the command and the two digests, checked in order."""
-    if _hashable(endpoint, command, input_digest, output_digest):
-        return _op_remembered(endpoint, command, input_digest, output_digest)
-    return _op(endpoint, command, input_digest, output_digest)
-
-
-def _op(endpoint: Any, command: Any, input_digest: Any, output_digest: Any) -> Op:
     endpoint = text(endpoint, "op.endpoint")
     try:
         endpoint_tok = endpoint_token(endpoint)
@@ -103,9 +80,6 @@ def _op(endpoint: Any, command: Any, input_digest: Any, output_digest: Any) -> O
         _digest(input_digest, "inputDigest", command),
         _digest(output_digest, "outputDigest", command),
     )
-
-
-_op_remembered = _remembered(_op)
 
 
 def _digest(value: Any, key: str, command: str) -> str | None:
@@ -132,34 +106,16 @@ def _digest(value: Any, key: str, command: str) -> str | None:
     return value
 
 
-def checked_bind(instance_id: Any, epoch: Any) -> tuple[str, int]:
+def bind(instance_id: Any, epoch: Any) -> tuple[str, int]:
     """``bind``'s instance id and epoch, checked."""
-    if _hashable(instance_id, epoch):
-        return _bind_remembered(instance_id, epoch)
-    return _bind(instance_id, epoch)
-
-
-def _bind(instance_id: Any, epoch: Any) -> tuple[str, int]:
     return (
         token(instance_id, LIFECYCLE_UID, "bind.instanceId"),
         uint(epoch, "bind.epoch"),
     )
 
 
-_bind_remembered = _remembered(_bind)
-
-
-def checked_sender(sender_id: Any, name: Any) -> str:
+def sender(sender_id: Any, name: Any) -> str:
     """``from.id``, once ``from.id`` and ``from.name`` are both non-empty strings."""
-    if _hashable(sender_id, name):
-        return _sender_remembered(sender_id, name)
-    return _sender(sender_id, name)
-
-
-def _sender(sender_id: Any, name: Any) -> str:
     checked = text(sender_id, "from.id")
     text(name, "from.name")
     return checked
-
-
-_sender_remembered = _remembered(_sender)

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task, TaskSummary
 from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
-from cotal_tasks.providers.board.migrate import upgrade
+from cotal_tasks.providers.board.migrate import upgrade, upgrade_sqlite
 from cotal_tasks.providers.board.postgres import ERRORS as POSTGRES_ERRORS
 from cotal_tasks.providers.board.postgres import PostgresBoard
 from cotal_tasks.providers.board.records import Decoded, damaged, stored_json, unavailable
@@ -96,7 +96,7 @@ class BoardStore:
         self._label = label
         # Only a process that holds the sole-writer lock may trust a cache of the file.
         self._sole_writer = sole_writer
-        self._cache = ReadCache() if sole_writer is not None else None
+        self._cache = ReadCache(_decode_task) if sole_writer is not None else None
         self._decoded = Decoded()
         if isinstance(hot, SqliteFile):
             hot.on_commit = self._committed
@@ -127,7 +127,9 @@ class BoardStore:
                 await engine.dispose()
                 raise
         try:
-            if migrate:
+            if migrate and file is not None:
+                await upgrade_sqlite(parsed, connect_args)
+            elif migrate:
                 async with engine.begin() as conn:
                     await conn.run_sync(upgrade)
             hot: SqliteFile | PostgresBoard
@@ -182,10 +184,13 @@ class BoardStore:
         return stored
 
     async def get_json(self, task_id: str) -> dict[str, Any]:
-        if self._cache is not None and (cached := self._cache.get(task_id)) is not None:
-            return cached.task.to_json()
-        body, _revision = await self._row(task_id)
-        return stored_json(body)
+        if self._cache is not None and (cached := self._cache.get_json(task_id)) is not None:
+            return cached
+        body, revision = await self._row(task_id)
+        value = stored_json(body)
+        if self._cache is not None:
+            self._cache.put_json(task_id, revision, body, value)
+        return value
 
     async def get_many(self, task_ids: Sequence[str]) -> dict[str, StoredTask]:
         """The tasks of ``task_ids`` that exist, in one read (cached ones from the cache)."""
@@ -346,6 +351,10 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     for pragma in PRAGMAS:
         cursor.execute(pragma)
     cursor.close()
+
+
+def _decode_task(body: str) -> Task:
+    return _decode(Task, body)
 
 
 def _decode(model: type[_M], body: str) -> _M:

@@ -53,6 +53,9 @@ SECRETS = {
     NO_UID_ENV: "nouid-" + "n" * 40,
 }
 BUILDER = seat("builder", 1)
+OPERATOR = seat("operator", 9)
+REVIEWER = seat("reviewer", 2)
+OTHER = seat("other", 2)
 TOKENS = (
     HttpToken(token_env=READER_ENV, principal="local.dash", capabilities=("tasks.read",)),
     HttpToken(

@@ -18,6 +18,8 @@ from tests.bridge.http._support import (
     ACME,
     BUILDER,
     NO_UID_ENV,
+    OPERATOR,
+    OTHER,
     READER_ENV,
     SEAT_ENV,
     SECRETS,
@@ -26,10 +28,7 @@ from tests.bridge.http._support import (
     bearer,
     open_http_mesh,
 )
-from tests.conftest import seat
 
-OPERATOR = seat("operator", 9)
-OTHER = seat("other", 2)
 READ_PATHS = (
     "/v1/endpoints",
     f"/v1/endpoints/{ACME}/tasks",

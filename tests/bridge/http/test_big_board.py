@@ -9,13 +9,12 @@ from typing import Any
 import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig
-from cotal_tasks.core import (
-    Task,
-)
+from cotal_tasks.core import Task
 from tests.bridge._support import mixed_board, seed_board
 from tests.bridge.http._support import (
     ACME,
     BUILDER,
+    OTHER,
     READER_ENV,
     SEAT_ENV,
     SECRETS,
@@ -25,10 +24,8 @@ from tests.bridge.http._support import (
     empty_board,
     open_http_mesh,
 )
-from tests.conftest import seat
 
 COUNT = 10_000
-OTHER = seat("other", 2)
 Json = dict[str, Any]
 
 

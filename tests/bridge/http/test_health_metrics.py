@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,8 @@ from cotal_tasks.core import StaleMarker
 from cotal_tasks.providers.store import SyncState, TaskStore
 from tests.bridge.http._support import (
     ACME,
+    BUILDER,
+    OPERATOR,
     OPS,
     READER_ENV,
     SECRETS,
@@ -25,10 +26,7 @@ from tests.bridge.http._support import (
     make_stale,
     open_http_mesh,
 )
-from tests.conftest import seat
-
-OPERATOR = seat("operator", 9)
-BUILDER = seat("builder", 1)
+from tests.support.polling import eventually
 
 
 @pytest.fixture
@@ -134,7 +132,7 @@ async def test_a_lost_broker_is_unready_and_the_liveness_view_goes_stale(
 
         assert mesh.proxy is not None
         await mesh.proxy.cut()
-        await until(lambda: not mesh.bridge.nc.is_connected)
+        await eventually(lambda: not mesh.bridge.nc.is_connected, what="the bridge disconnected")
 
         health = await mesh.get("/healthz")
         assert health.status_code == 503
@@ -152,16 +150,8 @@ async def test_a_lost_broker_is_unready_and_the_liveness_view_goes_stale(
         assert after["liveness"][str(BUILDER)]["seat"] == "online"
 
         await mesh.proxy.mend()  # the bridge reconnects on its own, and is ready again
-        await until(lambda: mesh.bridge.nc.is_connected, 20)
+        await eventually(lambda: mesh.bridge.nc.is_connected, 20, what="the bridge reconnected")
         assert (await mesh.get("/healthz")).status_code == 200
-
-
-async def until(condition: Callable[[], bool], seconds: float = 5) -> None:
-    for _ in range(int(seconds / 0.05)):
-        if condition():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"not within {seconds} s")
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

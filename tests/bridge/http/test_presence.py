@@ -12,19 +12,11 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.bridge.http.presence import (
-    Card,
-    NoPresenceView,
-    PresenceSnapshot,
-    parse_card,
-)
+from cotal_tasks.bridge.http.presence import Card, NoPresenceView, PresenceSnapshot, parse_card
 from cotal_tasks.core import Seat
-from tests.bridge.http._support import ACME, HttpMesh, open_http_mesh
+from tests.bridge.http._support import ACME, BUILDER, OPERATOR, REVIEWER, HttpMesh, open_http_mesh
 from tests.conftest import seat
 
-OPERATOR = seat("operator", 9)
-BUILDER = seat("builder", 1)
-REVIEWER = seat("reviewer", 2)
 OTHER_OLD = seat("other", 3)
 OTHER_NEW = seat("other", 4)
 NOW = 1_780_000_000_000

@@ -10,19 +10,18 @@ from typing import Any
 import pytest
 
 from cotal_tasks.core import StaleMarker
+from tests.bridge._support import PAGE_KEYS
 from tests.bridge.http._support import (
     ACME,
+    BUILDER,
+    OPERATOR,
     OPS,
     HttpMesh,
     damage_board,
     make_stale,
     open_http_mesh,
 )
-from tests.conftest import seat
 
-OPERATOR = seat("operator", 9)
-BUILDER = seat("builder", 1)
-PAGE_KEYS = {"tasks", "appliedLimit", "observedAt", "changeSeq"}
 Json = dict[str, Any]
 
 

@@ -8,21 +8,11 @@ helpers directly.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.hosted.config import GitHubConfig
-from tests.bridge._support import OPERATOR, DictPresence
 from tests.conftest import seat
-from tests.providers.hosted_support import (
-    HostedEndpoint,
-    HostedMesh,
-    hosted_wire,
-    open_hosted,
-)
+from tests.providers import hosted_support as hosted
 from tests.support.fake_github import FakeGitHub, RecordedRequest
 
 Json = dict[str, Any]
@@ -42,66 +32,48 @@ SEATS = {SEAT_LOGIN: BUILDER.principal}
 
 
 def github_config(api_url: str, **overrides: Any) -> GitHubConfig:
-    """The endpoint's GitHub section: writes unspaced, a long poll interval (the tests
-    poll by hand or wake the loop), the token read from ``TOKEN_ENV``. The issue events
-    feed (``reference_events``, on by default) is left unread, so a test counts the walk's
-    own requests; ``test_reference_events`` turns it on."""
-    settings: Json = {
+    """The endpoint's GitHub section (``tracker_section``), the token read from
+    ``TOKEN_ENV``. The issue events feed (``reference_events``, on by default) is left
+    unread, so a test counts the walk's own requests; ``test_reference_events`` turns it
+    on."""
+    settings = {
         "repository": REPO,
-        "api_url": api_url,
         "token_env": TOKEN_ENV,
-        "mutation_spacing_s": 0.0,
-        "poll_interval_s": 60.0,
         "seats": SEATS,
         "reference_events": False,
     }
-    return GitHubConfig.model_validate({**settings, **overrides})
+    return cast(GitHubConfig, hosted.tracker_section(GitHubConfig, api_url, settings, overrides))
 
 
-def endpoint_config(
-    api_url: str, *, database: str | None = None, page_ceiling: int = 100, **overrides: Any
-) -> EndpointConfig:
-    return EndpointConfig(
-        name=ENDPOINT_NAME,
-        provider="github",
-        database=database,
-        page_ceiling=page_ceiling,
-        github=github_config(api_url, **overrides),
-    )
+# ``endpoint_config(api_url, *, database=None, page_ceiling=100, **overrides)``
+endpoint_config = hosted.endpoint_maker(ENDPOINT_NAME, "github", github_config)
 
 
 def task_id(number: int) -> str:
     return f"{REPO}#{number}"
 
 
-class GitHubEndpoint(HostedEndpoint[FakeGitHub]):
+class GitHubEndpoint(hosted.HostedEndpoint[FakeGitHub]):
     """An opened GitHub endpoint (see ``HostedEndpoint``)."""
 
-    async def get(self, number: int) -> Json:
-        return await self.client.get(task_id(number))
+    prefix = REPO
 
     async def checkpoint(self) -> Json:
         return await self.sync.checkpoint()
 
-    async def all_tasks(self) -> list[Json]:
-        pages = await self.client.page_all("list-tasks", OPERATOR, {"limit": 100})
-        return [task for page in pages for task in page["tasks"]]
+
+# ``open_github(fake, api_url, data_dir, *, presence=None, database=None, **overrides)``
+open_github = hosted.endpoint_opener(GitHubEndpoint, endpoint_config)
 
 
-@asynccontextmanager
-async def open_github(
-    fake: FakeGitHub,
-    api_url: str,
-    data_dir: Path,
-    *,
-    presence: DictPresence | None = None,
-    database: str | None = None,
-    **overrides: Any,
-) -> AsyncIterator[GitHubEndpoint]:
-    """``open_endpoint`` on a GitHub endpoint against ``api_url`` (the fake on loopback)."""
-    endpoint = endpoint_config(api_url, database=database, **overrides)
-    async with open_hosted(endpoint, data_dir, presence) as (opened, cards):
-        yield GitHubEndpoint(fake, opened, cards)
+def expected_status(fake: FakeGitHub, number: int) -> tuple[str, str]:
+    """What the default rules make of a bulk issue (no seat, no workflow label)."""
+    issue = fake.issue(REPO, number)
+    if issue.state == "closed" and issue.state_reason in ("not_planned", "duplicate"):
+        return "dropped", f"closed/{issue.state_reason}"
+    if issue.state == "closed":
+        return "done", "closed"
+    return "open", "open"
 
 
 # -- the request log --------------------------------------------------------------------
@@ -133,19 +105,10 @@ def label_names(fake: FakeGitHub, number: int) -> list[str]:
 # -- over the wire -----------------------------------------------------------------------
 
 
-class GitHubMesh(HostedMesh[FakeGitHub]):
+class GitHubMesh(hosted.HostedMesh[FakeGitHub]):
     """A broker, a bridge serving a GitHub endpoint (``tests.support.bridge.ENDPOINT``)
     against the fake, and a client connection."""
 
 
-@asynccontextmanager
-async def github_mesh(
-    tmp_path: Path, fake: FakeGitHub, api_url: str, *, page_ceiling: int = 100, **overrides: Any
-) -> AsyncIterator[GitHubMesh]:
-    async with hosted_wire(
-        tmp_path,
-        provider="github",
-        page_ceiling=page_ceiling,
-        github=github_config(api_url, **overrides),
-    ) as (url, running, nc, space):
-        yield GitHubMesh(url, running, nc, space, fake)
+# ``github_mesh(tmp_path, fake, api_url, *, page_ceiling=100, wait_for_sync=True, **overrides)``
+github_mesh = hosted.mesh_opener(GitHubMesh, "github", github_config)

@@ -4,12 +4,13 @@ in the environment, a presence port, and a GitHub endpoint opened on a fresh mir
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 from tests.bridge._support import DictPresence
+from tests.conftest import backend_url
 from tests.providers.github._support import (
     HUMAN,
     SEAT_LOGIN,
@@ -40,18 +41,10 @@ async def github_url(fake: FakeGitHub) -> AsyncIterator[str]:
         yield url
 
 
-@pytest.fixture
-def presence() -> DictPresence:
-    return DictPresence()
-
-
 @pytest.fixture(params=["sqlite", "postgres"])
-def mirror_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+def mirror_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The mirror on each backend, for the tests whose storage side matters."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'mirror.db'}"
-    else:
-        yield request.getfixturevalue("postgres_database")
+    return backend_url(request, tmp_path, "mirror.db")
 
 
 @pytest.fixture

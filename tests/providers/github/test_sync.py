@@ -1,30 +1,25 @@
 """The GitHub sync against the fake GitHub on loopback: the import, incremental and
-conditional polls, rate limits and retries, evidence from timelines, and the rule that
-nothing is closed by absence. Request counts come from the fake's request log.
-
-Retry waits run on virtual time (``VirtualTime``: a wait moves the fake's clock so its
-rate-limit window really resets) except where a test says it waits for real.
+conditional polls, evidence from timelines, the rule that nothing is closed by absence,
+and what the mapping does with odd titles and bodies. Request counts come from the fake's
+request log. Rate limits are in ``test_sync_limits.py``; retries and refusals, alike on
+both trackers, in ``tests/providers/test_hosted_sync.py``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
-from tests.bridge._support import OPERATOR
 from tests.providers.github._support import (
     ISSUES,
     REPO,
-    TOKEN_ENV,
     GitHubEndpoint,
     evidence_requests,
+    expected_status,
     fetched_issue_numbers,
     list_requests,
     open_github,
@@ -33,21 +28,6 @@ from tests.providers.github._support import (
 from tests.support.fake_github import FakeGitHub, iso, parse_iso
 
 Json = dict[str, object]
-
-
-async def all_tasks(gh: GitHubEndpoint) -> list[Json]:
-    pages = await gh.client.page_all("list-tasks", OPERATOR, {"limit": 100})
-    return [task for page in pages for task in page["tasks"]]
-
-
-def expected_status(fake: FakeGitHub, number: int) -> tuple[str, str]:
-    """What the default rules make of a bulk issue (no seat, no workflow label)."""
-    issue = fake.issue(REPO, number)
-    if issue.state == "closed" and issue.state_reason in ("not_planned", "duplicate"):
-        return "dropped", f"closed/{issue.state_reason}"
-    if issue.state == "closed":
-        return "done", "closed"
-    return "open", "open"
 
 
 # -- the initial import ------------------------------------------------------------------
@@ -96,7 +76,7 @@ async def test_initial_import_of_1000_entries_costs_eleven_list_pages(gh: GitHub
     # #990 was read in the same second as the first pull request, which may be later).
     assert (report.pages, report.issues, report.fetched) == (11, 990, len(linked))
     assert progress == [*((page, 10) for page in range(1, 11)), (11, 11)]
-    tasks = await all_tasks(gh)
+    tasks = await gh.all_tasks()
     ids = [str(t["taskId"]) for t in tasks]
     assert sorted(ids) == sorted(task_id(n) for n in range(1, 991))  # no pull request is a task
     by_number = {int(str(t["taskId"]).rsplit("#", 1)[1]): t for t in tasks}
@@ -155,7 +135,7 @@ async def test_incremental_poll_remaps_only_what_changed(gh: GitHubEndpoint) -> 
     assert (await gh.get(30))["status"] == "done"
     saved = await gh.sync.state.load(gh.sync.key)
     assert saved is not None
-    assert saved["cursor"] == iso(fake.clock.now)
+    assert saved["cursor"] == iso(fake.clock.seconds)
 
 
 async def test_the_first_poll_after_an_import_is_already_conditional(gh: GitHubEndpoint) -> None:
@@ -210,7 +190,7 @@ async def test_a_304_on_the_first_page_does_not_hide_later_pages(gh: GitHubEndpo
     fake = gh.fake
     fake.bulk_issues(REPO, 10)  # older issues, outside the overlap window
     for k in range(1, 151):  # a bulk edit: 150 issues updated in the same second
-        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.now)
+        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.seconds)
     await gh.poll()
     await gh.poll()  # the overlap holds 2 pages now; the ETag is page 1's
     fake.advance(60)
@@ -221,168 +201,6 @@ async def test_a_304_on_the_first_page_does_not_hide_later_pages(gh: GitHubEndpo
 
     assert (await gh.get(3))["status"] == "done"  # actual: open, poll after poll
     assert report.changed == 1  # actual: 0, the listing ended on page 1's 304
-
-
-# -- rate limits, retries and refusals ---------------------------------------------------
-
-
-async def test_primary_rate_limit_is_waited_out_and_the_page_read_again(
-    gh: GitHubEndpoint,
-) -> None:
-    fake = gh.fake
-    fake.bulk_issues(REPO, 350)
-    clock = gh.virtual_time()
-    fake.set_rate_limit(6, reset_in=30)  # three list pages, each with its GraphQL read
-
-    report = await gh.poll()
-
-    listing = list_requests(fake)
-    assert [r.status for r in listing] == [200, 200, 200, 403, 200]
-    assert listing[3].query == listing[4].query  # the same page, not a restart
-    assert "since" in listing[3].query
-    (wait,) = clock.waits
-    assert 30 <= wait <= 32  # until x-ratelimit-reset, and a second more
-    assert (report.pages, report.issues) == (4, 350)
-    assert len(await all_tasks(gh)) == 350
-
-
-async def test_secondary_rate_limit_429_honours_retry_after(gh: GitHubEndpoint) -> None:
-    """Waited for real: ``retry-after: 1`` costs about a second."""
-    fake = gh.fake
-    fake.bulk_issues(REPO, 150)
-    fake.fail_next(status=429, retry_after=1, path=ISSUES)
-    start = time.monotonic()
-
-    report = await gh.poll()
-
-    assert time.monotonic() - start >= 1.0
-    listing = list_requests(fake)
-    assert [r.status for r in listing] == [429, 200, 200]
-    assert listing[0].query == listing[1].query
-    assert (report.pages, report.issues) == (2, 150)
-
-
-async def test_secondary_rate_limit_403_honours_retry_after(gh: GitHubEndpoint) -> None:
-    fake = gh.fake
-    fake.bulk_issues(REPO, 150)
-    clock = gh.virtual_time()
-    fake.fail_next(status=403, retry_after=7, path=ISSUES)
-
-    report = await gh.poll()
-
-    assert clock.waits == [7.0]
-    assert [r.status for r in list_requests(fake)] == [403, 200, 200]
-    assert (report.pages, report.issues) == (2, 150)
-
-
-async def test_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
-    fake: FakeGitHub, github_url: str, tmp_path: Path
-) -> None:
-    fake.bulk_issues(REPO, 350)
-    async with open_github(fake, github_url, tmp_path / "b", max_rate_limit_wait_s=10) as gh:
-        clock = gh.virtual_time()
-        fake.set_rate_limit(4, reset_in=3600)  # two list pages and their GraphQL reads
-
-        with pytest.raises(RateLimited):
-            await gh.poll()
-
-        assert clock.waits == []  # an hour is not slept through
-        assert [r.status for r in list_requests(fake)] == [200, 200, 403]
-        page = await gh.client.list_tasks(limit=100)
-        assert page["stale"]["reason"].startswith("GitHub sync is failing")
-        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
-        saved = await gh.checkpoint()
-        # Page 1 read #1 to #100, page 2 (since #100's updated_at) #100 to #199.
-        assert saved["cursor"] == iso(fake.issue(REPO, 199).updated_at)
-        assert len(await all_tasks(gh)) == 199
-
-        fake.advance(3600)  # the window resets
-        mark = len(fake.requests)
-        report = await gh.poll()
-
-        listing = list_requests(fake, mark)
-        assert listing[0].query["since"] == iso(fake.issue(REPO, 199).updated_at - 5)
-        assert [r.status for r in listing] == [200, 200]
-        # #199 is read again (the overlap); #1 to #198 are not.
-        assert (report.issues, report.changed) == (152, 151)
-        assert len(await all_tasks(gh)) == 350
-        assert "stale" not in await gh.client.list_tasks()
-
-
-@pytest.mark.parametrize("status", [500, 502, 503, 504])
-async def test_server_errors_are_retried(gh: GitHubEndpoint, status: int) -> None:
-    fake = gh.fake
-    fake.bulk_issues(REPO, 20)
-    clock = gh.virtual_time()
-    fake.fail_next(2, status=status, path=ISSUES)
-
-    report = await gh.poll()
-
-    assert [r.status for r in list_requests(fake)] == [status, status, 200]
-    assert len(clock.waits) == 2
-    assert clock.waits[0] <= 1.0
-    assert clock.waits[1] <= 2.0  # exponential backoff with jitter
-    assert report.issues == 20
-
-
-async def test_server_errors_give_up_after_max_retries(
-    fake: FakeGitHub, github_url: str, tmp_path: Path
-) -> None:
-    fake.bulk_issues(REPO, 20)
-    async with open_github(fake, github_url, tmp_path / "b", max_retries=2) as gh:
-        gh.virtual_time()
-        fake.fail_next(5, status=503, path=ISSUES)
-        with pytest.raises(TrackerHttpError) as failed:
-            await gh.poll()
-        assert failed.value.status == 503
-        assert [r.status for r in list_requests(fake)] == [503, 503, 503]
-        assert "stale" in await gh.client.list_tasks()
-
-
-REFUSALS = {
-    "401 bad credentials": 401,
-    "404 no such repository": 404,
-    "422 validation failed": 422,
-    "403 not a rate limit": 403,
-}
-
-
-@pytest.mark.parametrize("case", list(REFUSALS))
-async def test_refusals_are_never_retried(
-    fake: FakeGitHub,
-    github_url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-    case: str,
-) -> None:
-    status = REFUSALS[case]
-    fake.bulk_issues(REPO, 5)
-    overrides: dict[str, Any] = {}
-    if status == 401:
-        monkeypatch.setenv(TOKEN_ENV, "ghp_revoked0000000000000000000000000000000")
-    if status == 404:
-        overrides["repository"] = "octo-org/no-such-repository"
-    if status == 422:
-        fake.fail_next(status=422, message="Validation Failed", path=ISSUES)
-    if status == 403:
-        fake.fail_next(
-            status=403, message="Resource not accessible by personal access token", path=ISSUES
-        )
-    caplog.set_level(logging.DEBUG)
-    async with open_github(fake, github_url, tmp_path / "b", **overrides) as gh:
-        clock = gh.virtual_time()
-        with pytest.raises(TrackerHttpError) as failed:
-            await gh.poll()
-        assert failed.value.status == status
-        assert [r.status for r in fake.requests] == [status]
-        assert clock.waits == []
-        page = await gh.client.list_tasks()
-        assert page["tasks"] == []
-        assert page["stale"]["reason"].startswith("GitHub sync is failing")
-    for secret in (fake.token, "ghp_revoked"):
-        assert secret not in caplog.text
-        assert secret not in str(failed.value)
 
 
 # -- evidence ----------------------------------------------------------------------------
@@ -451,29 +269,25 @@ async def test_only_the_newest_32_evidence_entries_are_kept(gh: GitHubEndpoint) 
     assert len(fake.calls("POST", "/graphql")) == 1
 
 
-async def test_a_task_is_never_closed_because_its_issue_is_missing(gh: GitHubEndpoint) -> None:
+async def test_a_deleted_issue_a_webhook_names_is_dropped_as_deleted(gh: GitHubEndpoint) -> None:
+    """Missing from the listing, a task stays as it was (``test_hosted_sync``); named by a
+    webhook, its issue answers 410 and the task says so (dropped, ``deleted``), keeping
+    the rest."""
     fake = gh.fake
     for k in range(1, 6):
         fake.add_issue(REPO, f"Issue {k}")
         fake.advance(60)
     await gh.poll()
-    kept = await gh.get(3)
-    seq = await gh.seq()
+    kept, seq = await gh.get(3), await gh.seq()
     fake.advance(60)
     fake.delete_issue(REPO, 3)  # gone from every list; GET answers 410
-    fake.set_title(fake.issue(REPO, 4), "Issue 4, retitled", "octocat")
 
-    report = await gh.poll()
-    assert report.issues == 2  # #5 (the overlap) and #4; #3 is not on the page
-    assert await gh.get(3) == kept
-
-    # A webhook names it: 410, and the task says so (dropped, "deleted"), keeping the rest.
     assert await gh.sync.refresh([3]) == (1, 1)
     gone = await gh.get(3)
     assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
     assert (gone["title"], gone["createdAt"]) == (kept["title"], kept["createdAt"])
-    assert await gh.seq() == seq + 2
-    assert len(await all_tasks(gh)) == 5
+    assert await gh.seq() == seq + 1
+    assert len(await gh.all_tasks()) == 5
 
 
 async def test_a_transferred_issue_does_not_stop_the_evidence_of_others(

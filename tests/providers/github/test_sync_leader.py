@@ -18,8 +18,8 @@ from cotal_tasks.bridge.process.leader import Election
 from cotal_tasks.bridge.wiring.http import served_endpoint
 from tests.bridge._support import DictPresence
 from tests.providers.github._support import REPO, GitHubEndpoint, open_github, task_id
-from tests.providers.hosted_support import eventually
 from tests.support.fake_github import FakeGitHub
+from tests.support.polling import eventually
 
 INTERVAL_S = 0.5
 

@@ -83,7 +83,7 @@ async def test_a_page_of_one_timestamp_is_stepped_through(gh: GitHubEndpoint) ->
     them, so the walk follows page numbers within that second, and still ends."""
     fake = gh.fake
     for k in range(1, 251):
-        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.now)
+        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.seconds)
 
     report = await gh.poll()
 
@@ -98,7 +98,7 @@ async def test_an_edit_inside_a_page_of_one_timestamp_loses_nothing(gh: GitHubEn
     end of the walk, newer, and the walk reads that timestamp once more."""
     fake = gh.fake
     for k in range(1, 251):
-        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.now)
+        fake.add_issue(REPO, f"Migrated {k}", updated_at=fake.clock.seconds)
     # Requests: the first page, the same ``since`` it ended on, then page 2 by number.
     fake.before_answer = edit_on_page(fake, 3, [5])
 

@@ -24,7 +24,6 @@ from tests.providers.github._support import (
     list_requests,
     task_id,
 )
-from tests.providers.hosted_support import eventually
 from tests.support.fake_github import (
     TEST_VECTOR_PAYLOAD,
     TEST_VECTOR_SECRET,
@@ -36,6 +35,7 @@ from tests.support.fake_github import (
     sign,
     signed_webhook,
 )
+from tests.support.polling import eventually
 
 Json = dict[str, object]
 

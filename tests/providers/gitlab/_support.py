@@ -8,21 +8,11 @@ helpers directly.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.hosted.config import GitLabConfig
-from tests.bridge._support import OPERATOR, DictPresence
 from tests.conftest import seat
-from tests.providers.hosted_support import (
-    HostedEndpoint,
-    HostedMesh,
-    hosted_wire,
-    open_hosted,
-)
+from tests.providers import hosted_support as hosted
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest, parse_iso
 
 Json = dict[str, Any]
@@ -50,44 +40,24 @@ WONT_DO = "workflow::won't do"
 
 
 def gitlab_config(api_url: str, **overrides: Any) -> GitLabConfig:
-    """The endpoint's GitLab section: writes unspaced, a long poll interval (the tests poll
-    by hand or wake the loop), the token read from ``TOKEN_ENV``."""
-    settings: Json = {
-        "project": PROJECT,
-        "api_url": api_url,
-        "token_env": TOKEN_ENV,
-        "mutation_spacing_s": 0.0,
-        "poll_interval_s": 60.0,
-        "seats": SEATS,
-    }
-    return GitLabConfig.model_validate({**settings, **overrides})
+    """The endpoint's GitLab section (``tracker_section``), the token read from
+    ``TOKEN_ENV``."""
+    settings = {"project": PROJECT, "token_env": TOKEN_ENV, "seats": SEATS}
+    return cast(GitLabConfig, hosted.tracker_section(GitLabConfig, api_url, settings, overrides))
 
 
-def endpoint_config(
-    api_url: str, *, database: str | None = None, page_ceiling: int = 100, **overrides: Any
-) -> EndpointConfig:
-    return EndpointConfig(
-        name=ENDPOINT_NAME,
-        provider="gitlab",
-        database=database,
-        page_ceiling=page_ceiling,
-        gitlab=gitlab_config(api_url, **overrides),
-    )
+# ``endpoint_config(api_url, *, database=None, page_ceiling=100, **overrides)``
+endpoint_config = hosted.endpoint_maker(ENDPOINT_NAME, "gitlab", gitlab_config)
 
 
 def task_id(iid: int) -> str:
     return f"{PROJECT}#{iid}"
 
 
-class GitLabEndpoint(HostedEndpoint[FakeGitLab]):
+class GitLabEndpoint(hosted.HostedEndpoint[FakeGitLab]):
     """An opened GitLab endpoint (see ``HostedEndpoint``)."""
 
-    async def get(self, iid: int) -> Json:
-        return await self.client.get(task_id(iid))
-
-    async def all_tasks(self) -> list[Json]:
-        pages = await self.client.page_all("list-tasks", OPERATOR, {"limit": 100})
-        return [task for page in pages for task in page["tasks"]]
+    prefix = PROJECT
 
     async def cursor(self) -> str | None:
         saved = await self.sync.checkpoint()
@@ -96,20 +66,8 @@ class GitLabEndpoint(HostedEndpoint[FakeGitLab]):
         return cursor
 
 
-@asynccontextmanager
-async def open_gitlab(
-    fake: FakeGitLab,
-    api_url: str,
-    data_dir: Path,
-    *,
-    presence: DictPresence | None = None,
-    database: str | None = None,
-    **overrides: Any,
-) -> AsyncIterator[GitLabEndpoint]:
-    """``open_endpoint`` on a GitLab endpoint against ``api_url`` (the fake on loopback)."""
-    endpoint = endpoint_config(api_url, database=database, **overrides)
-    async with open_hosted(endpoint, data_dir, presence) as (opened, cards):
-        yield GitLabEndpoint(fake, opened, cards)
+# ``open_gitlab(fake, api_url, data_dir, *, presence=None, database=None, **overrides)``
+open_gitlab = hosted.endpoint_opener(GitLabEndpoint, endpoint_config)
 
 
 # -- the request log --------------------------------------------------------------------
@@ -158,6 +116,32 @@ def labels_of(fake: FakeGitLab, iid: int) -> list[str]:
     return list(fake.issue(PROJECT, iid).labels)
 
 
+def expected_status(fake: FakeGitLab, iid: int) -> tuple[str, str]:
+    """What the default rules make of a bulk issue: nobody is a seat, and the only scoped
+    workflow label bulk issues carry is ``workflow::in progress`` (claimed, which the
+    invariant turns into open without a binding; the label stays the statusSource)."""
+    issue = fake.issue(PROJECT, iid)
+    if issue.state == "closed":
+        return "done", "closed"
+    if "workflow::in progress" in issue.labels:
+        return "open", "workflow::in progress"
+    return "open", "opened"
+
+
+async def check_mirror_matches(gl: GitLabEndpoint, count: int) -> None:
+    tasks = await gl.all_tasks()
+    assert sorted(str(t["taskId"]) for t in tasks) == sorted(
+        task_id(n) for n in range(1, count + 1)
+    )
+    wrong = [
+        (t["taskId"], t["status"], t["statusSource"])
+        for t in tasks
+        if (t["status"], t["statusSource"])
+        != expected_status(gl.fake, int(str(t["taskId"]).rsplit("#", 1)[1]))
+    ]
+    assert wrong == []
+
+
 def newest_updated_at(fake: FakeGitLab) -> int:
     """The highest ``updated_at`` (epoch ms) of the project's issues."""
     return max(issue.updated_ms for issue in fake.project(PROJECT).issues.values())
@@ -170,26 +154,10 @@ def ms(stamp: str) -> int:
 # -- over the wire ------------------------------------------------------------------------
 
 
-class GitLabMesh(HostedMesh[FakeGitLab]):
+class GitLabMesh(hosted.HostedMesh[FakeGitLab]):
     """A broker, a bridge serving a GitLab endpoint (``tests.support.bridge.ENDPOINT``)
     against the fake, and a client connection."""
 
 
-@asynccontextmanager
-async def gitlab_mesh(
-    tmp_path: Path,
-    fake: FakeGitLab,
-    api_url: str,
-    *,
-    page_ceiling: int = 100,
-    wait_for_sync: bool = True,
-    **overrides: Any,
-) -> AsyncIterator[GitLabMesh]:
-    async with hosted_wire(
-        tmp_path,
-        wait_for_sync=wait_for_sync,
-        provider="gitlab",
-        page_ceiling=page_ceiling,
-        gitlab=gitlab_config(api_url, **overrides),
-    ) as (url, running, nc, space):
-        yield GitLabMesh(url, running, nc, space, fake)
+# ``gitlab_mesh(tmp_path, fake, api_url, *, page_ceiling=100, wait_for_sync=True, **overrides)``
+gitlab_mesh = hosted.mesh_opener(GitLabMesh, "gitlab", gitlab_config)

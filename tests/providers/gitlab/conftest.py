@@ -46,11 +46,6 @@ async def gitlab_url(gitlab: FakeGitLab, gitlab_token: str) -> AsyncIterator[str
 
 
 @pytest.fixture
-def presence() -> DictPresence:
-    return DictPresence()
-
-
-@pytest.fixture
 async def gl(
     gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, presence: DictPresence
 ) -> AsyncIterator[GitLabEndpoint]:

@@ -33,6 +33,7 @@ from tests.providers.gitlab._support import (
 )
 from tests.providers.gitlab.test_writeback import imported
 from tests.support.fake_gitlab import FakeGitLab
+from tests.support.polling import eventually
 
 Json = dict[str, Any]
 
@@ -136,7 +137,7 @@ async def test_a_stalled_write_answers_by_its_deadline_and_holds_up_no_other_tas
         return late.value, gitlab_answered_the_stalled_write()
 
     late_task = asyncio.create_task(stalled_claim())
-    await asyncio.sleep(0.2)  # the first claim is at GitLab, its answer held
+    await eventually(lambda: not gl.fake.stalls, what="the first claim held at GitLab")
     with within(3.0):
         other = await gl.client.claim(BUILDER, task_id(second))
     other_before_the_stall_ended = not gitlab_answered_the_stalled_write()
@@ -165,7 +166,7 @@ async def test_a_write_waiting_behind_another_past_its_deadline_is_not_executed(
     (iid,) = await imported(gl, 1)
     gl.fake.stall_next(6.0, method="PUT", path=f"{ISSUES}/{iid}")
     first = asyncio.create_task(gl.client.claim(BUILDER, task_id(iid)))
-    await asyncio.sleep(0.2)
+    await eventually(lambda: not gl.fake.stalls, what="the claim held at GitLab")
 
     with within(0.5), pytest.raises(ContractError) as waited:
         await gl.client.administer(task_id(iid), status="dropped", note="Not needed.")

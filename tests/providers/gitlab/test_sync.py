@@ -1,10 +1,8 @@
 """The GitLab sync against the fake GitLab on loopback: the import over keyset and over
-offset pagination, the offset restart, the incremental poll, rate limits and retries,
-refusals, and the rule that nothing is closed by absence. Request counts come from the
-fake's request log.
-
-Retry waits run on virtual time (``VirtualTime``: a wait moves the fake's clock so its
-throttle window really resets).
+offset pagination, the offset restart, the incremental poll, and the rule that nothing is
+closed by absence. Request counts come from the fake's request log. Rate limits are in
+``test_sync_limits.py``; retries and refusals, alike on both trackers, in
+``tests/providers/test_hosted_sync.py``.
 """
 
 from __future__ import annotations
@@ -13,17 +11,15 @@ import logging
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.providers.gitlab._support import (
     ISSUES,
     MERGE_REQUESTS,
     PROJECT,
-    TOKEN_ENV,
     GitLabEndpoint,
+    check_mirror_matches,
     evidence_requests,
     fetched_iids,
     issue_pages,
@@ -42,32 +38,6 @@ LISTING = {
     "per_page": "100",
     "pagination": "keyset",
 }
-
-
-def expected_status(fake: FakeGitLab, iid: int) -> tuple[str, str]:
-    """What the default rules make of a bulk issue: nobody is a seat, and the only scoped
-    workflow label bulk issues carry is ``workflow::in progress`` (claimed, which the
-    invariant turns into open without a binding; the label stays the statusSource)."""
-    issue = fake.issue(PROJECT, iid)
-    if issue.state == "closed":
-        return "done", "closed"
-    if "workflow::in progress" in issue.labels:
-        return "open", "workflow::in progress"
-    return "open", "opened"
-
-
-async def check_mirror_matches(gl: GitLabEndpoint, count: int) -> None:
-    tasks = await gl.all_tasks()
-    assert sorted(str(t["taskId"]) for t in tasks) == sorted(
-        task_id(n) for n in range(1, count + 1)
-    )
-    wrong = [
-        (t["taskId"], t["status"], t["statusSource"])
-        for t in tasks
-        if (t["status"], t["statusSource"])
-        != expected_status(gl.fake, int(str(t["taskId"]).rsplit("#", 1)[1]))
-    ]
-    assert wrong == []
 
 
 def link_three_merge_requests(fake: FakeGitLab) -> dict[int, int]:
@@ -281,221 +251,7 @@ async def test_a_merge_request_since_the_last_poll_brings_evidence(gl: GitLabEnd
     assert ("commit", sha) in {(e["kind"], e["ref"]) for e in record["evidence"]}
 
 
-async def test_a_task_is_never_closed_because_its_issue_is_missing(gl: GitLabEndpoint) -> None:
-    fake = gl.fake
-    for k in range(1, 6):
-        fake.add_issue(PROJECT, f"Issue {k}")
-        fake.advance(60)
-    await gl.poll()
-    kept = await gl.get(3)
-    seq = await gl.seq()
-    del fake.project(PROJECT).issues[3]  # deleted on GitLab (or moved, or made confidential)
-    fake.touch(PROJECT, 4)
-
-    await gl.poll()
-
-    assert await gl.get(3) == kept
-    assert await gl.seq() == seq  # #4 was touched but says the same
-    assert len(await gl.all_tasks()) == 5
-
-
-# -- rate limits -------------------------------------------------------------------------
-
-
-async def test_a_429_with_retry_after_is_waited_out_and_the_page_read_again(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
-) -> None:
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 350)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", commit_mentions=False) as gl:
-        clock = gl.virtual_time()
-        fake.set_rate_limit(2, reset_in=30)
-        report = await gl.poll()
-        tasks = await gl.all_tasks()
-        listed = await gl.client.list_tasks()
-
-    pages = issue_pages(fake)
-    assert [r.status for r in pages] == [200, 200, 429, 200, 200]
-    assert pages[2].query == pages[3].query  # the same page, not a restart
-    assert clock.waits == [30.0]  # Retry-After
-    assert report.issues == 350
-    assert len(tasks) == 350
-    assert "stale" not in listed
-
-
-async def test_a_429_without_retry_after_waits_for_ratelimit_reset(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
-) -> None:
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 150)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", commit_mentions=False) as gl:
-        clock = gl.virtual_time()
-        fake.retry_after_header = False
-        fake.set_rate_limit(1, reset_in=45)
-        report = await gl.poll()
-
-    assert [r.status for r in issue_pages(fake)] == [200, 429, 200]
-    (wait,) = clock.waits
-    assert 45 <= wait <= 46  # until RateLimit-Reset, and a second more
-    assert report.issues == 150
-
-
-async def test_a_429_with_no_rate_limit_header_at_all_waits_a_minute(gl: GitLabEndpoint) -> None:
-    """gitlab#365728: the headers are sometimes missing; the bridge then waits a minute."""
-    fake = gl.fake
-    fake.bulk_issues(PROJECT, 50)
-    clock = gl.virtual_time()
-    fake.omit_rate_limit_headers()
-    fake.fail_next(status=429, retry_after=None, path=ISSUES)
-
-    report = await gl.poll()
-
-    assert [r.status for r in issue_pages(fake)] == [429, 200]
-    assert clock.waits == [60.0]
-    assert report.issues == 50
-
-
-async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
-) -> None:
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 350)
-    async with open_gitlab(
-        fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60, commit_mentions=False
-    ) as gl:
-        clock = gl.virtual_time()
-        fake.set_rate_limit(2, reset_in=3600)
-
-        with pytest.raises(RateLimited):
-            await gl.poll()
-
-        assert clock.waits == []  # an hour is not slept through
-        assert [r.status for r in issue_pages(fake)] == [200, 200, 429]
-        page = await gl.client.list_tasks(limit=100)
-        assert page["stale"]["reason"].startswith("GitLab sync is failing")
-        assert "429" in page["stale"]["reason"]
-        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
-        assert await gl.cursor() == iso(fake.issue(PROJECT, 200).updated_ms)
-        assert len(await gl.all_tasks()) == 200
-
-        fake.advance(3600)  # the window resets
-        mark = len(fake.requests)
-        report = await gl.poll()
-
-        pages = issue_pages(fake, mark)
-        assert pages[0].query["updated_after"] == iso(fake.issue(PROJECT, 200).updated_ms - 5000)
-        assert [r.status for r in pages] == [200, 200]
-        # #200 is read again (the overlap); #1 to #199 are not.
-        assert (report.issues, report.changed) == (151, 150)
-        await check_mirror_matches(gl, 350)
-        assert "stale" not in await gl.client.list_tasks()
-
-
-async def test_a_resumed_import_still_reads_the_evidence_it_had_not_swept(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
-) -> None:
-    """Issue 50 is linked by a merge request made before issues 101 to 250 changed; the
-    first poll is rate-limited on its third issue page, after the checkpoint moved past
-    the merge request. The resumed import must end where an uninterrupted one does."""
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 250)
-    fake.advance(60)
-    mr = fake.add_merge_request(PROJECT, "Fix 50", source_branch="fix-50", closes=[50])
-    for iid in range(101, 251):
-        fake.advance(1)
-        fake.touch(PROJECT, iid)
-    async with open_gitlab(
-        fake, gitlab_url, tmp_path / "b", max_rate_limit_wait_s=60, commit_mentions=False
-    ) as gl:
-        gl.virtual_time()
-        fake.set_rate_limit(2, reset_in=3600)
-        with pytest.raises(RateLimited):
-            await gl.poll()
-        fake.advance(3600)
-        await gl.poll()
-
-        record = await gl.get(50)
-        refs = {(e["kind"], e["ref"]) for e in record["evidence"]}
-        assert ("review", str(mr["web_url"])) in refs
-        assert ("branch", "fix-50") in refs
-
-
-# -- retries and refusals ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize("status", [500, 502, 503, 504])
-async def test_server_errors_are_retried(gl: GitLabEndpoint, status: int) -> None:
-    fake = gl.fake
-    fake.bulk_issues(PROJECT, 20)
-    clock = gl.virtual_time()
-    fake.fail_next(2, status=status, path=ISSUES)
-
-    report = await gl.poll()
-
-    assert [r.status for r in issue_pages(fake)] == [status, status, 200]
-    assert len(clock.waits) == 2
-    assert clock.waits[0] <= 1.0
-    assert clock.waits[1] <= 2.0  # exponential backoff with jitter
-    assert report.issues == 20
-    assert "stale" not in await gl.client.list_tasks()
-
-
-async def test_server_errors_give_up_after_max_retries(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
-) -> None:
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 20)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", max_retries=2) as gl:
-        gl.virtual_time()
-        fake.fail_next(5, status=503, retry_after=None, path=ISSUES)
-        with pytest.raises(TrackerHttpError) as failed:
-            await gl.poll()
-        assert failed.value.status == 503
-        assert [r.status for r in issue_pages(fake)] == [503, 503, 503]
-        assert "stale" in await gl.client.list_tasks()
-
-
-REFUSALS = {
-    "401 revoked token": 401,
-    "403 no access": 403,
-    "404 no such project": 404,
-}
-
-
-@pytest.mark.parametrize("case", list(REFUSALS))
-async def test_refusals_are_never_retried(
-    gitlab: FakeGitLab,
-    gitlab_url: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    caplog: pytest.LogCaptureFixture,
-    case: str,
-) -> None:
-    status = REFUSALS[case]
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 5)
-    overrides: dict[str, Any] = {}
-    if status == 401:
-        monkeypatch.setenv(TOKEN_ENV, "glpat-revoked00000000000")
-    if status == 403:
-        fake.fail_next(status=403, path=ISSUES)
-    if status == 404:
-        overrides["project"] = "acme/no-such-project"
-    caplog.set_level(logging.DEBUG, logger="cotal_tasks")
-    caplog.set_level(logging.DEBUG, logger="httpx")
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", **overrides) as gl:
-        clock = gl.virtual_time()
-        with pytest.raises(TrackerHttpError) as failed:
-            await gl.poll()
-        assert failed.value.status == status
-        assert [r.status for r in fake.requests] == [status]
-        assert clock.waits == []
-        page = await gl.client.list_tasks()
-        assert page["tasks"] == []
-        assert page["stale"]["reason"].startswith("GitLab sync is failing")
-    for secret in (fake.token, "glpat-revoked"):
-        assert secret not in caplog.text
-        assert secret not in str(failed.value)
+# -- single reads and project ids ----------------------------------------------------------------
 
 
 async def test_a_missing_issue_is_read_once_and_not_retried(gl: GitLabEndpoint) -> None:

@@ -35,7 +35,7 @@ from tests.providers.gitlab._support import (
     issue_pages,
     task_id,
 )
-from tests.providers.hosted_support import SPACE, eventually
+from tests.providers.hosted_support import SPACE
 from tests.support.fake_gitlab import (
     FakeGitLab,
     gitlab_webhook,
@@ -43,9 +43,9 @@ from tests.support.fake_gitlab import (
     merge_request_hook_payload,
     note_hook_payload,
 )
+from tests.support.polling import eventually
 
 Json = dict[str, Any]
-SETTLE_S = 0.3
 
 
 @dataclass
@@ -77,6 +77,27 @@ class Running:
     ) -> httpx.Response:
         body, sent = gitlab_webhook(token, payload, event, **headers)
         return await self.http.post("/webhooks/gitlab", content=body, headers=sent)
+
+    async def nothing_woken_since(self, mark: int) -> None:
+        """Proves, without sleeping, that nothing delivered since ``mark`` woke a refresh:
+        a valid delivery for a new issue, numbered above every other (a refresh reads its
+        batch in order), is mirrored only after whatever was woken before it was read. So
+        once it is mirrored, GitLab must have been asked about that issue alone."""
+        fake = self.fake
+        iid = int(fake.add_issue(PROJECT, "Delivered after the others")["iid"])
+        reply = await self.deliver(issue_hook_payload(fake, PROJECT, iid, "open"))
+        assert reply.status_code == 202
+
+        async def mirrored() -> bool:
+            tasks = (await self.client.list_tasks(limit=100))["tasks"]
+            return task_id(iid) in [t["taskId"] for t in tasks]
+
+        await eventually(mirrored, what=f"the delivery for issue {iid} mirrored")
+        own = f"{ISSUES}/{iid}"
+        others = [
+            r for r in fake.requests[mark:] if r.path != own and not r.path.startswith(own + "/")
+        ]
+        assert others == []
 
 
 @pytest.fixture
@@ -212,10 +233,9 @@ async def test_a_wrong_or_missing_token_is_refused_and_changes_nothing(
         assert "X-Gitlab-Token" in reply.json()["message"]
         assert WEBHOOK_SECRET not in reply.text
 
-    await asyncio.sleep(SETTLE_S)  # time enough for a woken refresh (it takes ms)
-    assert fake.requests[mark:] == []  # nothing woke: GitLab was not asked anything
+    await running.nothing_woken_since(mark)  # GitLab was not asked about issue 4
     assert await running.record(4) == before
-    assert await running.endpoint.store.change_seq() == seq
+    assert await running.endpoint.store.change_seq() == seq + 1  # the new issue's task
 
     # The same delivery with the right token is taken: the loop was listening all along.
     reply = await running.deliver(issue_hook_payload(fake, PROJECT, 4, "close"))
@@ -259,9 +279,8 @@ async def test_a_redelivery_is_acknowledged_without_a_second_refresh(running: Ru
 
     assert again.status_code == 200
     assert again.json()["message"] == "delivery already received"
-    await asyncio.sleep(SETTLE_S)  # time enough for a woken refresh (it takes ms)
-    assert fake.requests[mark:] == []
-    assert await running.endpoint.store.change_seq() == seq
+    await running.nothing_woken_since(mark)
+    assert await running.endpoint.store.change_seq() == seq + 1  # the new issue's task
 
 
 async def test_gitlab_retrying_a_delivery_is_recognised_by_its_idempotency_key(
@@ -287,8 +306,7 @@ async def test_gitlab_retrying_a_delivery_is_recognised_by_its_idempotency_key(
     retry = await running.deliver(payload, event_uuid=str(uuid.uuid4()), idempotency_key=key)
 
     assert retry.status_code == 200
-    await asyncio.sleep(SETTLE_S)  # time enough for a woken refresh (it takes ms)
-    assert fake.requests[mark:] == []
+    await running.nothing_woken_since(mark)
 
 
 async def test_two_deliveries_sharing_an_event_uuid_are_both_accepted(running: Running) -> None:
@@ -314,10 +332,10 @@ async def test_two_deliveries_sharing_an_event_uuid_are_both_accepted(running: R
 async def test_a_delivery_without_any_id_is_refused(running: Running) -> None:
     body, headers = gitlab_webhook(WEBHOOK_SECRET, issue_hook_payload(running.fake, PROJECT, 1))
     del headers["X-Gitlab-Event-UUID"], headers["Idempotency-Key"]
+    mark = len(running.fake.requests)
     reply = await running.http.post("/webhooks/gitlab", content=body, headers=headers)
     assert reply.status_code == 400
-    await asyncio.sleep(SETTLE_S)
-    assert not any(r.path == f"{ISSUES}/1" for r in running.fake.requests)
+    await running.nothing_woken_since(mark)  # issue 1 was not fetched
 
 
 async def test_the_listener_answers_without_nagles_delay(running: Running) -> None:

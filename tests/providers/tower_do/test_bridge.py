@@ -19,8 +19,8 @@ from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower
-from tests.providers.hosted_support import eventually
 from tests.providers.tower_do.test_store import agent_event
+from tests.support.polling import eventually
 
 TOKEN_ENV = "CT_TOWER_DO_READER"
 TOKEN = "reader-" + "t" * 40

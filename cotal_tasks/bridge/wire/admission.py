@@ -1,0 +1,317 @@
+"""Admission: every check between a parsed request and its effect, in the order
+``serveEndpoint`` uses after the envelope parsed.
+
+``check_agreement`` is the subject half of the boundary (``op-mismatch``,
+``target-mismatch``, ``sender-mismatch``); ``Admission.admitted`` adds the class, the
+pinned digests, the bind fence, mode admission, the args schema and the target's
+currency, and yields the ``Call`` to serve. Every refusal says ``not-executed``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import jsonschema_rs
+
+from cotal_tasks.bridge.service.commands import Call, PresenceSource
+from cotal_tasks.bridge.service.validation import args_refusal, preview
+from cotal_tasks.bridge.wire import envelope
+from cotal_tasks.bridge.wire.instance import InstanceIdentity
+from cotal_tasks.bridge.wire.space import LifecycleHeads
+from cotal_tasks.bridge.wire.subjects import RequestSubject
+from cotal_tasks.core import (
+    COMMANDS,
+    ContractError,
+    ErrorCode,
+    Seat,
+    contract_artifacts,
+    json_schema,
+)
+from cotal_tasks.core.commands import mode_refusal
+
+log = logging.getLogger(__name__)
+
+TargetCheck = Literal["lifecycle", "presence", "none"]
+DESCRIBE = "describe"
+BIND_REFUSED = "ai.cotal.ep.bind-refused"
+
+
+@dataclass(frozen=True, slots=True)
+class _Contract:
+    input_digest: str
+    output_digest: str
+    args: Any  # the compiled jsonschema_rs validator of the input schema
+
+
+def contracts() -> dict[str, _Contract]:
+    artifacts = contract_artifacts()
+    return {
+        name: _Contract(
+            artifacts.inputs[name].digest,
+            artifacts.outputs[name].digest,
+            jsonschema_rs.validator_for(json_schema(spec.input)),
+        )
+        for name, spec in COMMANDS.items()
+    }
+
+
+@dataclass
+class Admission:
+    """The checks of one endpoint instance: its contracts, its incarnation (the bind
+    fence) and how a target's currency is read."""
+
+    endpoint: str
+    identity: InstanceIdentity
+    presence: PresenceSource
+    lifecycle: LifecycleHeads | None
+    target_check: TargetCheck
+    contracts: dict[str, _Contract]
+
+    def admitted(
+        self, subject: RequestSubject, request: envelope.Request
+    ) -> Call | Coroutine[Any, Any, Call]:
+        """The call to serve once every check before the effect passed, or what finds it
+        when the target's currency has to be looked up; a refusal says ``not-executed``.
+
+        The answer to describe is the endpoint's own; its call is never served. The answer
+        is built from validated models or the board's stored (validated) wire form, so it
+        is not checked against the output schema again here; the tests hold every
+        command's reply to the published output schema.
+        """
+        try:
+            self._admit(subject, request)
+            mode = subject.mode
+            # an untargeted request has no body target (check_agreement saw to it)
+            if mode is not None and mode != "self":
+                return self._targeted(subject, request)
+        except ContractError as exc:
+            raise exc.with_outcome("not-executed") from None
+        except Exception as exc:
+            raise _checking_failed(request, exc) from exc
+        return self._call(subject, request, None if mode is None else subject.caller)
+
+    async def _targeted(self, subject: RequestSubject, request: envelope.Request) -> Call:
+        try:
+            target = await self._current_target(subject, request)
+        except ContractError as exc:
+            raise exc.with_outcome("not-executed") from None
+        except Exception as exc:
+            raise _checking_failed(request, exc) from exc
+        return self._call(subject, request, target)
+
+    @staticmethod
+    def _call(subject: RequestSubject, request: envelope.Request, target: Seat | None) -> Call:
+        return Call(
+            command=request.command,
+            caller=subject.caller,
+            envelope_id=request.id,
+            args=request.args,
+            mode=subject.mode,  # type: ignore[arg-type]
+            target=target,
+        )
+
+    def _admit(self, subject: RequestSubject, request: envelope.Request) -> None:
+        """Every check before the effect but the target's currency."""
+        check_agreement(request, subject)
+        if request.cls != "ephemeral":
+            raise _refused(
+                ErrorCode.CLASS_MISMATCH,
+                f"class {request.cls!r} does not equal the command's contract class "
+                "'ephemeral'; send class ephemeral",
+            )
+        if request.command == DESCRIBE:
+            self._check_describe(subject, request)
+            return
+        contract = self.contracts.get(request.command)
+        if contract is None:
+            raise _refused(
+                ErrorCode.UNIMPLEMENTED,
+                f"this endpoint serves no command {request.command!r}; describe lists them",
+            )
+        if (request.input_digest, request.output_digest) != (
+            contract.input_digest,
+            contract.output_digest,
+        ):
+            raise _refused(
+                ErrorCode.CONTRACT_MISMATCH,
+                f"the pinned digests do not match the served {request.command} contract; "
+                "describe the endpoint again and pin the digests it names",
+            )
+        self._check_bind(request)
+        spec = COMMANDS[request.command]
+        refusal = mode_refusal(
+            request.command,
+            spec.modes,
+            subject.mode or None,
+            target_given=request.target is not None,
+        )
+        if refusal is not None:
+            raise _refused(refusal.code, refusal.message)
+        if not contract.args.is_valid(request.args):
+            raise _refused(ErrorCode.BAD_REQUEST, args_refusal(request.command, request.args))
+
+    def _check_describe(self, subject: RequestSubject, request: envelope.Request) -> None:
+        if subject.mode is not None:
+            raise _refused(ErrorCode.PERMISSION_DENIED, "describe is untargeted; send no target")
+        if request.args is not None:
+            raise _refused(ErrorCode.BAD_REQUEST, "describe takes no args; send none")
+
+    def _check_bind(self, request: envelope.Request) -> None:
+        bind = request.bind
+        if bind is None:
+            return
+        if (bind.instanceId, bind.epoch) == (self.identity.instance_id, self.identity.epoch):
+            return
+        same_instance = bind.instanceId == self.identity.instance_id
+        detail = {
+            "kind": BIND_REFUSED,
+            "endpoint": self.endpoint,
+            "command": request.command,
+            "boundTo": {"instanceId": bind.instanceId, "epoch": bind.epoch},
+            "servedBy": {"instanceId": self.identity.instance_id, "epoch": self.identity.epoch},
+        }
+        raise ContractError(
+            ErrorCode.EXPIRED if same_instance else ErrorCode.FAILED_PRECONDITION,
+            (
+                "the bound incarnation has restarted"
+                if same_instance
+                else "this request is bound to another instance of the endpoint"
+            )
+            + "; describe the endpoint again and re-issue",
+            outcome="not-executed",
+            details=(detail,),
+        )
+
+    async def _current_target(
+        self, subject: RequestSubject, request: envelope.Request
+    ) -> Seat | None:
+        if subject.mode == "self":
+            return subject.caller
+        t = request.target
+        if t is None:
+            return None
+        seat = Seat(t.owner, t.actor, t.lifecycleUid)
+        if self.target_check == "lifecycle":
+            if self.lifecycle is None:
+                raise _refused(
+                    ErrorCode.UNAVAILABLE,
+                    "no trusted lifecycle reader is configured; targeted commands are refused",
+                )
+            mapping = await self.lifecycle.current(t.owner, t.actor)
+            if mapping is None or mapping.state != "active":
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat.principal} has no active lifecycle mapping; check the seat "
+                    "is running, then retry with its current lifecycle uid",
+                )
+            if mapping.lifecycle_uid != t.lifecycleUid:
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat.principal} is now lifecycle {mapping.lifecycle_uid}, not "
+                    f"{t.lifecycleUid}; retry with the current uid",
+                )
+            if t.mappingRevision is not None and t.mappingRevision != mapping.mapping_revision:
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat.principal} mapping is at revision {mapping.mapping_revision}, "
+                    f"not the pinned {t.mappingRevision}; re-read it and retry",
+                )
+        elif self.target_check == "presence":
+            card = await self.presence.lookup(t.owner, t.actor)
+            if card is None or not card.fresh or card.lifecycleUid != t.lifecycleUid:
+                raise _refused(
+                    ErrorCode.EXPIRED,
+                    f"target {seat} has no fresh presence card with that lifecycle uid "
+                    "(target_check = presence); start the seat or check the triple",
+                )
+        return seat
+
+
+def check_agreement(request: envelope.Request, subject: RequestSubject) -> None:
+    """The body must agree with the broker-authenticated subject."""
+    if request.endpoint_token != subject.endpoint_token:
+        raise _refused(
+            ErrorCode.OP_MISMATCH,
+            f"op.endpoint {preview(request.endpoint)} does not agree with the subject's "
+            "endpoint; send the endpoint name the subject addresses",
+        )
+    if request.command != subject.command:
+        raise _refused(
+            ErrorCode.OP_MISMATCH,
+            f"op.command {preview(request.command)} does not agree with the subject's "
+            f"{preview(subject.command)}; name the same command in both",
+        )
+    if subject.route == "all" and request.deadline_ms is None:
+        raise _refused(
+            ErrorCode.BAD_REQUEST, "deadlineMs is required on the scatter rail; send a budget"
+        )
+    if request.bind is not None:
+        if subject.route == "all":
+            raise _refused(
+                ErrorCode.BAD_REQUEST,
+                "a bind on the scatter rail has no coherent reading; drop the bind, or send on "
+                "the one or inst rail",
+            )
+        if subject.route == "inst" and request.bind.instanceId != subject.instance_id:
+            raise _refused(
+                ErrorCode.BAD_REQUEST,
+                "bind.instanceId contradicts the instance the inst-rail subject names; bind "
+                "to the instance the subject addresses",
+            )
+    if subject.mode in (None, "self"):
+        if request.target is not None:
+            shape = "an untargeted" if subject.mode is None else "a self-mode"
+            raise _refused(
+                ErrorCode.TARGET_MISMATCH,
+                f"a body target on {shape} request is refused, never ignored; drop the target",
+            )
+    else:
+        if request.target is None:
+            raise _refused(
+                ErrorCode.TARGET_MISMATCH,
+                f"the {subject.mode} form needs a body target; send target with owner, actor "
+                "and lifecycleUid",
+            )
+        if request.target.owner != subject.target_owner:
+            raise _refused(
+                ErrorCode.TARGET_MISMATCH,
+                "target.owner does not equal the subject's target owner token; send the same "
+                "owner in both",
+            )
+        if (
+            len(subject.target_tokens) == 3
+            and (
+                request.target.actor,
+                request.target.lifecycleUid,
+            )
+            != subject.target_tokens[1:]
+        ):
+            raise _refused(
+                ErrorCode.TARGET_MISMATCH,
+                f"in {subject.mode} mode the body target must equal the subject's target "
+                "triple; send the same seat in both",
+            )
+    sender = subject.caller.principal
+    if request.from_id != sender:
+        raise _refused(
+            ErrorCode.SENDER_MISMATCH,
+            f"from.id {preview(request.from_id)} does not equal the subject's sender "
+            f"{sender}; send from.id as the principal your credential publishes as",
+        )
+
+
+def _checking_failed(request: envelope.Request, exc: Exception) -> ContractError:
+    log.error("internal error admitting %s", request.command, exc_info=exc)
+    return ContractError(
+        ErrorCode.INTERNAL,
+        f"the bridge failed checking the request ({type(exc).__name__}) before serving it; "
+        "retry, and report it if it persists",
+        outcome="not-executed",
+    )
+
+
+def _refused(code: ErrorCode, message: str) -> ContractError:
+    return ContractError(code, message, outcome="not-executed")

@@ -1,0 +1,237 @@
+"""What the GitHub and the GitLab sync do alike, run against each fake on loopback: a task
+is never closed because its issue went missing; server errors are retried with backoff
+and then given up; and a refusal (bad credentials, no access, no such repository or
+project) is never retried, leaves the board stale rather than empty, and never shows the
+token. Retry waits run on virtual time (``VirtualTime``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from tests.providers.github import _support as gh
+from tests.providers.gitlab import _support as gl
+from tests.support.trackers import Side
+
+Script = Callable[[Any], dict[str, Any]]  # scripts the fake; returns endpoint overrides
+
+
+def _revoked(fake: Any) -> dict[str, Any]:
+    return {}  # the test puts a revoked token in the environment
+
+
+def _absent(key: str, value: str) -> Script:
+    return lambda fake: {key: value}
+
+
+def _refused(status: int, path: str, message: str | None = None) -> Script:
+    def script(fake: Any) -> dict[str, Any]:
+        fake.fail_next(status=status, message=message, path=path)
+        return {}
+
+    return script
+
+
+# The refusals each tracker answers a poll with, by case (the status comes first).
+REFUSALS: dict[str, dict[str, Script]] = {
+    "github": {
+        "401 bad credentials": _revoked,
+        "404 no such repository": _absent("repository", "octo-org/no-such-repository"),
+        "422 validation failed": _refused(422, gh.ISSUES, "Validation Failed"),
+        "403 not a rate limit": _refused(
+            403, gh.ISSUES, "Resource not accessible by personal access token"
+        ),
+    },
+    "gitlab": {
+        "401 revoked token": _revoked,
+        "403 no access": _refused(403, gl.ISSUES),
+        "404 no such project": _absent("project", "acme/no-such-project"),
+    },
+}
+REVOKED = {
+    "github": "ghp_revoked0000000000000000000000000000000",
+    "gitlab": "glpat-revoked00000000000",
+}
+
+
+def listing_statuses(side: Side, fake: Any) -> list[int]:
+    return [r.status for r in fake.requests if r.matches("GET", side.issues_path)]
+
+
+async def test_a_task_is_never_closed_because_its_issue_is_missing(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    for k in range(1, 6):
+        side.add_issue(fake, f"Issue {k}", f"Issue {k}, in full.")
+        fake.advance(60)
+    async with side.open(fake, api_url, tmp_path / "b") as endpoint:
+        await endpoint.poll()
+        kept, seq = await endpoint.get(3), await endpoint.seq()
+        fake.advance(60)
+        side.remove(fake, 3)
+        fake.touch(side.prefix, 4)  # updated, but nothing the record carries changed
+        side.retitle(fake, side.issue_titled(fake, "Issue 5"), "Issue 5, retitled")
+        four = await endpoint.get(4)
+
+        report = await endpoint.poll()
+
+        assert report.issues == 2  # #4 and #5; #3 is not on the page
+        assert await endpoint.get(3) == kept
+        assert await endpoint.get(4) == four
+        assert (await endpoint.get(5))["title"] == "Issue 5, retitled"
+        assert await endpoint.seq() == seq + 1  # #5's title alone
+        assert len(await endpoint.all_tasks()) == 5
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A rate limit beyond ``max_rate_limit_wait_s`` on each tracker: the budget that
+    lets two listing pages through, the status the third gets, and the issue the
+    checkpoint stands at then."""
+
+    budget: int
+    status: int
+    boundary: int  # the last issue read before the limit
+    since: str  # the listing's query parameter for "updated since"
+    overrides: tuple[tuple[str, Any], ...] = ()  # the endpoint's, so only listings count
+
+
+BOUNDS = {
+    # Two list pages and their GraphQL reads; page 2 (since #100's updated_at) reads
+    # #100 to #199.
+    "github": Bound(4, 403, 199, "since"),
+    # Keyset pages #1-#100 and #101-#200; no notes read for the commits that mention them.
+    "gitlab": Bound(2, 429, 200, "updated_after", (("commit_mentions", False),)),
+}
+
+
+# What the default rules make of a bulk issue, on each tracker.
+STATUS_OF: dict[str, Callable[[Any, int], tuple[str, str]]] = {
+    "github": gh.expected_status,
+    "gitlab": gl.expected_status,
+}
+
+
+async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    bound = BOUNDS[side.tracker.provider]
+    fake.bulk_issues(side.prefix, 350)
+    overrides = dict(bound.overrides)
+    async with side.open(
+        fake, api_url, tmp_path / "b", max_rate_limit_wait_s=60, **overrides
+    ) as endpoint:
+        clock = endpoint.virtual_time()
+        fake.set_rate_limit(bound.budget, reset_in=3600)
+
+        with pytest.raises(RateLimited):
+            await endpoint.poll()
+
+        assert clock.waits == []  # an hour is not slept through
+        assert listing_statuses(side, fake) == [200, 200, bound.status]
+        page = await endpoint.client.list_tasks(limit=100)
+        assert page["stale"]["reason"].startswith(f"{side.name} sync is failing")
+        assert str(bound.status) in page["stale"]["reason"]
+        assert page["stale"]["staleAsOf"] == 0  # no sync has succeeded yet
+        checkpoint = await endpoint.sync.checkpoint()
+        assert checkpoint["cursor"] == side.updated(fake, bound.boundary)
+        assert len(await endpoint.all_tasks()) == bound.boundary
+
+        fake.advance(3600)  # the window resets
+        mark = len(fake.requests)
+        report = await endpoint.poll()
+
+        listing = [r for r in fake.requests[mark:] if r.matches("GET", side.issues_path)]
+        assert listing[0].query[bound.since] == side.updated(fake, bound.boundary, back_s=5)
+        assert [r.status for r in listing] == [200, 200]
+        # The boundary issue is read again (the overlap); none before it is.
+        assert (report.issues, report.changed) == (351 - bound.boundary, 350 - bound.boundary)
+        tasks = {int(t["taskId"].rsplit("#", 1)[1]): t for t in await endpoint.all_tasks()}
+        assert sorted(tasks) == list(range(1, 351))
+        status_of = STATUS_OF[side.tracker.provider]
+        wrong = [
+            n for n, t in tasks.items() if (t["status"], t["statusSource"]) != status_of(fake, n)
+        ]
+        assert wrong == []
+        assert "stale" not in await endpoint.client.list_tasks()
+
+
+@pytest.mark.parametrize("status", [500, 502, 503, 504])
+async def test_server_errors_are_retried(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path, status: int
+) -> None:
+    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    fake.bulk_issues(side.prefix, 20)
+    async with side.open(fake, api_url, tmp_path / "b") as endpoint:
+        clock = endpoint.virtual_time()
+        fake.fail_next(2, status=status, path=side.issues_path)
+
+        report = await endpoint.poll()
+
+        assert listing_statuses(side, fake) == [status, status, 200]
+        assert len(clock.waits) == 2
+        assert clock.waits[0] <= 1.0
+        assert clock.waits[1] <= 2.0  # exponential backoff with jitter
+        assert report.issues == 20
+        assert "stale" not in await endpoint.client.list_tasks()
+
+
+async def test_server_errors_give_up_after_max_retries(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    fake.bulk_issues(side.prefix, 20)
+    async with side.open(fake, api_url, tmp_path / "b", max_retries=2) as endpoint:
+        endpoint.virtual_time()
+        fake.fail_next(5, status=503, retry_after=None, path=side.issues_path)
+        with pytest.raises(TrackerHttpError) as failed:
+            await endpoint.poll()
+        assert failed.value.status == 503
+        assert listing_statuses(side, fake) == [503, 503, 503]
+        assert "stale" in await endpoint.client.list_tasks()
+
+
+@pytest.mark.parametrize(
+    ("tracker_side", "case"),
+    [(name, case) for name, cases in REFUSALS.items() for case in cases],
+    indirect=["tracker_side"],
+)
+async def test_refusals_are_never_retried(
+    tracker_side: Side,
+    case: str,
+    tracker_fake: Any,
+    tracker_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    status = int(case.split()[0])
+    fake.bulk_issues(side.prefix, 5)
+    overrides = REFUSALS[side.tracker.provider][case](fake)
+    revoked = REVOKED[side.tracker.provider]
+    if status == 401:
+        monkeypatch.setenv(side.token_env, revoked)
+    caplog.set_level(logging.DEBUG)
+    async with side.open(fake, api_url, tmp_path / "b", **overrides) as endpoint:
+        clock = endpoint.virtual_time()
+        with pytest.raises(TrackerHttpError) as failed:
+            await endpoint.poll()
+        assert failed.value.status == status
+        assert [r.status for r in fake.requests] == [status]
+        assert clock.waits == []
+        page = await endpoint.client.list_tasks()
+        assert page["tasks"] == []
+        assert page["stale"]["reason"].startswith(f"{side.name} sync is failing")
+    for secret in (fake.token, revoked[: revoked.index("revoked") + len("revoked")]):
+        assert secret not in caplog.text
+        assert secret not in str(failed.value)

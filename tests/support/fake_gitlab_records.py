@@ -1,0 +1,190 @@
+"""The fake GitLab's records and the mutations the test-facing helpers (``FakeGitLab``) and
+the API's handlers share: users and projects looked up, state, labels (scoped ones kept
+exclusive), assignees, notes and new issues."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from tests.support.fake_gitlab_knobs import FakeGitLabKnobs
+from tests.support.fake_gitlab_model import (
+    Issue,
+    Label,
+    MergeRequest,
+    Note,
+    Project,
+    User,
+    iso,
+    scope_of,
+)
+
+
+class FakeGitLabRecords(FakeGitLabKnobs):
+    """The records and their mutations; ``FakeGitLab`` builds on them."""
+
+    username: str
+    users: dict[str, User]
+    projects: dict[int, Project]
+    _user_ids: Iterator[int]
+    _project_ids: Iterator[int]
+    _ids: Iterator[int]
+
+    # -- users and projects ------------------------------------------------------------
+
+    def add_user(self, username: str, name: str | None = None, *, bot: bool = False) -> User:
+        """A user (idempotent); ``name`` defaults to the capitalized username."""
+        user = self.users.get(username)
+        if user is None:
+            display = name or username.replace(".", " ").replace("-", " ").title()
+            user = User(next(self._user_ids), username, display, bot=bot)
+            self.users[username] = user
+        return user
+
+    def user_by_id(self, user_id: int) -> User | None:
+        return next((u for u in self.users.values() if u.id == user_id), None)
+
+    def add_project(self, path_with_namespace: str, *, project_id: int | None = None) -> Project:
+        """A project (idempotent by path), e.g. ``acme/widgets``."""
+        if "/" not in path_with_namespace:
+            raise ValueError(f"project must be namespace/path, not {path_with_namespace!r}")
+        existing = self.find_project(path_with_namespace)
+        if existing is not None:
+            return existing
+        pid = project_id if project_id is not None else next(self._project_ids)
+        name = path_with_namespace.rsplit("/", 1)[1].replace("-", " ").title()
+        project = Project(pid, path_with_namespace, name, self.clock.ms - 86_400_000 * 365)
+        self.projects[pid] = project
+        return project
+
+    def project(self, ref: int | str) -> Project:
+        """A project by numeric id or ``namespace/path`` (case-insensitive)."""
+        project = self.find_project(ref)
+        if project is None:
+            raise KeyError(f"no project {ref!r}")
+        return project
+
+    def find_project(self, ref: int | str) -> Project | None:
+        if isinstance(ref, int) or ref.isdigit():
+            return self.projects.get(int(ref))
+        wanted = ref.lower()
+        return next(
+            (p for p in self.projects.values() if p.path_with_namespace.lower() == wanted), None
+        )
+
+    def issue(self, project: int | str, iid: int) -> Issue:
+        return self.project(project).issues[iid]
+
+    def merge_request(self, project: int | str, iid: int) -> MergeRequest:
+        return self.project(project).merge_requests[iid]
+
+    # -- mutations shared by the helpers and the API -------------------------------------
+
+    def set_state(self, issue: Issue, state: str, actor: str) -> bool:
+        """Close or reopen; a no-op (``False``) if already there."""
+        if state == issue.state:
+            return False
+        now = self.clock.ms
+        if state == "closed":
+            issue.state, issue.closed_ms, issue.closed_by = "closed", now, actor
+        else:
+            issue.state, issue.closed_ms, issue.closed_by = "opened", None, None
+        issue.updated_ms = now
+        return True
+
+    def normalize_labels(self, names: Iterable[str]) -> list[str]:
+        """Deduplicated, and (``exclusive_scoped_labels``) the last label of each scope
+        wins, as GitLab Premium applies scoped labels."""
+        out: list[str] = []
+        for name in names:
+            if name in out:
+                continue
+            scope = scope_of(name)
+            if self.exclusive_scoped_labels and scope is not None:
+                out = [n for n in out if scope_of(n) != scope]
+            out.append(name)
+        return out
+
+    def set_labels(self, issue: Issue, names: Iterable[str]) -> bool:
+        """Replace the labels (creating unknown ones in the project); ``True`` if changed."""
+        proj = self.projects[issue.project_id]
+        new = self.normalize_labels(names)
+        for name in new:
+            self.ensure_label(proj, name)
+        if new == issue.labels:
+            return False
+        issue.labels = new
+        issue.updated_ms = self.clock.ms
+        return True
+
+    def set_assignees(self, issue: Issue, usernames: Iterable[str]) -> bool:
+        new = list(dict.fromkeys(usernames))
+        if new == issue.assignees:
+            return False
+        issue.assignees = new
+        issue.updated_ms = self.clock.ms
+        return True
+
+    def note(self, issue: Issue, author: str, body: str, *, system: bool = False) -> Note:
+        now = self.clock.ms
+        note = Note(self._next_id(), author, body, now, now, system=system)
+        issue.notes.append(note)
+        issue.updated_ms = now
+        return note
+
+    def create_issue(
+        self,
+        project: Project,
+        title: str,
+        description: str | None,
+        labels: Sequence[str],
+        assignees: Sequence[str],
+        author: str,
+    ) -> Issue:
+        now = self.clock.ms
+        issue = self._new_issue(project, title, description, author, now, now)
+        issue.labels = self.normalize_labels(labels)
+        for name in issue.labels:
+            self.ensure_label(project, name)
+        issue.assignees = list(dict.fromkeys(assignees))
+        return issue
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _next_id(self) -> int:
+        return next(self._ids)
+
+    def ensure_label(self, project: Project, name: str) -> Label:
+        label = project.labels.get(name)
+        if label is None:
+            label = Label.make(self._next_id() % 10_000_000, name, self.clock.ms)
+            project.labels[name] = label
+        return label
+
+    def _new_issue(
+        self,
+        project: Project,
+        title: str,
+        description: str | None,
+        author: str,
+        created_ms: int,
+        updated_ms: int,
+    ) -> Issue:
+        issue = Issue(
+            project.id,
+            project.next_iid,
+            self._next_id(),
+            title,
+            description,
+            self.add_user(author).username,
+            created_ms,
+            updated_ms,
+        )
+        project.next_iid += 1
+        project.issues[issue.iid] = issue
+        return issue
+
+    def describe(self, project: int | str, iid: int) -> str:
+        """``acme/widgets#3 [closed] updated 2026-…`` (for assertion messages)."""
+        issue = self.issue(project, iid)
+        ref = f"{self.project(project).path_with_namespace}#{iid}"
+        return f"{ref} [{issue.state}] updated {iso(issue.updated_ms)}"

@@ -1,0 +1,307 @@
+"""The two hosted trackers side by side, for the suites written once and run against each:
+one ``Side`` per tracker says how to make and serve its fake, open an endpoint or a bridge
+on it, and read back what an issue holds (its state, assignees, labels, user comments or
+notes, and the writes that reached it).
+
+The fixtures ``tracker_side`` (once per tracker), ``tracker_fake`` (its fake, the token in
+the environment) and ``tracker_url`` (the fake served on loopback) are a pytest plugin
+the root ``conftest.py`` loads."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from cotal_tasks.bridge.config import EndpointConfig
+from tests.bridge._support import DictPresence
+from tests.providers.github import _support as gh
+from tests.providers.gitlab import _support as gl
+from tests.providers.hosted_support import HostedEndpoint, HostedMesh
+from tests.support.bridge import ENDPOINT
+from tests.support.fake_github import FakeGitHub, serve_fake_github
+from tests.support.fake_github import iso as github_iso
+from tests.support.fake_gitlab import FakeGitLab, serve_fake_gitlab
+from tests.support.fake_gitlab import iso as gitlab_iso
+from tests.support.fake_tracker import RecordedRequest, unmarked
+
+
+@dataclass(frozen=True)
+class Tracker:
+    """What the conformance checks tell a permissioned bridge about its tracker."""
+
+    provider: str  # "github", "gitlab"
+    section: Callable[[str], str]  # api url -> the endpoint's TOML lines after its name
+    endpoint: Callable[[str], EndpointConfig]  # api url -> the bridge's endpoint config
+    labels_of: Callable[[Any, str], list[str]]  # (fake, issue title) -> its labels
+    claimed: str  # the label a claim or bind puts on the issue
+
+
+class Side(ABC):
+    """One tracker under the conformance checks. ``seats`` maps its accounts to the
+    callers the checks use; a caller without an account is only labelled on a claim."""
+
+    name: str  # "GitHub", "GitLab"
+    prefix: str  # the repository or project path task ids start with
+    issues_path: str  # the issue listing's path on the fake
+    seats: ClassVar[dict[str, str]]
+    claimed: str  # the label a claim or bind puts on an issue
+    blocked: str
+    open_state: str
+    token_env: str
+    revoked_token: str
+    tracker: Tracker  # the endpoint as check 9's broker half starts it
+
+    @abstractmethod
+    def make_fake(self) -> Any: ...
+
+    def __init__(
+        self,
+        provider: str,
+        place: tuple[str, str],  # the config key naming the repository or project, and it
+        config: Callable[[str], Any],  # api url -> the endpoint's tracker section
+        serve: Callable[[Any], AbstractAsyncContextManager[str]],
+        mesh: Callable[..., AbstractAsyncContextManager[HostedMesh[Any]]],
+        opener: Callable[..., AbstractAsyncContextManager[HostedEndpoint[Any]]],
+    ) -> None:
+        key, value = place
+        self.serve, self._mesh, self._open = serve, mesh, opener
+        self.tracker = Tracker(
+            provider=provider,
+            section=lambda api_url: (
+                f'provider = "{provider}"\n[endpoints.{provider}]\n{key} = "{value}"\n'
+                f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
+            ),
+            endpoint=lambda api_url: EndpointConfig(
+                name=ENDPOINT, provider=provider, **{provider: config(api_url)}
+            ),
+            labels_of=lambda fake, title: self.issue_titled(fake, title).labels,
+            claimed=self.claimed,
+        )
+
+    def mesh(
+        self, tmp_path: Path, fake: Any, api_url: str, **overrides: Any
+    ) -> AbstractAsyncContextManager[HostedMesh[Any]]:
+        return self._mesh(tmp_path, fake, api_url, seats=self.seats, **overrides)
+
+    def open_fresh(
+        self, fake: Any, api_url: str, data_dir: Path, presence: DictPresence
+    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]:
+        """An endpoint on a fresh mirror, with this side's seat directory."""
+        return self._open(fake, api_url, data_dir, presence=presence, seats=self.seats)
+
+    def open(
+        self, fake: Any, api_url: str, data_dir: Path, **overrides: Any
+    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]:
+        """An endpoint on a fresh mirror, its config as the provider tests default it."""
+        return self._open(fake, api_url, data_dir, **overrides)
+
+    @abstractmethod
+    def issues(self, fake: Any) -> list[Any]: ...
+
+    @abstractmethod
+    def number(self, issue: Any) -> int: ...
+
+    @abstractmethod
+    def notes(self, issue: Any) -> list[str]:
+        """The comments or notes a user (the bridge) wrote, without their write marks."""
+
+    @abstractmethod
+    def body(self, issue: Any) -> str | None: ...
+
+    @abstractmethod
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        """The writes one claim or bind by ``local.<actor>`` makes to issue ``n``."""
+
+    @abstractmethod
+    def add_issue(self, fake: Any, title: str, body: str) -> int: ...
+
+    @abstractmethod
+    def retitle(self, fake: Any, issue: Any, title: str) -> None: ...
+
+    @abstractmethod
+    def updated(self, fake: Any, n: int, back_s: int = 0) -> str:
+        """Issue ``n``'s last update, ``back_s`` seconds earlier, as the tracker writes times."""
+
+    @abstractmethod
+    def remove(self, fake: Any, n: int) -> None:
+        """Issue ``n`` is gone from the tracker's lists (deleted, moved or hidden)."""
+
+    @abstractmethod
+    def drop(self, fake: Any, issue: Any) -> str:
+        """Close ``issue`` as not done on the tracker; returns the statusSource it maps to."""
+
+    @abstractmethod
+    def closed_as_done(self, fake: Any, issue: Any) -> bool:
+        """Whether the bridge closed ``issue`` as completed."""
+
+    def refuse_next_listing(self, fake: Any) -> None:
+        """The next issue listing is refused (403, not a rate limit)."""
+        fake.fail_next(status=403, message="403 Forbidden", path=self.issues_path)
+
+    def accounts(self, actor: str) -> list[str]:
+        """The assignees a claim by ``local.<actor>`` leaves on an issue."""
+        return [login for login, principal in self.seats.items() if principal == f"local.{actor}"]
+
+    def task_id(self, issue: Any) -> str:
+        return f"{self.prefix}#{self.number(issue)}"
+
+    def issue_titled(self, fake: Any, title: str) -> Any:
+        (issue,) = [i for i in self.issues(fake) if i.title == title]
+        return issue
+
+    def titles(self, fake: Any) -> list[str]:
+        return [i.title for i in self.issues(fake)]
+
+    def writes_to(self, fake: Any, issue: Any) -> list[RecordedRequest]:
+        """Writes to one issue after its creation."""
+        base = f"{self.issues_path}/{self.number(issue)}"
+        return [r for r in fake.writes if r.path == base or r.path.startswith(base + "/")]
+
+    def shape(self, fake: Any, issue: Any) -> list[tuple[str, str]]:
+        return [
+            (r.method, r.path.removeprefix(self.issues_path)) for r in self.writes_to(fake, issue)
+        ]
+
+
+class GitHubSide(Side):
+    name, prefix, issues_path = "GitHub", gh.REPO, gh.ISSUES
+    seats: ClassVar[dict[str, str]] = {"octobot": "local.worker", "hubot": "local.w"}
+    claimed, blocked, open_state = "in-progress", "blocked", "open"
+    token_env, revoked_token = gh.TOKEN_ENV, "ghp_rotated000000000000000000000000000000"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "github",
+            ("repository", gh.REPO),
+            gh.github_config,
+            serve_fake_github,
+            gh.github_mesh,
+            gh.open_github,
+        )
+
+    def make_fake(self) -> FakeGitHub:
+        return FakeGitHub(assignable=list(self.seats))
+
+    def issues(self, fake: FakeGitHub) -> list[Any]:
+        return list(fake.repos[gh.REPO].issues.values())
+
+    def number(self, issue: Any) -> int:
+        return int(issue.number)
+
+    def notes(self, issue: Any) -> list[str]:
+        return [unmarked(c.body) for c in issue.comments]
+
+    def body(self, issue: Any) -> str | None:
+        return unmarked(issue.body)  # type: ignore[no-any-return]
+
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        assigned = [("POST", f"/{n}/assignees")] if self.accounts(actor) else []
+        return [*assigned, ("POST", f"/{n}/labels")]
+
+    def add_issue(self, fake: FakeGitHub, title: str, body: str) -> int:
+        return int(fake.add_issue(gh.REPO, title, body)["number"])
+
+    def retitle(self, fake: FakeGitHub, issue: Any, title: str) -> None:
+        fake.set_title(issue, title, "octocat")
+
+    def updated(self, fake: FakeGitHub, n: int, back_s: int = 0) -> str:
+        return github_iso(fake.issue(gh.REPO, n).updated_at - back_s)
+
+    def remove(self, fake: FakeGitHub, n: int) -> None:
+        fake.delete_issue(gh.REPO, n)  # gone from every list; GET answers 410
+
+    def drop(self, fake: FakeGitHub, issue: Any) -> str:
+        fake.close_issue(gh.REPO, issue.number, "not_planned")
+        return "closed/not_planned"
+
+    def closed_as_done(self, fake: FakeGitHub, issue: Any) -> bool:
+        return (issue.state, issue.state_reason) == ("closed", "completed")
+
+
+class GitLabSide(Side):
+    name, prefix, issues_path = "GitLab", gl.PROJECT, gl.ISSUES
+    seats: ClassVar[dict[str, str]] = {
+        "worker-bot": "local.worker",
+        "w-bot": "local.w",
+        "holder-bot": "local.holder",
+    }
+    claimed, blocked, open_state = gl.CLAIMED, gl.BLOCKED, "opened"
+    token_env, revoked_token = gl.TOKEN_ENV, "glpat-rotated00000000000"
+
+    def __init__(self) -> None:
+        super().__init__(
+            "gitlab",
+            ("project", gl.PROJECT),
+            gl.gitlab_config,
+            serve_fake_gitlab,
+            gl.gitlab_mesh,
+            gl.open_gitlab,
+        )
+
+    def make_fake(self) -> FakeGitLab:
+        fake = FakeGitLab(projects=(gl.PROJECT,))
+        for username in self.seats:
+            fake.add_user(username)
+        return fake
+
+    def issues(self, fake: FakeGitLab) -> list[Any]:
+        return list(fake.project(gl.PROJECT).issues.values())
+
+    def number(self, issue: Any) -> int:
+        return int(issue.iid)
+
+    def notes(self, issue: Any) -> list[str]:
+        return [unmarked(n.body) for n in issue.notes if not n.system]
+
+    def body(self, issue: Any) -> str | None:
+        return unmarked(issue.description)  # type: ignore[no-any-return]
+
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        return [("PUT", f"/{n}")]  # GitLab replaces the assignees and adds the label at once
+
+    def add_issue(self, fake: FakeGitLab, title: str, body: str) -> int:
+        return int(fake.add_issue(gl.PROJECT, title, body)["iid"])
+
+    def retitle(self, fake: FakeGitLab, issue: Any, title: str) -> None:
+        issue.title, issue.updated_ms = title, fake.clock.ms
+
+    def updated(self, fake: FakeGitLab, n: int, back_s: int = 0) -> str:
+        return gitlab_iso(fake.issue(gl.PROJECT, n).updated_ms - back_s * 1000)
+
+    def remove(self, fake: FakeGitLab, n: int) -> None:
+        fake.delete_issue(gl.PROJECT, n)  # gone from every list; GET answers 404
+
+    def drop(self, fake: FakeGitLab, issue: Any) -> str:
+        fake.set_labels(issue, [gl.WONT_DO])
+        fake.close_issue(gl.PROJECT, issue.iid)
+        return gl.WONT_DO
+
+    def closed_as_done(self, fake: FakeGitLab, issue: Any) -> bool:
+        return (issue.state, issue.closed_by) == ("closed", fake.username)
+
+
+SIDES: dict[str, Side] = {"github": GitHubSide(), "gitlab": GitLabSide()}
+
+
+@pytest.fixture(params=list(SIDES))
+def tracker_side(request: pytest.FixtureRequest) -> Side:
+    return SIDES[request.param]
+
+
+@pytest.fixture
+def tracker_fake(tracker_side: Side, monkeypatch: pytest.MonkeyPatch) -> Any:
+    fake = tracker_side.make_fake()
+    monkeypatch.setenv(tracker_side.token_env, fake.token)
+    return fake
+
+
+@pytest.fixture
+async def tracker_url(tracker_side: Side, tracker_fake: Any) -> AsyncIterator[str]:
+    async with tracker_side.serve(tracker_fake) as url:
+        yield url
