@@ -39,7 +39,6 @@ REFUSALS = {
 PENDING = (
     "bridge/hosted.py",
     "bridge/process/",
-    "bridge/wire/admission.py",
     "bridge/wire/server.py",
 )
 REMEDY = re.compile(r"\. [A-Z]")
