@@ -3,8 +3,9 @@
 
 ``check_agreement`` is the subject half of the boundary (``op-mismatch``,
 ``target-mismatch``, ``sender-mismatch``); ``Admission.admitted`` adds the class, the
-pinned digests, the bind fence, mode admission, the args schema and the target's
-currency, and yields the ``Call`` to serve. Every refusal says ``not-executed``.
+pinned digests, the bind fence, mode admission, the args (parsed once, by ``parse_args``)
+and the target's currency, and yields the ``Call`` to serve, its input already parsed.
+Every refusal says ``not-executed``.
 """
 
 from __future__ import annotations
