@@ -36,11 +36,7 @@ REFUSALS = {
 }
 # Sources restructured on their own branches (a file, or a folder ending in "/"); their
 # messages move to the sentence form with that work. Remove an entry once it passes.
-PENDING = (
-    "bridge/hosted.py",
-    "bridge/process/",
-    "bridge/wire/server.py",
-)
+PENDING = ("bridge/hosted.py",)
 REMEDY = re.compile(r"\. [A-Z]")
 FORWARDED = "<forwarded>. Remedy"
 
