@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
-from cotal_tasks.core.identity import Principal
+from cotal_tasks.core.identity import LIFECYCLE_UID, OWNER_OR_ACTOR, Principal
 from cotal_tasks.providers import registry
 from cotal_tasks.providers.hosted.config import Closed
 
@@ -104,7 +104,7 @@ class HttpToken(Closed):
 
     token_env: Annotated[str, Field(min_length=1)]
     principal: Principal
-    lifecycle_uid: Annotated[str, Field(pattern=r"^[a-z0-9]{26,32}$")] | None = None
+    lifecycle_uid: Annotated[str, Field(pattern=LIFECYCLE_UID.pattern)] | None = None
     capabilities: tuple[Literal["tasks.read", "tasks.self"], ...] = ("tasks.read",)
 
 
@@ -119,7 +119,7 @@ class HttpConfig(Closed):
 
 class BridgeConfig(Closed):
     space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
-    owner: Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}$")] = "local"
+    owner: Annotated[str, Field(pattern=OWNER_OR_ACTOR.pattern)] = "local"
     data_dir: Path = Path(".cotal-tasks")
     nats_url: str | None = None  # absent: start an embedded nats-server
     nats_credentials: Path | None = None  # a NATS .creds file for the bridge's serve credential
@@ -145,7 +145,7 @@ class BridgeConfig(Closed):
                 return ep
         known = ", ".join(ep.name for ep in self.endpoints)
         raise ContractError(
-            ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config; it serves {known}"
+            ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config. Name one it serves: {known}"
         )
 
 
@@ -157,11 +157,11 @@ def load_config(path: Path | None) -> BridgeConfig:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ContractError(
-            ErrorCode.BAD_REQUEST, f"cannot read config {path}: {exc.strerror}; check the path"
+            ErrorCode.BAD_REQUEST, f"cannot read config {path}: {exc.strerror}. Check the path"
         ) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ContractError(
-            ErrorCode.BAD_REQUEST, f"config {path} is not valid TOML ({exc}); fix the syntax"
+            ErrorCode.BAD_REQUEST, f"config {path} is not valid TOML ({exc}). Fix the syntax"
         ) from exc
     try:
         config = BridgeConfig.model_validate(raw)
@@ -171,7 +171,9 @@ def load_config(path: Path | None) -> BridgeConfig:
             f"{err['msg'].removeprefix('Value error, ')}"
             for err in exc.errors(include_url=False, include_input=False)
         )
-        raise ContractError(ErrorCode.BAD_REQUEST, f"config {path}: {problems}") from exc
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, f"config {path} is refused: {problems}. Fix those settings"
+        ) from exc
     if not config.data_dir.is_absolute():
         config = config.model_copy(update={"data_dir": (path.parent / config.data_dir)})
     return config

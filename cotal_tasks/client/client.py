@@ -140,7 +140,7 @@ class TasksClient(Session):
         except (NatsError, OSError) as exc:
             raise TasksError(
                 ErrorCode.UNAVAILABLE,
-                f"cannot connect to {nats_url} ({type(exc).__name__}: {exc}); check the URL "
+                f"cannot connect to {nats_url} ({type(exc).__name__}: {exc}). Check the URL "
                 "and the credentials",
                 outcome="not-executed",
             ) from exc

@@ -109,7 +109,7 @@ class ContractStore:
             raise TasksError(
                 ErrorCode.UNAVAILABLE,
                 f"the contract store {stream} did not answer for {digest_text} "
-                f"({type(exc).__name__}); check the space is set up and this credential may "
+                f"({type(exc).__name__}). Check the space is set up and this credential may "
                 "read it",
                 outcome="not-executed",
             ) from exc
@@ -208,7 +208,7 @@ async def resolve(
         )
     raise TasksError(
         ErrorCode.NOT_FOUND,
-        f"{endpoint} serves no {CLUSTER_URN} cluster to this caller; check the endpoint name "
+        f"{endpoint} serves no {CLUSTER_URN} cluster to this caller. Check the endpoint name "
         "and that this seat is granted its commands",
         outcome="not-executed",
     )

@@ -68,7 +68,7 @@ def from_reply(reply: Mapping[str, Any]) -> TasksError:
     if not isinstance(error, Mapping):
         return TasksError(
             ErrorCode.INTERNAL,
-            "the endpoint answered ok: false without an error object; report it to its operator",
+            "the endpoint answered ok: false without an error object. Report it to its operator",
             reply=reply,
         )
     raw_code = error.get("code")

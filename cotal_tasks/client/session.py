@@ -72,7 +72,7 @@ class Session:
         try:
             self.rail = CallerRail(space, self.seat, generation)
         except ValueError as exc:
-            raise usage_error(f"generation {generation!r}: {exc}; give 32 hex digits") from exc
+            raise usage_error(f"generation {generation!r}: {exc}. Give 32 hex digits") from exc
         self._store = ContractStore(nc, space)
         self._service: Service | None = None
 
@@ -132,8 +132,8 @@ class Session:
             mode = "owner" if target.owner == self.seat.owner and "owner" in row.modes else "any"
         if mode is None:
             raise usage_error(
-                f"{row.name} is a targeted command ({row.targeting()}) and none was given; "
-                "give a mode (mode self acts on your own seat)"
+                f"{row.name} is a targeted command ({row.targeting()}) and none was given. "
+                "Give a mode (mode self acts on your own seat)"
             )
         refusal = mode_refusal(row.name, row.modes, mode, target_given=target is not None)
         if refusal is not None:
@@ -169,7 +169,7 @@ class Session:
             raise usage_error(args_refused(command, payload, row.args))
         if envelope_id is not None and not ID_TOKEN.fullmatch(envelope_id):
             raise usage_error(
-                "an envelope id is 1 to 64 characters of [A-Za-z0-9_-]; choose one of those"
+                "an envelope id is 1 to 64 characters of [A-Za-z0-9_-]. Choose one of those"
             )
         body = self._envelope(command, envelope_id or new_id(), wait_s)
         body["args"] = payload
@@ -243,7 +243,7 @@ class Session:
         row = service.commands.get(command)
         if row is None:
             raise usage_error(
-                f"{self.endpoint} shows this caller no command {command!r}; it serves "
+                f"{self.endpoint} shows this caller no command {command!r}. Name one it serves: "
                 + (", ".join(service.commands) or "nothing to this caller")
             )
         return row

@@ -150,7 +150,10 @@ async def exchange(
         sub = await nc.subscribe(rail.reply_filter(request_nonce))
     except NatsError as exc:
         raise TasksError(
-            ErrorCode.UNAVAILABLE, f"cannot read replies ({exc})", outcome="not-executed"
+            ErrorCode.UNAVAILABLE,
+            f"cannot subscribe to the reply subject ({exc}). Check the connection "
+            "and that this credential may subscribe to its reply rail",
+            outcome="not-executed",
         ) from exc
     unserved: TasksError | None = None
     try:
@@ -253,8 +256,8 @@ async def _first_reply(sub: Any, expect: _Expect, wait_s: float, *, strict: bool
                 raise _Unserved(
                     TasksError(
                         ErrorCode.UNAVAILABLE,
-                        f"no instance of the endpoint is serving in space {expect.rail.space}; "
-                        "start it (cotal-tasks serve) or check the space and endpoint names",
+                        f"no instance of the endpoint is serving in space {expect.rail.space}. "
+                        "Start it (cotal-tasks serve) or check the space and endpoint names",
                         outcome="not-executed",
                     )
                 )

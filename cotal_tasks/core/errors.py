@@ -67,27 +67,3 @@ class ContractError(Exception):
         if self.outcome is None:
             self.outcome = outcome
         return self
-
-
-def bad_request(message: str) -> ContractError:
-    return ContractError(ErrorCode.BAD_REQUEST, message)
-
-
-def conflict(message: str) -> ContractError:
-    return ContractError(ErrorCode.CONFLICT, message)
-
-
-def permission_denied(message: str) -> ContractError:
-    return ContractError(ErrorCode.PERMISSION_DENIED, message)
-
-
-def not_found(message: str) -> ContractError:
-    return ContractError(ErrorCode.NOT_FOUND, message)
-
-
-def failed_precondition(message: str) -> ContractError:
-    return ContractError(ErrorCode.FAILED_PRECONDITION, message)
-
-
-def unavailable(message: str) -> ContractError:
-    return ContractError(ErrorCode.UNAVAILABLE, message)

@@ -12,7 +12,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from cotal_tasks.core.errors import bad_request
+from cotal_tasks.core.errors import ContractError, ErrorCode
 
 OWNER_OR_ACTOR = re.compile(r"^[A-Za-z0-9_]{1,64}$")
 LIFECYCLE_UID = re.compile(r"^[a-z0-9]{26,32}$")
@@ -38,14 +38,16 @@ class Seat:
     def __post_init__(self) -> None:
         for name, value in (("owner", self.owner), ("actor", self.actor)):
             if not OWNER_OR_ACTOR.fullmatch(value):
-                raise bad_request(
+                raise ContractError(
+                    ErrorCode.BAD_REQUEST,
                     f"seat {name} {value!r} is not a Cotal owner/actor token "
-                    "([A-Za-z0-9_], 1 to 64 characters); use the principal as the broker knows it"
+                    "([A-Za-z0-9_], 1 to 64 characters). Use the principal as the broker knows it",
                 )
         if not LIFECYCLE_UID.fullmatch(self.lifecycleUid):
-            raise bad_request(
-                f"lifecycle uid {self.lifecycleUid!r} is not 26 to 32 characters of [a-z0-9]; "
-                "use the uid from the seat's lifecycle record"
+            raise ContractError(
+                ErrorCode.BAD_REQUEST,
+                f"lifecycle uid {self.lifecycleUid!r} is not 26 to 32 characters of [a-z0-9]. "
+                "Use the uid from the seat's lifecycle record",
             )
 
     @property
@@ -61,7 +63,10 @@ class Seat:
         principal, slash, uid = text.partition("/")
         owner, dot, actor = principal.partition(".")
         if not slash or not dot:
-            raise bad_request(f"seat {text!r} is not OWNER.ACTOR/LIFECYCLE_UID; write it so")
+            raise ContractError(
+                ErrorCode.BAD_REQUEST,
+                f"seat {text!r} is not OWNER.ACTOR/LIFECYCLE_UID. Write it so",
+            )
         return cls(owner, actor, uid)
 
 
@@ -69,15 +74,17 @@ def endpoint_token(name: str) -> str:
     """The subject token of an endpoint name: DNS-shaped labels joined by ``_``."""
     labels = name.split(".")
     if not all(_LABEL.fullmatch(label) for label in labels):
-        raise bad_request(
-            f"endpoint name {name!r} must be dot-separated labels of [a-z0-9-] that neither "
-            "start nor end with '-', for example com.acme.tasks"
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            f"endpoint name {name!r} is not dot-separated labels of [a-z0-9-] that neither "
+            "start nor end with '-'. Name it so, for example com.acme.tasks",
         )
     token = "_".join(labels)
     if len(token) > ENDPOINT_TOKEN_MAX:
-        raise bad_request(
-            f"endpoint name {name!r} makes a {len(token)}-character token; "
-            f"keep it within {ENDPOINT_TOKEN_MAX}"
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            f"endpoint name {name!r} makes a {len(token)}-character token. "
+            f"Keep it within {ENDPOINT_TOKEN_MAX}",
         )
     return token
 

@@ -13,12 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cotal_tasks.core.errors import (
-    bad_request,
-    conflict,
-    failed_precondition,
-    permission_denied,
-)
+from cotal_tasks.core.errors import ContractError, ErrorCode
 from cotal_tasks.core.identity import Seat
 from cotal_tasks.core.messages import (
     AdministerTaskInput,
@@ -55,7 +50,11 @@ def check_invariant(task: Task) -> None:
     """Raise ``bad-request`` when ``task`` breaks the status-binding invariant."""
     why = invariant_violation(task.status, task.binding is not None)
     if why is not None:
-        raise bad_request(f"task {task.taskId!r}: {why}; the record would be invalid")
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            f"task {task.taskId!r}: {why}, so the record would be invalid. Send a status "
+            "that fits the binding",
+        )
 
 
 def new_binding(seat: Seat, *, bound_by: str, environment: str | None, now: int) -> TaskBinding:
@@ -103,9 +102,10 @@ def _append_evidence(
         seen.add((item.kind, item.ref))
         have.append(TaskEvidence(kind=item.kind, ref=item.ref, addedAt=now))
     if len(have) > MAX_EVIDENCE:
-        raise bad_request(
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
             f"task {task.taskId!r} would carry {len(have)} evidence entries, over the limit of "
-            f"{MAX_EVIDENCE}; attach fewer (evidence is never removed from a task)"
+            f"{MAX_EVIDENCE}. Attach fewer (evidence is never removed from a task)",
         )
     return tuple(have)
 
@@ -135,9 +135,10 @@ def create_task(args: CreateTaskInput, *, task_id: str, space: str, now: int) ->
 
 def _refuse_terminal(task: Task, command: str) -> None:
     if task.status in TERMINAL:
-        raise failed_precondition(
+        raise ContractError(
+            ErrorCode.FAILED_PRECONDITION,
             f"task {task.taskId!r} is {task.status}; {command} binds work in progress only. "
-            'An operator can reopen it first with administer-task {"status": "open"}'
+            'An operator can reopen it first with administer-task {"status": "open"}',
         )
 
 
@@ -146,10 +147,11 @@ def claim_task(task: Task, caller: Seat, *, environment: str | None, now: int) -
     if task.binding is not None:
         if task.binding.names(caller.owner, caller.actor, caller.lifecycleUid):
             return task
-        raise conflict(
+        raise ContractError(
+            ErrorCode.CONFLICT,
             f"task {task.taskId!r} is bound to another seat "
-            f"({task.binding.owner}.{task.binding.actor}); pick an unbound task, or ask an "
-            "operator to free it with administer-task or move it with bind-task"
+            f"({task.binding.owner}.{task.binding.actor}). Pick an unbound task, or ask an "
+            "operator to free it with administer-task or move it with bind-task",
         )
     _refuse_terminal(task, "claim-task")
     binding = new_binding(caller, bound_by=caller.principal, environment=environment, now=now)
@@ -172,17 +174,19 @@ def bind_task(
     if args.checks_binding:
         expected = args.expectedBinding
         if expected is None and current is not None:
-            raise conflict(
-                f"task {task.taskId!r} is bound, but expectedBinding null asserted it unbound; "
-                "read it with get-task and retry with its current binding"
+            raise ContractError(
+                ErrorCode.CONFLICT,
+                f"task {task.taskId!r} is bound, but expectedBinding null asserted it unbound. "
+                "Read it with get-task and retry with its current binding",
             )
         if expected is not None and (
             current is None
             or not current.names(expected.owner, expected.actor, expected.lifecycleUid)
         ):
-            raise conflict(
-                f"task {task.taskId!r} is not bound to the expectedBinding triple; "
-                "read it with get-task and retry with its current binding"
+            raise ContractError(
+                ErrorCode.CONFLICT,
+                f"task {task.taskId!r} is not bound to the expectedBinding triple. "
+                "Read it with get-task and retry with its current binding",
             )
     _refuse_terminal(task, "bind-task")
     binding = new_binding(target, bound_by=bound_by, environment=environment, now=now)
@@ -194,10 +198,11 @@ def update_task(task: Task, caller: Seat, args: UpdateTaskInput, *, now: int) ->
     """``update-task``: only the bound seat, lifecycle uid included, may progress its task."""
     binding = task.binding
     if binding is None or not binding.names(caller.owner, caller.actor, caller.lifecycleUid):
-        raise permission_denied(
+        raise ContractError(
+            ErrorCode.PERMISSION_DENIED,
             f"task {task.taskId!r} is not bound to the calling seat {caller}; update-task is "
             "for the seat the task is bound to (a new incarnation is a different seat). "
-            "Claim an unbound task, or ask an operator to bind this one to you"
+            "Claim an unbound task, or ask an operator to bind this one to you",
         )
     changes: dict[str, Any] = {}
     if args.status is not None and args.status != task.status:
@@ -217,9 +222,10 @@ def update_task(task: Task, caller: Seat, args: UpdateTaskInput, *, now: int) ->
 def administer_task(task: Task, args: AdministerTaskInput, *, now: int) -> Task:
     """``administer-task``: set a status and/or clear the binding; never create one."""
     if args.status is None and args.unbind is None:
-        raise bad_request(
-            "administer-task needs status, unbind or both; a note alone changes nothing "
-            "(send it with a status or unbind)"
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            "administer-task needs status, unbind or both, and a note alone changes nothing. "
+            "Send the note with a status or unbind",
         )
     binding = task.binding
     status = task.status
@@ -232,11 +238,11 @@ def administer_task(task: Task, args: AdministerTaskInput, *, now: int) -> Task:
     why = invariant_violation(status, binding is not None)
     if why is not None:
         remedy = (
-            "add unbind: true to clear the binding in the same write"
+            "Add unbind: true to clear the binding in the same write"
             if binding is not None
-            else "bind it first with bind-task, or the seat claims it with claim-task"
+            else "Bind it first with bind-task, or the seat claims it with claim-task"
         )
-        raise bad_request(f"task {task.taskId!r}: {why}; {remedy}")
+        raise ContractError(ErrorCode.BAD_REQUEST, f"task {task.taskId!r}: {why}. {remedy}")
     if status == task.status and binding == task.binding and args.note is None:
         return task
     return _next(

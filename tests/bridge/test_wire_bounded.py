@@ -144,7 +144,7 @@ async def test_a_bind_task_refusal_names_the_field(mesh: Mesh) -> None:
 
     error = assert_refusal(reply, code="bad-request", request_id=RID)
     assert "target.actor" in error["message"]
-    assert "send one matching" in error["message"]
+    assert "Send one matching" in error["message"]
 
 
 async def test_a_reply_past_the_payload_limit_is_replaced_by_a_short_error(

@@ -162,10 +162,10 @@ def test_administer_refusal_names_the_remedy() -> None:
     with pytest.raises(ContractError) as caught:
         administer_task(make("claimed", "A"), admin_input("status:open"), now=NOW)
     assert caught.value.code is ErrorCode.BAD_REQUEST
-    assert "add unbind: true" in caught.value.message
+    assert "Add unbind: true" in caught.value.message
     with pytest.raises(ContractError) as caught:
         administer_task(make("open", None), admin_input("status:claimed"), now=NOW)
-    assert "bind it first with bind-task" in caught.value.message
+    assert "Bind it first with bind-task" in caught.value.message
 
 
 @pytest.mark.parametrize("raw", [{"note": "Seat is gone."}, {}])

@@ -134,7 +134,7 @@ class SeatTools:
             return ToolResult(
                 error=TasksError(
                     ErrorCode.NOT_FOUND,
-                    f"tool {name} is not available to this seat ({why}); use the tools listed",
+                    f"tool {name} is not available to this seat ({why}). Use the tools listed",
                     outcome="not-executed",
                 )
             )

@@ -46,13 +46,13 @@ async def seed_examples(config: BridgeConfig, source: Path = SEED_FILE) -> Seede
         return Seeded()  # an installed package without the checkout's examples: no seed
     except OSError as exc:
         raise ContractError(
-            ErrorCode.BAD_REQUEST, f"{source} cannot be read ({exc.strerror}); fix or remove it"
+            ErrorCode.BAD_REQUEST, f"{source} cannot be read ({exc.strerror}). Fix or remove it"
         ) from exc
     try:
         spec = json.loads(text)
     except ValueError as exc:
         raise ContractError(
-            ErrorCode.BAD_REQUEST, f"{source} is not readable JSON ({exc}); fix or remove it"
+            ErrorCode.BAD_REQUEST, f"{source} is not readable JSON ({exc}). Fix or remove it"
         ) from exc
     async with open_endpoint(config, config.endpoints[0]) as endpoint:
         if await endpoint.store.change_seq() != 0:
@@ -75,7 +75,7 @@ async def _seed_one(endpoint: Endpoint, operator: Seat, task: Mapping[str, Any])
         if status not in _CREATE_STATUSES:
             raise ContractError(
                 ErrorCode.BAD_REQUEST,
-                f"seed task {task['title']!r} is {status} but names no seat; add a seat",
+                f"seed task {task['title']!r} is {status} but names no seat. Add a seat",
             )
         create["status"] = status
         if "evidence" in task:

@@ -80,29 +80,32 @@ async def counted(ctx: HttpContext, name: str, command: str, answer: Awaitable[J
     return result
 
 
-def _bad(message: str) -> ContractError:
-    return ContractError(ErrorCode.BAD_REQUEST, message)
-
-
 def query_args(request: Request, command: str, allowed: tuple[str, ...]) -> Json:
     """The command's arguments from the query string, or a 400 naming the problem."""
     params = request.query_params
     unknown = sorted(set(params.keys()) - set(allowed))
     if unknown:
         takes = ", ".join(allowed) if allowed else "no query parameters"
-        raise _bad(f"{command} takes {takes}; remove {', '.join(unknown)}")
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, f"{command} takes {takes}. Remove {', '.join(unknown)}"
+        )
     args: Json = {}
     for key in ("cursor", "limit"):
         values = params.getlist(key)
         if key not in allowed or not values:
             continue
         if len(values) > 1:
-            raise _bad(f"{key} is given {len(values)} times; give it once")
+            raise ContractError(
+                ErrorCode.BAD_REQUEST, f"{key} is given {len(values)} times. Give it once"
+            )
         args[key] = values[0]
     if "limit" in args:
         text = args["limit"]
         if not (text.isascii() and text.isdigit()) or len(text) > _MAX_LIMIT_DIGITS:
-            raise _bad("limit must be a whole number of at least 1; omit it for the ceiling")
+            raise ContractError(
+                ErrorCode.BAD_REQUEST,
+                "limit must be a whole number of at least 1. Omit it for the ceiling",
+            )
         args["limit"] = int(text)
     if "status" in allowed and (values := params.getlist("status")):
         args["status"] = [part for value in values for part in value.split(",")]

@@ -61,7 +61,7 @@ class Grant:
             raise ContractError(
                 ErrorCode.PERMISSION_DENIED,
                 f"the token of {self.principal} names no lifecycle_uid, so it is no seat and "
-                "has no tasks of its own; give its [[http.tokens]] entry a lifecycle_uid",
+                "has no tasks of its own. Give its [[http.tokens]] entry a lifecycle_uid",
             )
         owner, _, actor = self.principal.partition(".")
         return Seat(owner, actor, self.lifecycle_uid)
@@ -107,21 +107,21 @@ class Tokens:
                 raise ContractError(
                     ErrorCode.FAILED_PRECONDITION,
                     f"[[http.tokens]] for {token.principal} names token_env "
-                    f"{token.token_env}, which is not set; export it before starting the "
+                    f"{token.token_env}, which is not set. Export it before starting the "
                     "bridge, or remove the entry",
                 )
             if len(secret) < MIN_SECRET_CHARS:
                 raise ContractError(
                     ErrorCode.FAILED_PRECONDITION,
                     f"the secret in {token.token_env} is shorter than {MIN_SECRET_CHARS} "
-                    "characters; use a long random value (for example: openssl rand -hex 32)",
+                    "characters. Use a long random value (for example: openssl rand -hex 32)",
                 )
             raw = secret.encode()
             if raw in seen:
                 raise ContractError(
                     ErrorCode.FAILED_PRECONDITION,
                     f"{token.token_env} and {seen[raw]} hold the same secret, so a request "
-                    "could not tell the two principals apart; give each its own secret",
+                    "could not tell the two principals apart. Give each its own secret",
                 )
             seen[raw] = token.token_env
             grant = Grant(token.principal, token.lifecycle_uid, frozenset(token.capabilities))
@@ -153,7 +153,7 @@ class Tokens:
         if scheme.lower() != "bearer" or not presented:
             raise ContractError(
                 ErrorCode.UNAUTHENTICATED,
-                "the Authorization header is not 'Bearer <token>'; send the token so",
+                "the Authorization header is not 'Bearer <token>'. Send the token so",
             )
         match: Grant | None = None
         for secret, grant in self._entries:  # no early exit: the time does not tell which
@@ -162,7 +162,7 @@ class Tokens:
         if match is None:
             raise ContractError(
                 ErrorCode.UNAUTHENTICATED,
-                "the bearer token is not one this bridge knows; check the token, or ask the "
+                "the bearer token is not one this bridge knows. Check the token, or ask the "
                 "operator to add it to [[http.tokens]]",
             )
         return match
@@ -188,7 +188,7 @@ def require(grant: Grant, capability: str) -> None:
     if capability not in grant.capabilities:
         raise ContractError(
             ErrorCode.PERMISSION_DENIED,
-            f"{grant.principal} does not hold {capability}; add it to the token's "
+            f"{grant.principal} does not hold {capability}. Add it to the token's "
             "capabilities in [[http.tokens]]",
         )
 

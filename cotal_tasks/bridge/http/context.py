@@ -66,7 +66,7 @@ class HttpContext:
             known = ", ".join(sorted(self.endpoints)) or "none"
             raise ContractError(
                 ErrorCode.NOT_FOUND,
-                f"this bridge serves no endpoint {name!r}; it serves {known} "
+                f"this bridge serves no endpoint {name!r}. Name one it serves: {known} "
                 "(GET /v1/endpoints lists them)",
             )
         return found

@@ -34,7 +34,7 @@ async def serve_http(
     except OSError as exc:
         sock.close()
         raise RuntimeError(
-            f"cannot listen on {host}:{port} ({exc.strerror}); choose another [http] port, "
+            f"cannot listen on {host}:{port} ({exc.strerror}). Choose another [http] port, "
             "or port = 0 for any free one"
         ) from exc
     sock.listen(128)
@@ -53,7 +53,10 @@ async def serve_http(
         while not server.started:
             if task.done():
                 task.result()  # surface why it stopped
-                raise RuntimeError("the HTTP listener stopped before it started")
+                raise RuntimeError(
+                    "the HTTP listener stopped before it started. Check the log above for why, "
+                    "then start the bridge again"
+                )
             await asyncio.sleep(0.01)
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         yield f"http://{shown}:{bound_port}"

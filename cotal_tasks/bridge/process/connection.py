@@ -70,8 +70,8 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
             if password is None:
                 raise ContractError(
                     ErrorCode.FAILED_PRECONDITION,
-                    f"nats_password_env names {config.nats_password_env}, which is not set; "
-                    "export it before starting the bridge",
+                    f"nats_password_env names {config.nats_password_env}, which is not set. "
+                    "Export it before starting the bridge",
                 )
             options["password"] = password
     try:
@@ -79,7 +79,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
     except (OSError, nats.errors.Error, TimeoutError) as exc:
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"cannot connect to NATS at {url} ({type(exc).__name__}); check nats_url and the "
+            f"cannot connect to NATS at {url} ({type(exc).__name__}). Check nats_url and the "
             "credentials, or leave nats_url unset for the embedded broker",
         ) from exc
     return nc
@@ -99,7 +99,7 @@ def broker_url(config: BridgeConfig) -> str:
         raise ContractError(
             ErrorCode.UNAVAILABLE,
             f"no nats_url is configured and no embedded broker is running under "
-            f"{config.data_dir}; start the bridge first (make run), or set nats_url",
+            f"{config.data_dir}. Start the bridge first (make run), or set nats_url",
         ) from exc
 
 

@@ -3,7 +3,9 @@
 Transports (the Cotal wire, HTTP, the CLI) build a ``Call`` from what they
 authenticated (the caller triple always comes from the transport, never from the
 payload) and hand it to ``CommandService.handle``, which admits the mode, validates
-the args, applies the contract's rule and commits through the store. A refusal before
+the args, applies the contract's rule and commits through the store. A transport that
+has admitted the mode and parsed the args itself hands the parsed input over
+(``Call.admitted``), so a call's args are validated once on every path. A refusal before
 any effect carries ``outcome: not-executed``; a store failure while committing
 carries ``unknown``, because the database may have committed before it failed.
 """
@@ -17,11 +19,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-from pydantic import ValidationError
-
 from cotal_tasks.bridge.service.paging import decode_cursor, encode_cursor
-from cotal_tasks.bridge.service.validation import describe_validation_error
+from cotal_tasks.bridge.service.validation import parse_args
 from cotal_tasks.core import (
     COMMANDS,
     AdministerTaskInput,
@@ -67,7 +66,6 @@ DEFAULT_PAGE_CEILING = 100
 DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000
 _CAS_ATTEMPTS = 16
 PRUNE_EVERY_MS = 10 * 60 * 1000
-_READ_INPUTS_KEPT = 4096
 
 Json = dict[str, Any]
 ChangeListener = Callable[[int, int], Awaitable[None]]
@@ -107,6 +105,9 @@ class Call:
     args: Mapping[str, Any] | None = None
     mode: Mode | None = None
     target: Seat | None = None
+    # The args as a transport parsed them (``parse_args``) after admitting the mode; the
+    # service then neither admits nor validates again.
+    admitted: Input | None = None
 
 
 @dataclass(slots=True)
@@ -132,7 +133,6 @@ class CommandService:
     _last_prune: int = -PRUNE_EVERY_MS
     # A store that hands out its stored wire form is read without rebuilding the models.
     _json_reads: JsonReads | None = field(init=False, default=None)
-    _read_inputs: dict[tuple[str, bytes], Input] = field(init=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         self._json_reads = self.store if isinstance(self.store, JsonReads) else None
@@ -147,32 +147,18 @@ class CommandService:
         if spec is None:
             raise ContractError(
                 ErrorCode.UNIMPLEMENTED,
-                f"this endpoint has no command {call.command!r}; describe lists the eight "
+                f"this endpoint has no command {call.command!r}. Describe lists the eight "
                 "ai.cotal.tasks commands",
                 outcome="not-executed",
             )
         try:
-            _admit(spec, call)
-            read = spec.effect == "read"
-            args = self._parse_read(spec, call.args) if read else _parse(spec, call.args)
+            args = call.admitted
+            if args is None:
+                _admit(spec, call)
+                args = parse_args(spec, {} if call.args is None else call.args)
             return await self._dispatch(spec, call, args)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
-
-    def _parse_read(self, spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:
-        """``_parse`` for the read commands, remembered: the same args validate the same
-        way, and a dashboard or seat asks for the same task or page over and over."""
-        try:
-            key = (spec.name, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
-        except TypeError:
-            return _parse(spec, args)
-        parsed = self._read_inputs.get(key)
-        if parsed is None:
-            parsed = _parse(spec, args)  # a refusal raises, and is never remembered
-            if len(self._read_inputs) >= _READ_INPUTS_KEPT:
-                self._read_inputs.clear()
-            self._read_inputs[key] = parsed
-        return parsed
 
     async def _dispatch(self, spec: CommandSpec, call: Call, args: Input) -> Json:
         if isinstance(args, ListTasksInput):
@@ -248,7 +234,7 @@ class CommandService:
             return committed.to_json()
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"envelope id {call.envelope_id!r} is being recorded by a concurrent request; retry",
+            f"envelope id {call.envelope_id!r} is being recorded by a concurrent request. Retry",
         )
 
     async def _recall(self, key: str, command: str, args_digest: str, env_id: str) -> Json | None:
@@ -260,7 +246,7 @@ class CommandService:
             raise ContractError(
                 ErrorCode.CONFLICT,
                 f"envelope id {env_id!r} was already used for a different {record.command} "
-                "request; send a new request with a fresh id",
+                "request. Send a new request with a fresh id",
             )
         result: Json = json.loads(record.result)
         return result
@@ -302,7 +288,7 @@ class CommandService:
             return committed.task
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            "the task changed under this request too many times in a row; retry",
+            "the task changed under this request too many times in a row. Retry",
         )
 
     def _apply(
@@ -341,7 +327,7 @@ class CommandService:
         if self.settings.require_presence and not current:
             raise ContractError(
                 ErrorCode.FAILED_PRECONDITION,
-                f"seat {seat} has no fresh presence card with that lifecycle uid; check the "
+                f"seat {seat} has no fresh presence card with that lifecycle uid. Check the "
                 "triple (a typo binds to nothing), or start the seat and retry",
             )
         return card.environment if current and card is not None else None
@@ -377,12 +363,3 @@ def _admit(spec: CommandSpec, call: Call) -> None:
     )
     if refusal is not None:
         raise ContractError(refusal.code, refusal.message)
-
-
-def _parse(spec: CommandSpec, args: Mapping[str, Any] | None) -> Input:
-    try:
-        return spec.input.model_validate({} if args is None else args)
-    except ValidationError as exc:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, describe_validation_error(spec.name, exc)
-        ) from exc

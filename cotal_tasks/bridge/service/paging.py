@@ -38,7 +38,7 @@ def decode_cursor(cursor: str, command: str, statuses: Iterable[str] | None) -> 
     except (binascii.Error, ValueError, KeyError, TypeError) as exc:
         raise ContractError(
             ErrorCode.BAD_REQUEST,
-            "cursor is not one this endpoint issued; pass nextCursor from the previous page "
+            "cursor is not one this endpoint issued. Pass nextCursor from the previous page "
             "unchanged, or omit cursor to start from the first page",
         ) from exc
     if (
@@ -48,12 +48,12 @@ def decode_cursor(cursor: str, command: str, statuses: Iterable[str] | None) -> 
     ):
         raise ContractError(
             ErrorCode.BAD_REQUEST,
-            "cursor is damaged; omit cursor to start from the first page",
+            "cursor is damaged. Omit cursor to start from the first page",
         )
     if query != _fingerprint(command, statuses):
         raise ContractError(
             ErrorCode.BAD_REQUEST,
             f"cursor belongs to a different {command} query (another status filter or "
-            "command); repeat the query it came from, or omit cursor to start over",
+            "command). Repeat the query it came from, or omit cursor to start over",
         )
     return position

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
-from cotal_tasks.core import COMMANDS
+from cotal_tasks.core import COMMANDS, CommandSpec, ContractError, ErrorCode, Input
 
 # Command-specific remedies for refusals whose reason is a contract rule, not a typo.
 _HINTS: dict[tuple[str, str], str] = {
@@ -30,6 +31,8 @@ _HINTS: dict[tuple[str, str], str] = {
 _MAX_SHOWN = 3
 _MAX_MESSAGE = 300  # one validator message; pydantic's may quote a tag it refused
 PREVIEW_CHARS = 32
+_READ_INPUTS_KEPT = 4096
+_read_inputs: dict[tuple[str, bytes], Input] = {}
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _JSON_TYPES: dict[type, str] = {dict: "a JSON object", list: "a JSON array"}
 
@@ -88,19 +91,58 @@ def describe_validation_error(command: str, exc: ValidationError) -> str:
     return text + ". Fix the named fields; describe the endpoint for the input schema"
 
 
+def parse_args(spec: CommandSpec, args: Any) -> Input:
+    """``args`` as ``spec``'s input: the one validation a call's args get.
+
+    A refusal is ``bad-request`` with the message ``describe_validation_error`` writes,
+    which never echoes a refused value. Missing args (``None``) are refused: a transport
+    whose callers may leave them out passes ``{}`` instead.
+    """
+    if args is None:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            f"{spec.name} args are missing. Send a JSON object (an empty one when nothing is set)",
+        )
+    if spec.effect != "read":
+        return _validate(spec, args)
+    # A read's args are remembered: the same args validate the same way, and a dashboard
+    # or a seat asks for the same task or page over and over. A refusal is never remembered.
+    try:
+        key = (spec.name, orjson.dumps(args, option=orjson.OPT_SORT_KEYS))
+    except TypeError:
+        return _validate(spec, args)
+    parsed = _read_inputs.get(key)
+    if parsed is None:
+        parsed = _validate(spec, args)
+        if len(_read_inputs) >= _READ_INPUTS_KEPT:
+            _read_inputs.clear()
+        _read_inputs[key] = parsed
+    return parsed
+
+
+def _validate(spec: CommandSpec, args: Any) -> Input:
+    try:
+        return spec.input.model_validate(args)
+    except ValidationError as exc:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, describe_validation_error(spec.name, exc)
+        ) from exc
+    except RecursionError:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST,
+            f"{spec.name} args nest too deeply to check. Send the flat object the schema names",
+        ) from None
+
+
 def args_refusal(command: str, args: Any) -> str:
     """The message for args the command's schema refused.
 
     The schema validator's own text quotes the refused value, which may be a secret, so
-    the message comes from the command's input model instead: the same shape, with
-    remedy-naming text that never echoes a value.
+    the message comes from the command's input model instead (``parse_args``): the same
+    shape, with remedy-naming text that never echoes a value.
     """
-    if args is None:
-        return f"{command} args are missing; send a JSON object (an empty one when nothing is set)"
     try:
-        COMMANDS[command].input.model_validate(args)
-    except ValidationError as exc:
-        return describe_validation_error(command, exc)
-    except RecursionError:
-        return f"{command} args nest too deeply to check; send the flat object the schema names"
-    return f"{command} args do not fit its input schema; describe the endpoint for the schema"
+        parse_args(COMMANDS[command], args)
+    except ContractError as exc:
+        return exc.message
+    return f"{command} args do not fit its input schema. Describe the endpoint for the schema"

@@ -3,8 +3,9 @@
 
 ``check_agreement`` is the subject half of the boundary (``op-mismatch``,
 ``target-mismatch``, ``sender-mismatch``); ``Admission.admitted`` adds the class, the
-pinned digests, the bind fence, mode admission, the args schema and the target's
-currency, and yields the ``Call`` to serve. Every refusal says ``not-executed``.
+pinned digests, the bind fence, mode admission, the args (parsed once, by ``parse_args``)
+and the target's currency, and yields the ``Call`` to serve, its input already parsed.
+Every refusal says ``not-executed``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema_rs
-
 from cotal_tasks.bridge.service.commands import Call, PresenceSource
-from cotal_tasks.bridge.service.validation import args_refusal, preview
+from cotal_tasks.bridge.service.validation import parse_args, preview
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.instance import InstanceIdentity
 from cotal_tasks.bridge.wire.space import LifecycleHeads
@@ -26,9 +25,9 @@ from cotal_tasks.core import (
     COMMANDS,
     ContractError,
     ErrorCode,
+    Input,
     Seat,
     contract_artifacts,
-    json_schema,
 )
 from cotal_tasks.core.commands import mode_refusal
 
@@ -43,18 +42,13 @@ BIND_REFUSED = "ai.cotal.ep.bind-refused"
 class _Contract:
     input_digest: str
     output_digest: str
-    args: Any  # the compiled jsonschema_rs validator of the input schema
 
 
 def contracts() -> dict[str, _Contract]:
     artifacts = contract_artifacts()
     return {
-        name: _Contract(
-            artifacts.inputs[name].digest,
-            artifacts.outputs[name].digest,
-            jsonschema_rs.validator_for(json_schema(spec.input)),
-        )
-        for name, spec in COMMANDS.items()
+        name: _Contract(artifacts.inputs[name].digest, artifacts.outputs[name].digest)
+        for name in COMMANDS
     }
 
 
@@ -82,28 +76,35 @@ class Admission:
         command's reply to the published output schema.
         """
         try:
-            self._admit(subject, request)
+            parsed = self._admit(subject, request)
             mode = subject.mode
             # an untargeted request has no body target (check_agreement saw to it)
             if mode is not None and mode != "self":
-                return self._targeted(subject, request)
+                return self._targeted(subject, request, parsed)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
         except Exception as exc:
             raise _checking_failed(request, exc) from exc
-        return self._call(subject, request, None if mode is None else subject.caller)
+        return self._call(subject, request, None if mode is None else subject.caller, parsed)
 
-    async def _targeted(self, subject: RequestSubject, request: envelope.Request) -> Call:
+    async def _targeted(
+        self, subject: RequestSubject, request: envelope.Request, parsed: Input | None
+    ) -> Call:
         try:
             target = await self._current_target(subject, request)
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
         except Exception as exc:
             raise _checking_failed(request, exc) from exc
-        return self._call(subject, request, target)
+        return self._call(subject, request, target, parsed)
 
     @staticmethod
-    def _call(subject: RequestSubject, request: envelope.Request, target: Seat | None) -> Call:
+    def _call(
+        subject: RequestSubject,
+        request: envelope.Request,
+        target: Seat | None,
+        parsed: Input | None,
+    ) -> Call:
         return Call(
             command=request.command,
             caller=subject.caller,
@@ -111,34 +112,36 @@ class Admission:
             args=request.args,
             mode=subject.mode,  # type: ignore[arg-type]
             target=target,
+            admitted=parsed,
         )
 
-    def _admit(self, subject: RequestSubject, request: envelope.Request) -> None:
-        """Every check before the effect but the target's currency."""
+    def _admit(self, subject: RequestSubject, request: envelope.Request) -> Input | None:
+        """Every check before the effect but the target's currency; the parsed args (none
+        for describe), which the service then takes as they are."""
         check_agreement(request, subject)
         if request.cls != "ephemeral":
-            raise _refused(
+            raise ContractError(
                 ErrorCode.CLASS_MISMATCH,
                 f"class {request.cls!r} does not equal the command's contract class "
-                "'ephemeral'; send class ephemeral",
+                "'ephemeral'. Send class ephemeral",
             )
         if request.command == DESCRIBE:
             self._check_describe(subject, request)
-            return
+            return None
         contract = self.contracts.get(request.command)
         if contract is None:
-            raise _refused(
+            raise ContractError(
                 ErrorCode.UNIMPLEMENTED,
-                f"this endpoint serves no command {request.command!r}; describe lists them",
+                f"this endpoint serves no command {request.command!r}. Describe lists them",
             )
         if (request.input_digest, request.output_digest) != (
             contract.input_digest,
             contract.output_digest,
         ):
-            raise _refused(
+            raise ContractError(
                 ErrorCode.CONTRACT_MISMATCH,
-                f"the pinned digests do not match the served {request.command} contract; "
-                "describe the endpoint again and pin the digests it names",
+                f"the pinned digests do not match the served {request.command} contract. "
+                "Describe the endpoint again and pin the digests it names",
             )
         self._check_bind(request)
         spec = COMMANDS[request.command]
@@ -149,15 +152,16 @@ class Admission:
             target_given=request.target is not None,
         )
         if refusal is not None:
-            raise _refused(refusal.code, refusal.message)
-        if not contract.args.is_valid(request.args):
-            raise _refused(ErrorCode.BAD_REQUEST, args_refusal(request.command, request.args))
+            raise ContractError(refusal.code, refusal.message)
+        return parse_args(spec, request.args)
 
     def _check_describe(self, subject: RequestSubject, request: envelope.Request) -> None:
         if subject.mode is not None:
-            raise _refused(ErrorCode.PERMISSION_DENIED, "describe is untargeted; send no target")
+            raise ContractError(
+                ErrorCode.PERMISSION_DENIED, "describe is untargeted. Send no target"
+            )
         if request.args is not None:
-            raise _refused(ErrorCode.BAD_REQUEST, "describe takes no args; send none")
+            raise ContractError(ErrorCode.BAD_REQUEST, "describe takes no args. Send none")
 
     def _check_bind(self, request: envelope.Request) -> None:
         bind = request.bind
@@ -180,7 +184,7 @@ class Admission:
                 if same_instance
                 else "this request is bound to another instance of the endpoint"
             )
-            + "; describe the endpoint again and re-issue",
+            + ". Describe the endpoint again and re-issue",
             outcome="not-executed",
             details=(detail,),
         )
@@ -196,36 +200,37 @@ class Admission:
         seat = Seat(t.owner, t.actor, t.lifecycleUid)
         if self.target_check == "lifecycle":
             if self.lifecycle is None:
-                raise _refused(
+                raise ContractError(
                     ErrorCode.UNAVAILABLE,
-                    "no trusted lifecycle reader is configured; targeted commands are refused",
+                    "no trusted lifecycle reader is configured, so targeted commands are "
+                    "refused. Serve on a space with lifecycle records, or set target_check",
                 )
             mapping = await self.lifecycle.current(t.owner, t.actor)
             if mapping is None or mapping.state != "active":
-                raise _refused(
+                raise ContractError(
                     ErrorCode.EXPIRED,
-                    f"target {seat.principal} has no active lifecycle mapping; check the seat "
+                    f"target {seat.principal} has no active lifecycle mapping. Check the seat "
                     "is running, then retry with its current lifecycle uid",
                 )
             if mapping.lifecycle_uid != t.lifecycleUid:
-                raise _refused(
+                raise ContractError(
                     ErrorCode.EXPIRED,
                     f"target {seat.principal} is now lifecycle {mapping.lifecycle_uid}, not "
-                    f"{t.lifecycleUid}; retry with the current uid",
+                    f"{t.lifecycleUid}. Retry with the current uid",
                 )
             if t.mappingRevision is not None and t.mappingRevision != mapping.mapping_revision:
-                raise _refused(
+                raise ContractError(
                     ErrorCode.EXPIRED,
                     f"target {seat.principal} mapping is at revision {mapping.mapping_revision}, "
-                    f"not the pinned {t.mappingRevision}; re-read it and retry",
+                    f"not the pinned {t.mappingRevision}. Re-read it and retry",
                 )
         elif self.target_check == "presence":
             card = await self.presence.lookup(t.owner, t.actor)
             if card is None or not card.fresh or card.lifecycleUid != t.lifecycleUid:
-                raise _refused(
+                raise ContractError(
                     ErrorCode.EXPIRED,
                     f"target {seat} has no fresh presence card with that lifecycle uid "
-                    "(target_check = presence); start the seat or check the triple",
+                    "(target_check = presence). Start the seat or check the triple",
                 )
         return seat
 
@@ -233,52 +238,52 @@ class Admission:
 def check_agreement(request: envelope.Request, subject: RequestSubject) -> None:
     """The body must agree with the broker-authenticated subject."""
     if request.endpoint_token != subject.endpoint_token:
-        raise _refused(
+        raise ContractError(
             ErrorCode.OP_MISMATCH,
             f"op.endpoint {preview(request.endpoint)} does not agree with the subject's "
-            "endpoint; send the endpoint name the subject addresses",
+            "endpoint. Send the endpoint name the subject addresses",
         )
     if request.command != subject.command:
-        raise _refused(
+        raise ContractError(
             ErrorCode.OP_MISMATCH,
             f"op.command {preview(request.command)} does not agree with the subject's "
-            f"{preview(subject.command)}; name the same command in both",
+            f"{preview(subject.command)}. Name the same command in both",
         )
     if subject.route == "all" and request.deadline_ms is None:
-        raise _refused(
-            ErrorCode.BAD_REQUEST, "deadlineMs is required on the scatter rail; send a budget"
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, "deadlineMs is required on the scatter rail. Send a budget"
         )
     if request.bind is not None:
         if subject.route == "all":
-            raise _refused(
+            raise ContractError(
                 ErrorCode.BAD_REQUEST,
-                "a bind on the scatter rail has no coherent reading; drop the bind, or send on "
+                "a bind on the scatter rail has no coherent reading. Drop the bind, or send on "
                 "the one or inst rail",
             )
         if subject.route == "inst" and request.bind.instanceId != subject.instance_id:
-            raise _refused(
+            raise ContractError(
                 ErrorCode.BAD_REQUEST,
-                "bind.instanceId contradicts the instance the inst-rail subject names; bind "
+                "bind.instanceId contradicts the instance the inst-rail subject names. Bind "
                 "to the instance the subject addresses",
             )
     if subject.mode in (None, "self"):
         if request.target is not None:
             shape = "an untargeted" if subject.mode is None else "a self-mode"
-            raise _refused(
+            raise ContractError(
                 ErrorCode.TARGET_MISMATCH,
-                f"a body target on {shape} request is refused, never ignored; drop the target",
+                f"a body target on {shape} request is refused, never ignored. Drop the target",
             )
     else:
         if request.target is None:
-            raise _refused(
+            raise ContractError(
                 ErrorCode.TARGET_MISMATCH,
-                f"the {subject.mode} form needs a body target; send target with owner, actor "
+                f"the {subject.mode} form needs a body target. Send target with owner, actor "
                 "and lifecycleUid",
             )
         if request.target.owner != subject.target_owner:
-            raise _refused(
+            raise ContractError(
                 ErrorCode.TARGET_MISMATCH,
-                "target.owner does not equal the subject's target owner token; send the same "
+                "target.owner does not equal the subject's target owner token. Send the same "
                 "owner in both",
             )
         if (
@@ -289,17 +294,17 @@ def check_agreement(request: envelope.Request, subject: RequestSubject) -> None:
             )
             != subject.target_tokens[1:]
         ):
-            raise _refused(
+            raise ContractError(
                 ErrorCode.TARGET_MISMATCH,
                 f"in {subject.mode} mode the body target must equal the subject's target "
-                "triple; send the same seat in both",
+                "triple. Send the same seat in both",
             )
     sender = subject.caller.principal
     if request.from_id != sender:
-        raise _refused(
+        raise ContractError(
             ErrorCode.SENDER_MISMATCH,
             f"from.id {preview(request.from_id)} does not equal the subject's sender "
-            f"{sender}; send from.id as the principal your credential publishes as",
+            f"{sender}. Send from.id as the principal your credential publishes as",
         )
 
 
@@ -307,11 +312,7 @@ def _checking_failed(request: envelope.Request, exc: Exception) -> ContractError
     log.error("internal error admitting %s", request.command, exc_info=exc)
     return ContractError(
         ErrorCode.INTERNAL,
-        f"the bridge failed checking the request ({type(exc).__name__}) before serving it; "
-        "retry, and report it if it persists",
+        f"the bridge failed checking the request ({type(exc).__name__}) before serving it. "
+        "Retry, and report it if it persists",
         outcome="not-executed",
     )
-
-
-def _refused(code: ErrorCode, message: str) -> ContractError:
-    return ContractError(code, message, outcome="not-executed")

@@ -14,60 +14,17 @@ when the rest of its envelope is malformed.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
 from cotal_tasks.bridge.service.validation import preview
-from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
-from cotal_tasks.core.identity import COMMAND_TOKEN, ID_TOKEN, LIFECYCLE_UID, OWNER_OR_ACTOR
+from cotal_tasks.bridge.wire import values
+from cotal_tasks.bridge.wire.values import record, token, uint
+from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.core.identity import ID_TOKEN, LIFECYCLE_UID, OWNER_OR_ACTOR
 
 ENVELOPE_V = 1
-_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_MAX_SAFE = 2**53 - 1
 MAX_MESSAGE = 1000  # characters of an error message on the wire
-
-
-def _fail(code: ErrorCode, message: str) -> ContractError:
-    return ContractError(code, message, outcome="not-executed")
-
-
-def _record(value: Any, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _fail(
-            ErrorCode.BAD_REQUEST, f"{what} is {preview(value)}, not a JSON object; send an object"
-        )
-    return value
-
-
-def _text(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        shown = "missing" if value is None else preview(value)
-        raise _fail(
-            ErrorCode.BAD_REQUEST,
-            f"{what} is {shown}, not a non-empty string; send it as the request envelope "
-            "defines it",
-        )
-    return value
-
-
-def _uint(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= _MAX_SAFE:
-        raise _fail(
-            ErrorCode.BAD_REQUEST,
-            f"{what} is {preview(value)}, not an integer from 0 to 2^53-1; send such an integer",
-        )
-    return value
-
-
-def _token(value: Any, pattern: re.Pattern[str], what: str, grammar: str) -> str:
-    text = _text(value, what)
-    if not pattern.fullmatch(text):
-        raise _fail(
-            ErrorCode.BAD_REQUEST,
-            f"{what} {preview(text)} is not a valid token; send one matching {grammar}",
-        )
-    return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +84,16 @@ def parse_request(raw: Any) -> Request:
     The part that repeats from request to request (the op, class, verb, bind and sender)
     is checked in full once per distinct value and remembered; a request whose part is
     remembered has only the rest checked, in the same order, so the first refusal is the
-    one the full check would raise.
+    one the full check would raise. Every refusal says ``not-executed``.
     """
+    try:
+        return _request(raw)
+    except ContractError as exc:
+        exc.with_outcome("not-executed")
+        raise
+
+
+def _request(raw: Any) -> Request:
     key = _fixed_key(raw)
     fixed = None if key is None else _fixed.get(key)
     if fixed is None:
@@ -154,7 +119,7 @@ def parse_request(raw: Any) -> Request:
     target = _target(o.get("target"))
     args = o.get("args")
     if args is not None and type(args) is not dict:
-        args = _record(args, "args")
+        args = record(args, "args")
     return Request(
         request_id,
         fixed.endpoint,
@@ -173,50 +138,50 @@ def parse_request(raw: Any) -> Request:
 
 
 def _parse(raw: Any) -> Request:
-    o = _record(raw, "request")
+    o = record(raw, "request")
     request_id = _version_and_id(o)
-    op = _record(o.get("op"), "op")
-    endpoint, token, command, input_digest, output_digest = _op(
+    op = record(o.get("op"), "op")
+    endpoint, endpoint_tok, command, input_digest, output_digest = values.op(
         op.get("endpoint"), op.get("command"), op.get("inputDigest"), op.get("outputDigest")
     )
     cls = o.get("class")
     if cls not in ("ephemeral", "journal"):
-        raise _fail(
+        raise ContractError(
             ErrorCode.BAD_REQUEST,
-            f"class {preview(cls)} is not 'ephemeral' or 'journal'; send the class the "
+            f"class {preview(cls)} is not 'ephemeral' or 'journal'. Send the class the "
             "command's row names (ephemeral for every ai.cotal.tasks command)",
         )
     reply_expected = o.get("replyExpected")
     if not isinstance(reply_expected, bool):
-        raise _fail(
+        raise ContractError(
             ErrorCode.BAD_REQUEST,
-            f"replyExpected is {preview(reply_expected)}, not a boolean; send true for a call "
+            f"replyExpected is {preview(reply_expected)}, not a boolean. Send true for a call "
             "or false for a cast",
         )
     if cls == "journal" and reply_expected:
-        raise _fail(
+        raise ContractError(
             ErrorCode.BAD_REQUEST,
-            "a journal-class submission sets replyExpected: false; send a call as class ephemeral",
+            "a journal-class submission sets replyExpected: false. Send a call as class ephemeral",
         )
     deadline_ms = _deadline(o.get("deadlineMs"), cls, reply_expected)
     target = _target(o.get("target"))
     bind = None
     if o.get("bind") is not None:
         if command == "describe":
-            raise _fail(
-                ErrorCode.BAD_REQUEST, "describe carries no bind (it produces one); drop the bind"
+            raise ContractError(
+                ErrorCode.BAD_REQUEST, "describe carries no bind (it produces one). Drop the bind"
             )
-        b = _record(o["bind"], "bind")
-        bind = _bind(b.get("instanceId"), b.get("epoch"))
+        b = record(o["bind"], "bind")
+        bind = Bind(*values.bind(b.get("instanceId"), b.get("epoch")))
     args = o.get("args")
     if args is not None:
-        args = _record(args, "args")
-    sender = _record(o.get("from"), "from")
-    from_id = _sender(sender.get("id"), sender.get("name"))
+        args = record(args, "args")
+    sender = record(o.get("from"), "from")
+    from_id = values.sender(sender.get("id"), sender.get("name"))
     return Request(
         request_id,
         endpoint,
-        token,
+        endpoint_tok,
         command,
         input_digest,
         output_digest,
@@ -233,36 +198,38 @@ def _parse(raw: Any) -> Request:
 def _version_and_id(o: dict[str, Any]) -> str:
     version = o.get("v")
     if isinstance(version, bool) or version != ENVELOPE_V:
-        raise _fail(
+        raise ContractError(
             ErrorCode.UNSUPPORTED_VERSION,
-            f"request envelope version {preview(version)} is not {ENVELOPE_V}; send v: 1",
+            f"request envelope version {preview(version)} is not {ENVELOPE_V}. Send v: 1",
         )
-    return _token(o.get("id"), ID_TOKEN, "id", "[A-Za-z0-9_-]{1,64}")
+    return token(o.get("id"), ID_TOKEN, "id")
 
 
 def _deadline(deadline: Any, cls: str, reply_expected: bool) -> int | None:
     if deadline is not None:
-        deadline_ms = _uint(deadline, "deadlineMs")
+        deadline_ms = uint(deadline, "deadlineMs")
         if deadline_ms == 0:
-            raise _fail(
-                ErrorCode.BAD_REQUEST, "deadlineMs is 0; send a positive budget in milliseconds"
+            raise ContractError(
+                ErrorCode.BAD_REQUEST, "deadlineMs is 0. Send a positive budget in milliseconds"
             )
         return deadline_ms
     if reply_expected or cls == "journal":
-        raise _fail(ErrorCode.BAD_REQUEST, "deadlineMs is required for a call; send a budget in ms")
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, "deadlineMs is required for a call. Send a budget in ms"
+        )
     return None
 
 
 def _target(value: Any) -> Target | None:
     if value is None:
         return None
-    t = _record(value, "target")
+    t = record(value, "target")
     revision = t.get("mappingRevision")
     return Target(
-        _token(t.get("owner"), OWNER_OR_ACTOR, "target.owner", "[A-Za-z0-9_]{1,64}"),
-        _token(t.get("actor"), OWNER_OR_ACTOR, "target.actor", "[A-Za-z0-9_]{1,64}"),
-        _token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid", "[a-z0-9]{26,32}"),
-        None if revision is None else _uint(revision, "target.mappingRevision"),
+        token(t.get("owner"), OWNER_OR_ACTOR, "target.owner"),
+        token(t.get("actor"), OWNER_OR_ACTOR, "target.actor"),
+        token(t.get("lifecycleUid"), LIFECYCLE_UID, "target.lifecycleUid"),
+        None if revision is None else uint(revision, "target.mappingRevision"),
     )
 
 
@@ -323,66 +290,6 @@ def _fixed_key(o: Any) -> tuple[Any, ...] | None:
     if type(epoch) is not int:
         return None
     return (*texts, verb, instance_id, epoch)
-
-
-def _op(
-    endpoint: Any, command: Any, input_digest: Any, output_digest: Any
-) -> tuple[str, str, str, str | None, str | None]:
-    endpoint = _text(endpoint, "op.endpoint")
-    try:
-        token = endpoint_token(endpoint)
-    except ContractError as exc:
-        raise _fail(
-            ErrorCode.BAD_REQUEST,
-            f"op.endpoint {preview(endpoint)} is not an endpoint name; send dot-separated "
-            "labels of [a-z0-9-] whose token fits 64 characters, as describe names it",
-        ) from exc
-    command = _token(command, COMMAND_TOKEN, "op.command", "[a-z0-9-]{1,32}")
-    return (
-        endpoint,
-        token,
-        command,
-        _digest(input_digest, "inputDigest", command),
-        _digest(output_digest, "outputDigest", command),
-    )
-
-
-def _digest(value: Any, key: str, command: str) -> str | None:
-    if value is not None and command == "describe":
-        raise _fail(
-            ErrorCode.CONTRACT_MISMATCH,
-            f"describe pins no contract, so op.{key} cannot be honored; send describe "
-            "without digests",
-        )
-    if value is None:
-        if command != "describe":
-            raise _fail(
-                ErrorCode.CONTRACT_MISMATCH,
-                f"op.{key} is required on every command except describe; "
-                "take it from the command's row in the describe answer",
-            )
-        return None
-    if not isinstance(value, str) or not _DIGEST.fullmatch(value):
-        raise _fail(
-            ErrorCode.BAD_REQUEST,
-            f"op.{key} {preview(value)} is not a sha256:<64 hex> digest; send the digest "
-            "the command's row in the describe answer names",
-        )
-    return value
-
-
-def _bind(instance_id: Any, epoch: Any) -> Bind:
-    return Bind(
-        _token(instance_id, LIFECYCLE_UID, "bind.instanceId", "[a-z0-9]{26,32}"),
-        _uint(epoch, "bind.epoch"),
-    )
-
-
-def _sender(sender_id: Any, name: Any) -> str:
-    """``from.id``, once ``from.id`` and ``from.name`` are both non-empty strings."""
-    checked = _text(sender_id, "from.id")
-    _text(name, "from.name")
-    return checked
 
 
 def ok_reply(request_id: str, data: Any) -> dict[str, Any]:

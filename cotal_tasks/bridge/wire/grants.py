@@ -76,7 +76,7 @@ def caller_rows(
     if unknown:
         raise ContractError(
             ErrorCode.BAD_REQUEST,
-            f"unknown capability {', '.join(unknown)}; the tasks capabilities are "
+            f"unknown capability {', '.join(unknown)}. Name one of the tasks capabilities: "
             + ", ".join(CAPABILITIES),
         )
     token = endpoint_token(endpoint)

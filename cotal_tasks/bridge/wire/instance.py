@@ -38,7 +38,7 @@ def next_incarnation(data_dir: Path, endpoint_token: str) -> InstanceIdentity:
                 instance_id, epoch = saved["instanceId"], int(saved["epoch"])
         except (ValueError, KeyError, TypeError) as exc:
             raise RuntimeError(
-                f"{path} is damaged ({exc}); restore it, or delete it to start a new instance "
+                f"{path} is damaged ({exc}). Restore it, or delete it to start a new instance "
                 "identity (callers bound to the old one will re-describe)"
             ) from exc
     identity = InstanceIdentity(instance_id, epoch + 1)

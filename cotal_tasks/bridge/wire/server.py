@@ -233,7 +233,7 @@ class EndpointServer:
                 envelope.request_id_of(raw),
                 ContractError(
                     ErrorCode.INTERNAL,
-                    f"the bridge failed unexpectedly ({type(exc).__name__}); retry, and "
+                    f"the bridge failed unexpectedly ({type(exc).__name__}). Retry, and "
                     "report it if it persists",
                     outcome="unknown" if started else "not-executed",
                 ),
@@ -261,8 +261,8 @@ class EndpointServer:
         log.error("a %d-byte reply exceeds the %d-byte payload limit", len(data), limit)
         error = ContractError(
             ErrorCode.RESOURCE_EXHAUSTED,
-            f"the reply is {len(data)} bytes, over the broker's {limit}-byte payload limit; "
-            "ask for less (a smaller list limit), and report it if it persists",
+            f"the reply is {len(data)} bytes, over the broker's {limit}-byte payload limit. "
+            "Ask for less (a smaller list limit), and report it if it persists",
             outcome=outcome,
         )
         return orjson.dumps(envelope.error_reply(str(reply["id"]), error))
@@ -272,7 +272,7 @@ def _not_json(exc: orjson.JSONDecodeError) -> ContractError:
     reason = "it nests too deeply" if "recursion" in str(exc) else "it is not JSON"
     return ContractError(
         ErrorCode.BAD_REQUEST,
-        f"the request body does not decode ({reason}); send a Cotal request envelope, a "
+        f"the request body does not decode ({reason}). Send a Cotal request envelope, a "
         "JSON object of UTF-8 text",
         outcome="not-executed",
     )

@@ -72,7 +72,7 @@ async def publish_artifacts(
         await js.stream_info(stream)
     except NotFoundError as exc:
         raise SpaceNotSetUp(
-            f"the space {space!r} has no {stream} stream; run Cotal's space setup first, or "
+            f"the space {space!r} has no {stream} stream. Run Cotal's space setup first, or "
             "leave nats_url unset to use the embedded broker"
         ) from exc
     fresh = 0
@@ -92,7 +92,9 @@ async def publish_artifacts(
             stored = await js.get_msg(stream, subject=subject)
             if stored.data != artifact.data:
                 raise SpaceNotSetUp(
-                    f"{subject} holds different bytes than the contract artifact {artifact.digest}"
+                    f"{subject} holds different bytes than the contract artifact "
+                    f"{artifact.digest}. Check that every bridge in the space runs the same "
+                    "contract version"
                 ) from exc
     return fresh
 
@@ -150,8 +152,8 @@ class LifecycleHeads:
         except APIError as exc:
             raise ContractError(
                 ErrorCode.UNAVAILABLE,
-                f"the lifecycle mapping of {owner}.{actor} cannot be read ({exc.description}); "
-                "retry, or check the space's records bucket",
+                f"the lifecycle mapping of {owner}.{actor} cannot be read ({exc.description}). "
+                "Retry, or check the space's records bucket",
             ) from exc
         headers = raw.headers or {}
         if headers.get("KV-Operation") in ("DEL", "PURGE") or not raw.data:
@@ -160,7 +162,9 @@ class LifecycleHeads:
             head = json.loads(raw.data)
         except ValueError as exc:
             raise ContractError(
-                ErrorCode.INTERNAL, f"the lifecycle head {key} is not JSON; it authorizes nothing"
+                ErrorCode.INTERNAL,
+                f"the lifecycle head {key} is not JSON, so it authorizes nothing. "
+                "Republish the seat's lifecycle record",
             ) from exc
         if (
             not isinstance(head, dict)
@@ -169,6 +173,8 @@ class LifecycleHeads:
             or not isinstance(head.get("lifecycleUid"), str)
         ):
             raise ContractError(
-                ErrorCode.INTERNAL, f"the lifecycle head {key} is malformed; it authorizes nothing"
+                ErrorCode.INTERNAL,
+                f"the lifecycle head {key} is malformed, so it authorizes nothing. "
+                "Republish the seat's lifecycle record",
             )
         return LifecycleMapping(head["lifecycleUid"], int(raw.seq or 0), str(head.get("state")))

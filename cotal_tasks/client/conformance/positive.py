@@ -107,6 +107,19 @@ def _succeeded(run: PositiveRun, step: str) -> None:
     )
 
 
+def _kept_binding(run: PositiveRun, step: str) -> Json:
+    """The record after ``step``, a status update: it succeeded, the task reads ``step``
+    and the seat that claimed it is still bound."""
+    _succeeded(run, step)
+    record = run.records[step]
+    ensure(record["status"] == step, f"the task reads {record['status']}, not {step}")
+    ensure(
+        record["binding"] == run.records["claimed"]["binding"],
+        f"the binding changed at {step}",
+    )
+    return record
+
+
 async def check_18(ctx: Context) -> str:
     run = await positive_path(ctx)
     _succeeded(run, "claimed")
@@ -120,11 +133,7 @@ async def check_18(ctx: Context) -> str:
 
 
 async def check_19(ctx: Context) -> str:
-    run = await positive_path(ctx)
-    _succeeded(run, "blocked")
-    record = run.records["blocked"]
-    ensure(record["status"] == "blocked", f"the task reads {record['status']}, not blocked")
-    ensure(record["binding"] == run.records["claimed"]["binding"], "the binding changed")
+    _kept_binding(await positive_path(ctx), "blocked")
     return "update-task to blocked with a note succeeds; the binding is intact"
 
 
@@ -149,10 +158,7 @@ async def check_20(ctx: Context) -> str:
 
 async def check_21(ctx: Context) -> str:
     run = await positive_path(ctx)
-    _succeeded(run, "done")
-    record = run.records["done"]
-    ensure(record["status"] == "done", f"the task reads {record['status']}, not done")
-    ensure(record["binding"] == run.records["claimed"]["binding"], "the binding is gone at done")
+    record = _kept_binding(run, "done")
     ensure(record["evidence"] == run.records["evidence"]["evidence"], "evidence changed at done")
     return "update-task to done succeeds; the binding stays as the record of who finished"
 

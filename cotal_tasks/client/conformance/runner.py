@@ -78,7 +78,7 @@ def select(names: Iterable[str] | None) -> tuple[Check, ...]:
     unknown = [w for w in wanted if not any(c.name.startswith(w) for c in CHECKS)]
     if unknown:
         raise ValueError(
-            f"no check is named {', '.join(unknown)}; the checks are {', '.join(BY_NAME)}"
+            f"no check is named {', '.join(unknown)}. Name one of {', '.join(BY_NAME)}"
         )
     return chosen
 

@@ -39,7 +39,7 @@ class SoleWriterLock:
             os.close(fd)
             raise ContractError(
                 ErrorCode.FAILED_PRECONDITION,
-                f"another process is serving the SQLite board {self.database}; stop it "
+                f"another process is serving the SQLite board {self.database}. Stop it "
                 "first, or use PostgreSQL to run several bridge instances on one board",
             ) from exc
         self._fd = fd

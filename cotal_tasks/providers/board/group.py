@@ -15,9 +15,8 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from cotal_tasks.providers.board.records import columns, unavailable
+from cotal_tasks.providers.board.records import Columns, columns, unavailable
 from cotal_tasks.providers.store import Committed, Write
 
 Outcome = list[Committed] | BaseException
@@ -29,7 +28,7 @@ class Item:
     """One ``commit_many`` call: its writes, their row values, and who waits for it."""
 
     writes: Sequence[Write]
-    rows: list[dict[str, Any]]
+    rows: list[Columns]
     future: asyncio.Future[list[Committed]]
 
 

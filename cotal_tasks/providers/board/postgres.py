@@ -21,7 +21,7 @@ import asyncpg
 
 from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.group import CommitFailed, GroupCommit, Item, Outcome
-from cotal_tasks.providers.board.records import unavailable
+from cotal_tasks.providers.board.records import Columns, unavailable
 from cotal_tasks.providers.store import Committed, IdempotencyKeyTaken, RevisionConflict, Write
 
 ERRORS: tuple[type[BaseException], ...] = (
@@ -183,12 +183,12 @@ async def _item(conn: asyncpg.Connection, item: Item) -> list[int] | BaseExcepti
     return revisions
 
 
-async def _write(conn: asyncpg.Connection, write: Write, row: dict[str, Any]) -> int:
+async def _write(conn: asyncpg.Connection, write: Write, row: Columns) -> int:
     """One write; a refusal leaves nothing of it behind."""
     task = write.task
     key = write.idempotency
     if key is not None:
-        remember = (key.key, key.command, key.args_digest, row["body"], task.updatedAt)
+        remember = (key.key, key.command, key.args_digest, row.body, task.updatedAt)
         if await conn.fetchval(_REMEMBER, *remember) is None:
             # Taken, unless the result there has expired (an id is forgotten in time).
             if await conn.execute(_FORGET_EXPIRED, key.key, key.expired_before) == "DELETE 0":
@@ -199,13 +199,7 @@ async def _write(conn: asyncpg.Connection, write: Write, row: dict[str, Any]) ->
     values = (
         task.taskId,
         task.createdAt if write.expected_revision is None else write.expected_revision,
-        row["status"],
-        row["bound_owner"],
-        row["bound_actor"],
-        row["bound_uid"],
-        row["body"],
-        row["summary"],
-        row["updated_at"],
+        *row,
     )
     if write.expected_revision is None:
         done = await conn.fetchval(_CREATE, *history, *values)

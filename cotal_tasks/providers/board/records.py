@@ -10,7 +10,7 @@ else (and the wire checks every answer against the command's output schema).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -20,22 +20,35 @@ Json = dict[str, Any]
 _SUMMARY_DROPS = ("brief", "evidence")
 
 
-def columns(task: Task) -> Json:
-    """The values of a task row, beside its id, revision and creation time."""
+class Columns(NamedTuple):
+    """The values of a task row beside its id, revision and creation time, in the order
+    both backends' statements take them."""
+
+    status: str
+    bound_owner: str | None
+    bound_actor: str | None
+    bound_uid: str | None
+    body: str
+    summary: str
+    updated_at: int
+
+
+def columns(task: Task) -> Columns:
+    """The values of ``task``'s row."""
     binding = task.binding
     body = task.to_json()
     # The summary is the record without brief and evidence (``Task.summary``), in the same
     # key order; built from the dict, it costs no second model validation.
     summary = {key: value for key, value in body.items() if key not in _SUMMARY_DROPS}
-    return {
-        "status": task.status,
-        "bound_owner": binding.owner if binding else None,
-        "bound_actor": binding.actor if binding else None,
-        "bound_uid": binding.lifecycleUid if binding else None,
-        "body": orjson.dumps(body).decode(),
-        "summary": orjson.dumps(summary).decode(),
-        "updated_at": task.updatedAt,
-    }
+    return Columns(
+        task.status,
+        binding.owner if binding else None,
+        binding.actor if binding else None,
+        binding.lifecycleUid if binding else None,
+        orjson.dumps(body).decode(),
+        orjson.dumps(summary).decode(),
+        task.updatedAt,
+    )
 
 
 def damaged() -> ContractError:
@@ -89,6 +102,6 @@ def unavailable(where: str, exc: BaseException) -> ContractError:
         reason = f"{reason}: {str(exc).splitlines()[0][:200]}"
     return ContractError(
         ErrorCode.UNAVAILABLE,
-        f"the board store cannot be read ({where}: {reason}); check that the database is "
+        f"the board store cannot be read ({where}: {reason}). Check that the database is "
         "running and reachable and that the file is a readable board, then retry",
     )

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cotal_tasks.providers.board import tables
-from cotal_tasks.providers.board.records import columns, unavailable
+from cotal_tasks.providers.board.records import Columns, columns, unavailable
 from cotal_tasks.providers.store import (
     Committed,
     IdempotencyKeyTaken,
@@ -77,7 +77,7 @@ class _Item:
     """One ``commit_many`` call: its writes commit together or not at all."""
 
     writes: Sequence[Write]
-    rows: list[dict[str, Any]]
+    rows: list[Columns]
     loop: asyncio.AbstractEventLoop
     future: asyncio.Future[list[Committed]]
 
@@ -212,7 +212,7 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Item]) -> list[Outcome]
     return outcomes
 
 
-def _write_one(conn: sqlite3.Connection, write: Write, row: dict[str, Any]) -> int:
+def _write_one(conn: sqlite3.Connection, write: Write, row: Columns) -> int:
     task = write.task
     key = write.idempotency
     if key is not None:
@@ -223,30 +223,19 @@ def _write_one(conn: sqlite3.Connection, write: Write, row: dict[str, Any]) -> i
         try:
             conn.execute(
                 _INSERT_IDEMPOTENCY,
-                (key.key, key.command, key.args_digest, row["body"], task.updatedAt),
+                (key.key, key.command, key.args_digest, row.body, task.updatedAt),
             )
         except sqlite3.IntegrityError:
             raise IdempotencyKeyTaken(key.key) from None
-    values = (
-        row["status"],
-        row["bound_owner"],
-        row["bound_actor"],
-        row["bound_uid"],
-        row["body"],
-        row["summary"],
-        row["updated_at"],
-    )
     if write.expected_revision is None:
         try:
-            conn.execute(_INSERT_TASK, (task.taskId, task.createdAt, *values))
+            conn.execute(_INSERT_TASK, (task.taskId, task.createdAt, *row))
         except sqlite3.IntegrityError:
             raise RevisionConflict(task.taskId) from None
         revision = 1
     else:
         revision = write.expected_revision + 1
-        cursor = conn.execute(
-            _UPDATE_TASK, (revision, *values, task.taskId, write.expected_revision)
-        )
+        cursor = conn.execute(_UPDATE_TASK, (revision, *row, task.taskId, write.expected_revision))
         if cursor.rowcount != 1:
             raise RevisionConflict(task.taskId)
     conn.execute(

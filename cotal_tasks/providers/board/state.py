@@ -14,10 +14,11 @@ from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.board import tables
 
 
-def _unavailable(what: str, exc: BaseException) -> ContractError:
+def mirror_unavailable(what: str, exc: BaseException) -> ContractError:
+    """A mirror table that cannot be read or written, as the contract's ``unavailable``."""
     return ContractError(
         ErrorCode.UNAVAILABLE,
-        f"the mirror's {what} cannot be read or written ({type(exc).__name__}); check the "
+        f"the mirror's {what} cannot be read or written ({type(exc).__name__}). Check the "
         "database and retry",
     )
 
@@ -44,7 +45,7 @@ class MirrorState:
                     await conn.execute(select(s.c.value).where(s.c.key == key))
                 ).scalar_one_or_none()
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("sync state", exc) from exc
+            raise mirror_unavailable("sync state", exc) from exc
         if value is None:
             return None
         loaded: dict[str, Any] = json.loads(value)
@@ -61,7 +62,7 @@ class MirrorState:
                 if result.rowcount == 0:
                     await conn.execute(insert(s).values(key=key, value=text, updated_at=now))
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("sync state", exc) from exc
+            raise mirror_unavailable("sync state", exc) from exc
 
     async def first_delivery(self, delivery_id: str, now: int, keep_ms: int) -> bool:
         """Record a webhook delivery id; ``False`` when it was seen already."""
@@ -75,5 +76,5 @@ class MirrorState:
                 except IntegrityError:
                     return False
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("webhook deliveries", exc) from exc
+            raise mirror_unavailable("webhook deliveries", exc) from exc
         return True

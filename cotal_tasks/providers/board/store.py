@@ -57,21 +57,21 @@ def normalize_url(url: str) -> URL:
     except ArgumentError as exc:
         raise ContractError(
             ErrorCode.BAD_REQUEST,
-            "the board URL is not a database URL; use sqlite:///PATH or "
+            "the board URL is not a database URL. Use sqlite:///PATH or "
             "postgresql://USER@HOST:PORT/DATABASE",
         ) from exc
     backend = parsed.get_backend_name()
     if backend not in _DRIVERS:
         raise ContractError(
             ErrorCode.BAD_REQUEST,
-            f"the board supports sqlite and postgresql, not {backend!r}; "
-            "use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE",
+            f"the board supports sqlite and postgresql, not {backend!r}. "
+            "Use sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE",
         )
     if backend == "sqlite" and parsed.database in (None, "", ":memory:"):
         raise ContractError(
             ErrorCode.BAD_REQUEST,
             "a board lives in a file, not in memory (an in-memory board would lose every "
-            "acknowledged write on exit); use sqlite:///PATH",
+            "acknowledged write on exit). Use sqlite:///PATH",
         )
     return parsed.set(drivername=_DRIVERS[backend])
 
@@ -169,7 +169,8 @@ class BoardStore:
         if not rows:
             raise ContractError(
                 ErrorCode.NOT_FOUND,
-                f"no task {task_id!r} on this board; list-tasks shows the task ids there are",
+                f"no task {task_id!r} on this board. Check the id (list-tasks shows the ids "
+                "there are)",
             )
         return rows[0][0], rows[0][1]
 

@@ -188,7 +188,7 @@ class TrackerHttp:
         raise TrackerHttpError(
             None,
             f"refused to follow a URL on {origin(target)}, not the configured API origin "
-            f"{base}: the token is only sent there; check api_url (a proxy or an Enterprise "
+            f"{base}: the token is only sent there. Check api_url (a proxy or an Enterprise "
             "server must hand out links on its own origin)",
             method=method,
             path=path,

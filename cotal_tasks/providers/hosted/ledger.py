@@ -23,18 +23,10 @@ from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.board import tables
+from cotal_tasks.providers.board.state import mirror_unavailable
 
 PENDING, DONE = "pending", "done"
-
-
-def _unavailable(what: str, exc: BaseException) -> ContractError:
-    return ContractError(
-        ErrorCode.UNAVAILABLE,
-        f"the mirror's {what} cannot be read or written ({type(exc).__name__}); check the "
-        "database and retry",
-    )
 
 
 def marker_of(key: str) -> str:
@@ -72,7 +64,7 @@ class Leases:
                 except IntegrityError:
                     return False
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("leases", exc) from exc
+            raise mirror_unavailable("leases", exc) from exc
         return True
 
     async def release(self, name: str, holder: str) -> None:
@@ -83,7 +75,7 @@ class Leases:
                     delete(lease).where(lease.c.name == name, lease.c.holder == holder)
                 )
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("leases", exc) from exc
+            raise mirror_unavailable("leases", exc) from exc
 
     async def holder(self, name: str, now: int) -> str | None:
         """Who holds ``name`` now (an expired lease is held by nobody)."""
@@ -96,7 +88,7 @@ class Leases:
                     )
                 ).first()
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("leases", exc) from exc
+            raise mirror_unavailable("leases", exc) from exc
         return None if row is None else str(row.holder)
 
 
@@ -122,7 +114,7 @@ class Ledger:
             async with self._engine.connect() as conn:
                 row = (await conn.execute(select(i).where(i.c.key == key))).first()
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("write ledger", exc) from exc
+            raise mirror_unavailable("write ledger", exc) from exc
         if row is None:
             return None
         return Intent(row.key, row.marker, row.task_id, row.number, row.state, row.change_seq)
@@ -170,7 +162,7 @@ class Ledger:
                         )
                     )
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("write ledger", exc) from exc
+            raise mirror_unavailable("write ledger", exc) from exc
         return intent
 
     async def located(self, key: str, task_id: str, number: int) -> None:
@@ -187,7 +179,7 @@ class Ledger:
             async with self._engine.begin() as conn:
                 await conn.execute(delete(i).where(i.c.key == key, i.c.state == PENDING))
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("write ledger", exc) from exc
+            raise mirror_unavailable("write ledger", exc) from exc
 
     async def _set(self, key: str, **values: object) -> None:
         i = tables.intents
@@ -195,7 +187,7 @@ class Ledger:
             async with self._engine.begin() as conn:
                 await conn.execute(update(i).where(i.c.key == key).values(**values))
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("write ledger", exc) from exc
+            raise mirror_unavailable("write ledger", exc) from exc
 
     async def echoes(self, task_ids: Sequence[str], read_mark: int, now: int) -> set[str]:
         """The tasks among ``task_ids`` a tracker snapshot taken at ``read_mark`` must not
@@ -219,7 +211,7 @@ class Ledger:
                     )
                     found.update(str(row.task_id) for row in rows)
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("write ledger", exc) from exc
+            raise mirror_unavailable("write ledger", exc) from exc
         return found
 
     async def prune(self, before: int) -> int:
@@ -231,5 +223,5 @@ class Ledger:
                     delete(i).where(i.c.state == DONE, i.c.created_at < before)
                 )
         except (SQLAlchemyError, OSError) as exc:
-            raise _unavailable("write ledger", exc) from exc
+            raise mirror_unavailable("write ledger", exc) from exc
         return int(result.rowcount or 0)

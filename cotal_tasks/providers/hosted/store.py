@@ -77,17 +77,17 @@ def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractErr
     if isinstance(exc, RateLimited):
         return ContractError(
             ErrorCode.RESOURCE_EXHAUSTED,
-            f"{tracker} rate-limits the bridge for a while; retry after a few minutes",
+            f"{tracker} rate-limits the bridge for a while. Retry after a few minutes",
             outcome=outcome,
         )
     code, remedy = {
-        401: (ErrorCode.UNAVAILABLE, "check the token in the endpoint's token_env"),
-        403: (ErrorCode.PERMISSION_DENIED, "give the token write access to the repository"),
-        404: (ErrorCode.NOT_FOUND, "check the repository or project and the issue exist"),
-        410: (ErrorCode.NOT_FOUND, "the issue was deleted on the tracker"),
-        422: (ErrorCode.FAILED_PRECONDITION, "fix what the tracker names, then retry"),
-    }.get(status or 0, (ErrorCode.UNAVAILABLE, "retry once the tracker answers again"))
-    return ContractError(code, f"{what} ({detail}); {remedy}", outcome=outcome)
+        401: (ErrorCode.UNAVAILABLE, "Check the token in the endpoint's token_env"),
+        403: (ErrorCode.PERMISSION_DENIED, "Give the token write access to the repository"),
+        404: (ErrorCode.NOT_FOUND, "Check the repository or project and the issue exist"),
+        410: (ErrorCode.NOT_FOUND, "The issue was deleted on the tracker: drop the task"),
+        422: (ErrorCode.FAILED_PRECONDITION, "Fix what the tracker names, then retry"),
+    }.get(status or 0, (ErrorCode.UNAVAILABLE, "Retry once the tracker answers again"))
+    return ContractError(code, f"{what} ({detail}). {remedy}", outcome=outcome)
 
 
 class MirroredReads:
@@ -299,7 +299,7 @@ class HostedStore(MirroredReads):
         else:
             raise ContractError(
                 ErrorCode.UNAVAILABLE,
-                "the mirror kept changing under the sync; the next poll retries",
+                "the mirror kept changing under the sync. Wait for the next poll, which retries it",
             )
         if committed:
             await self.announce_change(committed[-1].change_seq)

@@ -122,14 +122,14 @@ class Writes:
                 )
                 raise ContractError(
                     ErrorCode.DEADLINE_EXCEEDED,
-                    f"{what} held its turn past this request's deadline; retry (the same "
+                    f"{what} held its turn past this request's deadline. Retry (the same "
                     "envelope id is safe) or give a longer deadlineMs",
                     outcome="not-executed",
                 ) from None
             self._keep(work)
             raise ContractError(
                 ErrorCode.DEADLINE_EXCEEDED,
-                f"{self.tracker.name} did not answer within the request's deadline; the "
+                f"{self.tracker.name} did not answer within the request's deadline. The "
                 "write goes on: retry with the same envelope id to learn its result",
                 outcome="unknown",
             ) from None
@@ -262,7 +262,8 @@ class Writes:
         if number is None:
             raise ContractError(
                 ErrorCode.FAILED_PRECONDITION,
-                f"{task_id!r} is not a {self.tracker.name} issue of this endpoint",
+                f"{task_id!r} is not a {self.tracker.name} issue of this endpoint. Check the "
+                "task id (list-tasks shows the ids there are)",
                 outcome="not-executed",
             )
         change = plan_change(
@@ -366,7 +367,7 @@ class Writes:
                 raise exc.with_outcome("executed") from None
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"{self.tracker.name} took the write but the mirror kept changing under it; "
-            "retry with the same envelope id (the write is not repeated)",
+            f"{self.tracker.name} took the write but the mirror kept changing under it. "
+            "Retry with the same envelope id (the write is not repeated)",
             outcome="executed",
         )

@@ -104,7 +104,7 @@ class BoardFile:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if self.held is not None and _entries(self.held.parent) != [self.held.name]:
             # A peer judged this holder dead and took the lease: never write beside it.
-            raise LeaseTimeout(f"the write lease on {self.path} was taken over; retry")
+            raise LeaseTimeout(f"the write lease on {self.path} was taken over. Retry")
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             stat = os.fstat(fd)

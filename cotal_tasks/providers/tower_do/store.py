@@ -102,8 +102,8 @@ class TowerDoStore(MirroredReads):
                 self.health.failed(f"{self.board.path}: {exc.strerror or exc}", self.clock())
                 raise ContractError(
                     ErrorCode.UNAVAILABLE,
-                    f"the tower-do board {self.board.path} cannot be read ({exc.strerror}); "
-                    "check the file's permissions",
+                    f"the tower-do board {self.board.path} cannot be read ({exc.strerror}). "
+                    "Check the file's permissions",
                 ) from exc
             count = await self._mirror_fold() if self._behind() else 0
             self.health.succeeded(self.clock())
@@ -224,8 +224,8 @@ class TowerDoStore(MirroredReads):
         except OSError as exc:
             raise ContractError(
                 ErrorCode.UNAVAILABLE,
-                f"the tower-do board {self.board.path} cannot be read ({exc.strerror}); "
-                "check the file's permissions, then retry",
+                f"the tower-do board {self.board.path} cannot be read ({exc.strerror}). "
+                "Check the file's permissions, then retry",
                 outcome="not-executed",
             ) from exc
         if self._behind():
@@ -271,7 +271,7 @@ class TowerDoStore(MirroredReads):
         except (OSError, LeaseTimeout) as exc:
             raise ContractError(
                 ErrorCode.UNAVAILABLE,
-                f"the tower-do board {self.board.path} could not be written ({exc}); retry",
+                f"the tower-do board {self.board.path} could not be written ({exc}). Retry",
                 outcome="not-executed",
             ) from exc
 
@@ -333,7 +333,7 @@ class TowerDoStore(MirroredReads):
                 return Landed(self.board.fold.tasks.get(key), self.board.fold), key
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"the tower-do board kept changing under {_ATTEMPTS} attempts to write; retry",
+            f"the tower-do board kept changing under {_ATTEMPTS} attempts to write. Retry",
             outcome="not-executed",
         )
 

@@ -1,0 +1,191 @@
+"""The operator's commands: ``grants``, ``check-config``, ``sync`` and ``history``."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cotal_tasks.bridge.cli.common import config_option, endpoint_option, load, parse_seat, run
+from cotal_tasks.bridge.cli.preview import preview, render
+from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.core import CAPABILITIES, endpoint_token
+from cotal_tasks.providers.hosted.sync import SyncReport
+from cotal_tasks.providers.registry import provider
+
+
+@click.command()
+@click.option(
+    "--capability",
+    "capabilities",
+    multiple=True,
+    type=click.Choice(CAPABILITIES),
+    help="A capability the caller holds (repeatable).",
+)
+@click.option("--as", "as_seat", default=None, help="The caller seat OWNER.ACTOR/UID.")
+@click.option("--any-owner", default=None, help="Mint mode-any bind rows for this target owner "
+              "('*' for every owner: operator policy only).")  # fmt: skip
+@click.option("--serve", "serve_rows_flag", is_flag=True, help="The bridge's own serve rows.")
+@endpoint_option
+@config_option
+def grants(
+    capabilities: tuple[str, ...],
+    as_seat: str | None,
+    any_owner: str | None,
+    serve_rows_flag: bool,
+    endpoint: str | None,
+    config_path: Path | None,
+) -> None:
+    """Print the NATS permission rows (publish/subscribe allow lists) to grant."""
+    config = load(config_path)
+    name = config.endpoint(endpoint).name
+    if serve_rows_flag:
+        instance_file = config.data_dir / f"{endpoint_token(name)}.instance.json"
+        instance_id = "*"
+        if instance_file.exists():
+            instance_id = json.loads(instance_file.read_text(encoding="utf-8"))["instanceId"]
+        perms = serve_rows(config.space, name, instance_id)
+    else:
+        if as_seat is None or not capabilities:
+            raise click.UsageError(
+                "a caller's grants need a seat and its capabilities. Give --as OWNER.ACTOR/UID "
+                "and at least one --capability"
+            )
+        perms = caller_rows(
+            config.space, name, parse_seat(as_seat, "--as"), list(capabilities), any_owner=any_owner
+        )
+    click.echo(json.dumps({"permissions": perms.as_nats()}, indent=2))
+
+
+@click.command("check-config")
+@click.option(
+    "--preview",
+    "preview_count",
+    type=click.IntRange(1, 100),
+    default=None,
+    help="Also show how the tracker's N most recently updated issues map (writes nothing).",
+)
+@endpoint_option
+@config_option
+def check_config(preview_count: int | None, endpoint: str | None, config_path: Path | None) -> None:
+    """Validate a config file and print what it configures."""
+    config = load(config_path)
+    click.echo(f"space: {config.space} (owner {config.owner})")
+    click.echo(f"data directory: {config.data_dir}")
+    click.echo(f"NATS: {config.nats_url or 'embedded nats-server'}")
+    for ep in config.endpoints:
+        click.echo(
+            f"endpoint {ep.name}: {ep.provider} at {ep.database_url(config.data_dir)}, "
+            f"page ceiling {ep.page_ceiling}, idempotency retention "
+            f"{ep.idempotency_retention_hours:g} h, target check {ep.target_check}"
+        )
+        for line in provider(ep.provider).describe(ep.settings):
+            click.echo(f"  {line}")
+    if preview_count is None:
+        return
+    target = config.endpoint(endpoint)
+    if not provider(target.provider).mirrors:
+        raise click.UsageError(
+            f"{target.name} is a {target.provider} endpoint, its own source, so there is "
+            "nothing to preview. Name a tracker or tower-do endpoint with --endpoint"
+        )
+    shown = run(lambda: preview(config, target, preview_count))
+    click.echo(f"preview of {target.name} (nothing was written):")
+    render(shown, click.echo)
+
+
+@click.command()
+@endpoint_option
+@config_option
+def sync(endpoint: str | None, config_path: Path | None) -> None:
+    """Import (or catch up) a hosted tracker endpoint into its mirror, with progress.
+
+    Run it before the first `serve`, or while the bridge is stopped: the bridge's own
+    sync loop holds the mirror while it runs.
+    """
+    config = load(config_path)
+    target = config.endpoint(endpoint)
+    if not provider(target.provider).mirrors:
+        raise click.UsageError(
+            f"{target.name} is a {target.provider} endpoint, its own source, so there is "
+            "nothing to sync. Name a tracker or tower-do endpoint with --endpoint"
+        )
+    degraded: dict[str, int] = {}
+
+    async def work() -> SyncReport | str:
+        async with open_endpoint(config, target, serve=True) as opened:
+            if opened.hosted is None:
+                if opened.catch_up is None:
+                    raise click.UsageError(
+                        f"{target.name} has nothing to sync. Name a tracker or tower-do "
+                        "endpoint with --endpoint"
+                    )
+                return await opened.catch_up()
+            bar: Any = None
+
+            def progress(done: int, total: int | None) -> None:
+                nonlocal bar
+                if bar is None and total:
+                    bar = click.progressbar(length=total, label=f"syncing {target.name}")
+                    bar.__enter__()
+                if bar is not None:
+                    bar.update(done - bar.pos)
+                else:
+                    click.echo(f"  {done} page(s) read", err=True)
+
+            try:
+                return await opened.hosted.sync.poll_once(progress)
+            finally:
+                if bar is not None:
+                    bar.__exit__(None, None, None)
+                degraded.update(opened.hosted.store.degradations()["counts"])
+
+    report = run(work)
+    if isinstance(report, str):
+        click.echo(f"{target.name}: {report}")
+        return
+    state = "unchanged (conditional requests answered 304)" if report.not_modified else "synced"
+    click.echo(
+        f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "
+        f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
+    )
+    if report.reconciled:
+        click.echo(
+            f"{target.name}: reconcile sweep: {report.sweep_requests} listing request(s), "
+            f"{report.swept} unlisted unfinished task(s) read one by one"
+        )
+    if degraded:
+        counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
+        click.echo(
+            f"{target.name}: {sum(degraded.values())} item(s) degraded ({counts}); each kept "
+            "what was valid or was skipped; the log names the items"
+        )
+
+
+@click.command()
+@click.argument("task_id")
+@endpoint_option
+@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000))
+@config_option
+def history(task_id: str, endpoint: str | None, limit: int, config_path: Path | None) -> None:
+    """Print a task's append-only history: when, who, which command, status, note."""
+    config = load(config_path)
+
+    async def work() -> None:
+        async with open_endpoint(config, config.endpoint(endpoint)) as ep:
+            entries = await ep.store.history(task_id, limit)
+        if not entries:
+            click.echo(f"no history for task {task_id!r}")
+        for entry in entries:
+            when = datetime.fromtimestamp(entry.at / 1000, tz=UTC).isoformat(timespec="seconds")
+            note = f"  {entry.note}" if entry.note else ""
+            click.echo(f"{when}  {entry.command:<15} {entry.status:<8} {entry.actor}{note}")
+
+    run(work)
+
+
+# -- conformance ------------------------------------------------------------------------------
