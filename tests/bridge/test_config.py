@@ -117,7 +117,7 @@ def test_a_bad_value_is_located_where_the_file_has_it(tmp_path: Path) -> None:
         'board = "b.jsonl"\npoll_interval_s = 0\n',
     )
     assert "endpoints.0.tower_do.poll_interval_s:" in message
-    assert "settings" not in message
+    assert ".settings." not in message
     unknown = refusal(
         tmp_path,
         '[[endpoints]]\nprovider = "github"\n[endpoints.github]\nrepository = "a/b"\nrepo = 1\n',

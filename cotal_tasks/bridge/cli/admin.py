@@ -90,8 +90,8 @@ def check_config(preview_count: int | None, endpoint: str | None, config_path: P
     target = config.endpoint(endpoint)
     if not provider(target.provider).mirrors:
         raise click.UsageError(
-            f"{target.name} is a {target.provider} endpoint, its own source, so there is "
-            "nothing to preview. Name a tracker or tower-do endpoint with --endpoint"
+            f"{target.name} is a {target.provider} endpoint, its own source, and --preview "
+            "shows what a hosted tracker or a tower-do board would mirror. Name such an endpoint"
         )
     shown = run(lambda: preview(config, target, preview_count))
     click.echo(f"preview of {target.name} (nothing was written):")
@@ -111,8 +111,8 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
     target = config.endpoint(endpoint)
     if not provider(target.provider).mirrors:
         raise click.UsageError(
-            f"{target.name} is a {target.provider} endpoint, its own source, so there is "
-            "nothing to sync. Name a tracker or tower-do endpoint with --endpoint"
+            f"{target.name} is a {target.provider} endpoint, its own source. There is nothing "
+            "to sync; name a tracker or tower-do endpoint with --endpoint"
         )
     degraded: dict[str, int] = {}
 
@@ -120,10 +120,7 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
         async with open_endpoint(config, target, serve=True) as opened:
             if opened.hosted is None:
                 if opened.catch_up is None:
-                    raise click.UsageError(
-                        f"{target.name} has nothing to sync. Name a tracker or tower-do "
-                        "endpoint with --endpoint"
-                    )
+                    raise click.UsageError(f"{target.name} has nothing to sync. Name another")
                 return await opened.catch_up()
             bar: Any = None
 

@@ -53,7 +53,7 @@ def secret(env: str | None, what: str, *, required: bool) -> str | None:
     if value is None and required:
         raise ContractError(
             ErrorCode.FAILED_PRECONDITION,
-            f"{what} is read from the environment variable {env}, which is not set; export it "
+            f"{what} is read from the environment variable {env}, which is not set. Export it "
             "(the config names the variable, never the secret)",
         )
     return value
