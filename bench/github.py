@@ -1,22 +1,22 @@
 """What the GitHub sync costs, and how much of what GitHub links it finds, against the fake
 GitHub served on loopback.
 
-Requests are counted from the fake's request log and set beside their targets: an
-initial import of N issues costs the list pages (GitHub's issues list also lists pull
-requests; each page after the first reads its boundary issue again, so 1 + (listed -
-100) / 99 of them) plus one GraphQL request per page for the evidence of that page's
-issues and pull requests, and nothing per issue; an unchanged poll costs two conditional
-requests answered 304 (the listing's last page and the issue events feed), which
-GitHub's rate limit does not count. After the import, links that move no ``updated_at``
-are planted and polled for: commits that reference issues without a pull request (found
-through the issue events feed) and pull requests of another repository (timeline-only:
-not found by polling with ``reference_sweep`` off, and reported as such; then found with
-it on, ``bench.github_sweep``, beside what the sweep adds to a poll). Recall is the share of the links the fake's
-timelines hold (pull requests of this and another repository, forks, Development links,
-commit references, closing commits; most named by no pull request text) that became
-evidence. Time is the median of a few full imports, each into a fresh SQLite mirror,
-beside a baseline measured in the same run: walking the same list pages with a bare
-``httpx`` client, no mapping and no mirror.
+Requests are counted from the fake's request log and set beside their targets: an initial
+import of N issues costs the list pages (GitHub's issues list also lists pull requests; each
+page after the first reads its boundary issue again, so 1 + (listed - 100) / 99 of them)
+plus one GraphQL request per page for the evidence of that page's issues and pull requests,
+and nothing per issue; an unchanged poll costs two conditional requests answered 304 (the
+listing's last page and the issue events feed), which GitHub's rate limit does not count.
+After the import, links that move no ``updated_at`` are planted and polled for: commits that
+reference issues without a pull request (found through the issue events feed) and pull
+requests of another repository (timeline-only: not found by polling with ``reference_sweep``
+off, and reported as such; then found with it on, ``bench.github_sweep``, beside what the
+sweep adds to a poll). Recall is the share of the links the fake's timelines hold (pull
+requests of this and another repository, forks, Development links, commit references,
+closing commits; most named by no pull request text) that became evidence. Time is the
+median of a few full imports, each into a fresh SQLite mirror, beside a baseline measured in
+the same run: walking the same list pages with a bare ``httpx`` client, no mapping and no
+mirror.
 """
 
 from __future__ import annotations
