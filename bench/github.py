@@ -322,7 +322,7 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
         (
             f"poll after {CHANGES} other-repository pull requests",
             crossed,
-            f"{crossed.found} of {CHANGES} links found; timeline-only, not found by polling",
+            f"{crossed.found} of {CHANGES} links found; timeline-only, the sweep off",
         ),
     ):
         statuses = ", ".join(str(r.status) for r in poll.requests)
