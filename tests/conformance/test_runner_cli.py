@@ -85,10 +85,10 @@ async def test_an_endpoint_refusing_every_update_fails_the_positive_checks(
     assert code == 1, (lines, err)
     seen = verdicts(lines)
     failed = {name for name, (status, _) in seen.items() if status == "FAIL"}
-    # The positive path catches it (19 to 22), and so does check 13, whose credential-
-    # shaped evidence must be refused as bad-request, not as permission-denied.
+    # The positive path catches it (19 to 22). Check 13 passes: its credential-shaped
+    # evidence is refused as bad-request by the one validation of the call's args, which
+    # runs when the wire admits the call, before any provider could answer otherwise.
     assert failed == {
-        "13-no-secrets",
         "19-blocked",
         "20-evidence",
         "21-done",
@@ -98,7 +98,7 @@ async def test_an_endpoint_refusing_every_update_fails_the_positive_checks(
     for denial in ("08-update-denied", "10-new-incarnation"):
         assert seen[denial][0] == "PASS", seen[denial]  # a denial suite's blind spot
     assert SUMMARY.fullmatch(lines[-1])
-    assert ", 5 failed," in lines[-1]
+    assert ", 4 failed," in lines[-1]
 
 
 async def test_the_command_line_refuses_what_it_cannot_use(mesh: Mesh, tmp_path: Path) -> None:
