@@ -1,21 +1,22 @@
 """What the GitHub sync costs, and how much of what GitHub links it finds, against the fake
 GitHub served on loopback.
 
-Requests are counted from the fake's request log and set beside their targets: an
-initial import of N issues costs the list pages (GitHub's issues list also lists pull
-requests; each page after the first reads its boundary issue again, so 1 + (listed -
-100) / 99 of them) plus one GraphQL request per page for the evidence of that page's
-issues and pull requests, and nothing per issue; an unchanged poll costs two conditional
-requests answered 304 (the listing's last page and the issue events feed), which
-GitHub's rate limit does not count. After the import, links that move no ``updated_at``
-are planted and polled for: commits that reference issues without a pull request (found
-through the issue events feed) and pull requests of another repository (timeline-only:
-not found by polling, and reported as such). Recall is the share of the links the fake's
-timelines hold (pull requests of this and another repository, forks, Development links,
-commit references, closing commits; most named by no pull request text) that became
-evidence. Time is the median of a few full imports, each into a fresh SQLite mirror,
-beside a baseline measured in the same run: walking the same list pages with a bare
-``httpx`` client, no mapping and no mirror.
+Requests are counted from the fake's request log and set beside their targets: an initial
+import of N issues costs the list pages (GitHub's issues list also lists pull requests; each
+page after the first reads its boundary issue again, so 1 + (listed - 100) / 99 of them)
+plus one GraphQL request per page for the evidence of that page's issues and pull requests,
+and nothing per issue; an unchanged poll costs two conditional requests answered 304 (the
+listing's last page and the issue events feed), which GitHub's rate limit does not count.
+After the import, links that move no ``updated_at`` are planted and polled for: commits that
+reference issues without a pull request (found through the issue events feed) and pull
+requests of another repository (timeline-only: not found by polling with ``reference_sweep``
+off, and reported as such; then found with it on, ``bench.github_sweep``, beside what the
+sweep adds to a poll). Recall is the share of the links the fake's timelines hold (pull
+requests of this and another repository, forks, Development links, commit references,
+closing commits; most named by no pull request text) that became evidence. Time is the
+median of a few full imports, each into a fresh SQLite mirror, beside a baseline measured in
+the same run: walking the same list pages with a bare ``httpx`` client, no mapping and no
+mirror.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.github_sweep import SweepRun, sweep_polls
 from bench.links import Link, score
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
@@ -132,13 +134,14 @@ def timeline_links(fake: FakeGitHub, issue: Issue) -> set[Link]:
     return set(sorted(newest, key=lambda link: newest[link])[-MAX_EVIDENCE:])
 
 
-def endpoint(api_url: str) -> EndpointConfig:
+def endpoint(api_url: str, reference_sweep: bool = False) -> EndpointConfig:
     github = GitHubConfig(
         repository=REPO,
         api_url=api_url,
         token_env=TOKEN_ENV,
         mutation_spacing_s=0,
         max_retries=0,
+        reference_sweep=reference_sweep,
     )
     return EndpointConfig(name="com.example.github", settings=github)
 
@@ -268,6 +271,9 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
             # Scored before the polls plant links the import could not have seen.
             found, expected, stray = recall(fake, runs[0])
             polls = await polls_after(fake, api_url, Path(tmp) / "run0", CHANGES)
+            swept = await sweep_polls(
+                fake, REPO, OTHER, endpoint(api_url, True), Path(tmp) / "run0", CHANGES
+            )
         baseline = statistics.median([await raw_listing(fake, api_url) for _ in range(rounds)])
 
     first = runs[0]
@@ -316,14 +322,43 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
         (
             f"poll after {CHANGES} other-repository pull requests",
             crossed,
-            f"{crossed.found} of {CHANGES} links found; timeline-only, not found by polling",
+            f"{crossed.found} of {CHANGES} links found; timeline-only, the sweep off",
         ),
     ):
         statuses = ", ".join(str(r.status) for r in poll.requests)
         print(row(name, f"{len(poll.requests)} request(s)", f"({statuses}; {note})"))
+    print_sweep(swept, crossed.found)
     per_thousand = f"{seconds / issues * 1000:.2f} s per 1,000 issues"
     print(row(f"import time, median of {rounds}", f"{seconds:.2f} s", per_thousand))
     ratio = f"import cost x{seconds / baseline:.1f} of the baseline"
     print(row("raw listing of the same pages (baseline)", f"{baseline:.2f} s", ratio))
     print(row("import rate", f"{issues / seconds:,.0f} issues/s"))
     assert all(run.report.issues == issues for run in runs)
+
+
+def print_sweep(run: SweepRun, found_off: int) -> None:
+    """The reference sweep's rows: what it finds against the same links polled without it."""
+    lap = f"target ceil({run.open_issues:,} open issues / 100) = {run.bound}; records counts only"
+    print(row("reference sweep on: polls of its first lap", f"{run.lap_polls}", lap))
+    statuses = ", ".join(str(r.status) for r in run.unchanged)
+    extra = _count(run.unchanged, lambda r: r.matches("POST", "/graphql"))
+    note = f"({statuses}; target 2 conditional + 1 GraphQL: {extra} extra request per poll)"
+    print(row("unchanged poll, reference sweep on", f"{len(run.unchanged)} request(s)", note))
+    found = run.found_after[-1] if run.found_after else 0
+    first = run.found_after[0] if run.found_after else 0
+    polls = len(run.found_after)
+    print(
+        row(
+            f"{CHANGES} other-repository pull requests, sweep on",
+            f"{found}/{CHANGES} found",
+            f"in {polls} poll(s), target <= {run.bound} ({first} after the first); "
+            f"sweep off: {found_off}/{CHANGES}",
+        )
+    )
+    print(
+        row(
+            "  requests of those polls",
+            f"{run.requests}",
+            f"{run.reads} issue(s) read again for a moved count",
+        )
+    )

@@ -127,6 +127,9 @@ class _Root:
             found = fake.repos[full_name].issues.get(number)
             return None if found is None or found.pull is None else self.pull(found)
 
+        def issues(_info: Any, **args: Any) -> JSON:
+            return self.issues(full_name, args)
+
         return {
             "name": full_name.split("/", 1)[1],
             "nameWithOwner": full_name,
@@ -134,7 +137,39 @@ class _Root:
             "owner": self.owner(owner),
             "issue": issue,
             "pullRequest": pull,
+            "issues": issues,
         }
+
+    def issues(self, full_name: str, args: dict[str, Any]) -> JSON:
+        """``Repository.issues``: issues (never pull requests) of ``states``, ordered by
+        ``orderBy`` (GitHub's default: creation, ascending). A cursor names its issue, as
+        GitHub's name their node: closing an issue shifts no later one."""
+        states = {s.lower() for s in args.get("states") or ("OPEN", "CLOSED")}
+        order = args.get("orderBy") or {"field": "CREATED_AT", "direction": "ASC"}
+        field = {"CREATED_AT": "created_at", "UPDATED_AT": "updated_at"}.get(order["field"])
+
+        def key(issue: Issue) -> tuple[int, int]:
+            value = len(issue.comments) if field is None else getattr(issue, field)
+            return (value, issue.number)
+
+        every = [i for i in self.fake.repos[full_name].issues.values() if i.pull is None]
+        ordered = sorted((i for i in every if i.visible), key=key)
+        if order["direction"] == "DESC":
+            ordered.reverse()
+        after = args.get("after")
+        if after is not None:
+            named = self.fake.repos[full_name].issues.get(_index(after) or 0)
+            if named is None:
+                raise GraphQLError(f"`{after}` does not appear to be a valid cursor.")
+            mark = key(named)
+            descending = order["direction"] == "DESC"
+            ordered = [i for i in ordered if (key(i) < mark if descending else key(i) > mark)]
+        listed = [i for i in ordered if i.state in states]
+        page = connection([self.issue(i) for i in listed], {"first": args.get("first")})
+        if page["nodes"]:
+            page["pageInfo"]["startCursor"] = _cursor(page["nodes"][0]["number"])
+            page["pageInfo"]["endCursor"] = _cursor(page["nodes"][-1]["number"])
+        return page
 
     def owner(self, login: str) -> JSON:
         return {"__typename": "User", "login": login}

@@ -27,7 +27,16 @@ type Repository {
   owner: RepositoryOwner!
   issue(number: Int!): Issue
   pullRequest(number: Int!): PullRequest
+  issues(
+    after: String, before: String, first: Int, last: Int, labels: [String!],
+    orderBy: IssueOrder, states: [IssueState!]
+  ): IssueConnection!
 }
+
+enum IssueState { OPEN CLOSED }
+enum IssueOrderField { COMMENTS CREATED_AT UPDATED_AT }
+enum OrderDirection { ASC DESC }
+input IssueOrder { field: IssueOrderField!, direction: OrderDirection! }
 
 type PageInfo {
   hasNextPage: Boolean!

@@ -50,6 +50,11 @@ class GitHubConfig(HostedConfig):
     # counted by GitHub's rate limit) for commits that reference an issue without
     # changing it. Off: an unchanged poll is one request instead of two.
     reference_events: bool = True
+    # Each poll, read the link counts of the next 100 open issues (one GraphQL request,
+    # wrapping to the first after the last) and read again each issue whose count moved:
+    # finds what only a timeline shows (another repository's pull request) within
+    # ceil(open issues / 100) polls. Off: it costs a counted request every poll.
+    reference_sweep: bool = False
 
     def graphql_endpoint(self) -> str:
         if self.graphql_url is not None:

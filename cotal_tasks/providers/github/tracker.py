@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from cotal_tasks.providers.github import evidence, mapping
+from cotal_tasks.providers.github import evidence, mapping, sweep
 from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient, GraphQLRefused
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.github.walk import Walk
@@ -72,6 +72,8 @@ class GitHubTracker:
             if response.status_code == 304:
                 if referenced := await self._referenced(marks, set()):
                     yield referenced
+                if swept := await self._swept(remembered.get(sweep.SWEEP)):
+                    yield swept
                 yield ListPage((), not_modified=True)
                 return
             raw = self.boundary.page(response.json(), "the issue listing")
@@ -98,6 +100,8 @@ class GitHubTracker:
             )
         if referenced := await self._referenced(marks, set(walk.as_of)):
             yield referenced
+        if swept := await self._swept(remembered.get(sweep.SWEEP)):
+            yield swept
 
     async def open_numbers(self) -> tuple[set[int], int]:
         return await self.client.open_numbers()
@@ -125,6 +129,39 @@ class GitHubTracker:
             issues,
             pages=0,
             remember={MARKS: {**marks, **mark}},
+            evidenced=frozenset(numbers),
+            fetched=len(issues),
+        )
+
+    async def _swept(self, saved: Any) -> ListPage | None:
+        """After the walk and the feed, the rotating reference sweep (``sweep``): one
+        GraphQL request for the next page of open issues and their link counts; each issue
+        whose count moved is read with its evidence. ``None`` when the sweep is off. An
+        answer that does not read is counted by the boundary and leaves the state as it
+        was; a refused query starts the next lap from the first page."""
+        if not self.config.reference_sweep:
+            return None
+        state = sweep.SweepState.load(saved)
+        owner, name = self.repo.split("/", 1)
+        variables = {"owner": owner, "name": name, "after": state.after}
+        try:
+            data = await self.client.graphql(self.config.graphql_endpoint(), sweep.QUERY, variables)
+        except GraphQLRefused as exc:
+            # An older server, or a cursor it no longer takes: the sweep starts over.
+            self.boundary.note("evidence-refused", "the reference sweep", str(exc))
+            state.after = None
+            return ListPage((), pages=0, remember={sweep.SWEEP: state.dump()})
+        page = self.boundary.map("the reference sweep", sweep.read, data, reason="evidence-refused")
+        if page is None:
+            return None
+        if page.odd:
+            self.boundary.note("evidence-refused", "the reference sweep", f"{page.odd} odd nodes")
+        state, numbers = sweep.advance(state, page)
+        issues = await self._fetch_many(numbers)
+        return ListPage(
+            issues,
+            pages=0,
+            remember={sweep.SWEEP: state.dump()},
             evidenced=frozenset(numbers),
             fetched=len(issues),
         )
