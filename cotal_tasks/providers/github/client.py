@@ -150,13 +150,21 @@ class GitHubClient:
             params["since"] = since
         return str(self.http.client.build_request("GET", self._path("/issues"), params=params).url)
 
-    async def recent_issues(self, count: int, order: str = "updated") -> list[dict[str, Any]]:
+    async def recent_issues(
+        self, count: int, order: str = "updated", page: int = 1
+    ) -> list[dict[str, Any]]:
         """The most recently updated (or ``created``) issues and pull requests, newest
-        first, one page."""
+        first, one page (the ``page``-th)."""
         response = await self.http.request(
             "GET",
             self._path("/issues"),
-            params={"state": "all", "sort": order, "direction": "desc", "per_page": count},
+            params={
+                "state": "all",
+                "sort": order,
+                "direction": "desc",
+                "per_page": count,
+                "page": page,
+            },
         )
         items: list[dict[str, Any]] = response.json()
         return items

@@ -113,8 +113,11 @@ class GitLabClient:
     async def _get(self, tail: str) -> Any:
         return (await self.http.request("GET", self._path(tail))).json()
 
-    async def recent_issues(self, count: int, order: str = "updated_at") -> list[dict[str, Any]]:
-        """The most recently updated (or ``created_at``) issues, newest first, one page."""
+    async def recent_issues(
+        self, count: int, order: str = "updated_at", page: int = 1
+    ) -> list[dict[str, Any]]:
+        """The most recently updated (or ``created_at``) issues, newest first, one page
+        (the ``page``-th)."""
         found: list[dict[str, Any]] = (
             await self.http.request(
                 "GET",
@@ -124,6 +127,7 @@ class GitLabClient:
                     "order_by": order,
                     "sort": "desc",
                     "per_page": count,
+                    "page": page,
                 },
             )
         ).json()

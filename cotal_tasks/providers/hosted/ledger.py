@@ -100,6 +100,7 @@ class Intent:
     number: int | None
     state: str
     change_seq: int | None
+    created_at: int = 0  # when the first attempt began (epoch ms)
 
 
 class Ledger:
@@ -117,7 +118,9 @@ class Ledger:
             raise mirror_unavailable("write ledger", exc) from exc
         if row is None:
             return None
-        return Intent(row.key, row.marker, row.task_id, row.number, row.state, row.change_seq)
+        return Intent(
+            row.key, row.marker, row.task_id, row.number, row.state, row.change_seq, row.created_at
+        )
 
     async def pending(
         self,
@@ -131,7 +134,7 @@ class Ledger:
         """Record the write as pending (or take over the row of an earlier attempt); the
         sync leaves its task alone for ``hold_ms`` unless the write finishes first."""
         i = tables.intents
-        intent = Intent(key, marker_of(key), task_id, number, PENDING, None)
+        intent = Intent(key, marker_of(key), task_id, number, PENDING, None, now)
         keep: dict[str, object] = {"task_id": task_id} if task_id is not None else {}
         if number is not None:
             keep["number"] = number

@@ -161,14 +161,31 @@ class Tracker(Protocol):
         """Apply ``change``; raise ``TrackerRefused`` with what was and was not done."""
         ...
 
-    async def find_marked(self, marker: str) -> TrackedIssue | None:
-        """A recently created issue whose body carries ``marker`` (an earlier attempt of a
-        create), or ``None``."""
+    async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
+        """An issue whose body carries ``marker`` (an earlier attempt of a create, begun
+        at ``since_ms``), or ``None``. Newest first, page after page while the issues
+        are younger than the attempt (see ``created_since``): the issues others created
+        since never hide it."""
         ...
 
     async def has_marked_comment(self, number: int, marker: str) -> bool:
         """Whether a comment carrying ``marker`` is on the issue already."""
         ...
+
+
+# How far back to look for an earlier attempt's issue: the tracker's clock may be behind
+# the bridge's by this much, and no more than this many pages are read.
+CLOCK_SKEW_MS = 300_000
+MARKED_PAGES = 30
+
+
+def created_since(page: Sequence[Mapping[str, Any]], since_ms: int) -> bool:
+    """Whether a newest-first page reaches back past ``since_ms`` (skew allowed), so no
+    later page can hold an issue created after it."""
+    if not page:
+        return True
+    oldest = page[-1].get("created_at")
+    return isinstance(oldest, str) and epoch_ms(oldest) < since_ms - CLOCK_SKEW_MS
 
 
 def epoch_ms(stamp: str | None) -> int:

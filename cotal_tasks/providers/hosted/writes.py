@@ -248,7 +248,7 @@ class Writes:
         try:
             if resume.number is not None:
                 return await self.tracker.fetch(resume.number)
-            return await self.tracker.find_marked(marker)
+            return await self.tracker.find_marked(marker, resume.created_at)
         except TrackerHttpError as exc:
             raise self.error(exc, "unknown") from exc
 

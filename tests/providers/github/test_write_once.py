@@ -137,6 +137,30 @@ async def test_a_retried_create_after_a_crash_makes_one_issue(
     assert unmarked(b.fake.issue(REPO, 1).body) == "Failover first."
 
 
+async def test_a_retried_create_finds_its_issue_behind_a_hundred_newer_ones(
+    pair: tuple[GitHubEndpoint, GitHubEndpoint], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, the retry looked for its earlier attempt among the 100 newest issues only:
+    on a busy repository (150 issues created while the lease ran out) it created again."""
+    a, b = pair
+    args = {"title": "Write the runbook", "brief": "Failover first."}
+    crash_after_the_tracker(a, monkeypatch)
+
+    async def die_unnumbered(*_: object) -> None:
+        raise Crash  # before the ledger learns the issue's number: only its mark finds it
+
+    monkeypatch.setattr(a.store.writes.ledger, "located", die_unnumbered)
+    with pytest.raises(Crash):
+        await a.client.call("create-task", BUILDER, args, envelope_id="e-busy")
+    for n in range(150):
+        a.fake.add_issue(REPO, f"someone else's issue {n}")
+
+    created = await b.client.call("create-task", BUILDER, args, envelope_id="e-busy")
+
+    assert created["taskId"] == task_id(1)
+    assert len(b.fake.repos[REPO].issues) == 151  # the earlier attempt's, and no second
+
+
 async def test_a_partly_applied_write_retried_applies_only_the_rest(
     pair: tuple[GitHubEndpoint, GitHubEndpoint],
 ) -> None:
