@@ -71,8 +71,9 @@ class WebhookReceiver(Protocol):
         """Record ``delivery_id``; ``False`` when it was seen before (a redelivery)."""
         ...
 
-    def wake(self, numbers: set[int]) -> None:
-        """Refresh these issues soon (the poll stays the source of truth)."""
+    async def wake(self, numbers: set[int]) -> None:
+        """Refresh these issues soon, on the instance that syncs the endpoint (the poll
+        stays the source of truth)."""
         ...
 
 

@@ -7,7 +7,10 @@ shared mirror and still write back (any instance writes to the tracker), copy th
 leader's sync health so their ``stale`` marker tells the truth, announce the changes the
 leader's sync commits (``board-changed``), and try for the lease every half interval. A
 dead leader's lease expires, so another instance takes over within two poll intervals and
-resumes from the checkpoint. A mirror on SQLite serves one instance, which always leads.
+resumes from the checkpoint. While it leads, the leader listens on the mirror for the
+webhook wakes the other instances received (``hosted.wakes``), so a delivery to any
+instance reaches the running sync within a moment. A mirror on SQLite serves one
+instance, which always leads.
 """
 
 from __future__ import annotations
@@ -15,9 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -27,15 +27,11 @@ from cotal_tasks.providers.hosted.assemble import MirrorState
 from cotal_tasks.providers.hosted.ledger import Leases
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
+from cotal_tasks.providers.hosted.wakes import Listener
 
 log = logging.getLogger(__name__)
 
 Role = Literal["leader", "follower"]
-
-
-def process_holder() -> str:
-    """A name for this process among the instances: host, pid and a nonce."""
-    return f"{socket.gethostname()[:60]}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
 @dataclass
@@ -48,6 +44,7 @@ class Election:
     holder: str
     role: Role = "follower"
     since_ms: int | None = None  # when this instance took its current role
+    listener: Listener | None = None  # the webhook wakes of the other instances, leading
 
     @property
     def state(self) -> MirrorState:
@@ -109,8 +106,10 @@ class Election:
         """Run the sync loop while the lease is ours; stop it as soon as it is not."""
         halt = asyncio.Event()
         loop = asyncio.create_task(self.sync.run(self.interval_s, halt))
+        self.listener = Listener(self.state, self.sync.key, self.holder, self.sync.wake)
         try:
             while not stop.is_set() and not loop.done():
+                await self.listener.ensure()  # and again each turn, should it break
                 await self._publish_health()
                 await _sleep_or(stop, self.ttl_ms / 3000)
                 if not stop.is_set() and not await self._take(leases):
@@ -120,6 +119,7 @@ class Election:
         finally:
             halt.set()
             await loop
+            await self.listener.close()
 
     async def _publish_health(self) -> None:
         health = self.store.health

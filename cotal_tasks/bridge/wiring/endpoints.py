@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.bridge.process.leader import Election, process_holder
+from cotal_tasks.bridge.process.leader import Election
 from cotal_tasks.bridge.service.commands import (
     CommandService,
     NoPresence,
@@ -108,7 +108,7 @@ def _runner(built: Built) -> Runner | None:
     if isinstance(built.runner, Hosted):
         hosted = built.runner
         interval = hosted.tracker_config.poll_interval_s
-        return Election(hosted.sync, interval, wall_clock_ms, process_holder())
+        return Election(hosted.sync, interval, wall_clock_ms, hosted.sync.holder)
     return built.runner
 
 

@@ -30,6 +30,7 @@ from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.store import HostedStore
+from cotal_tasks.providers.hosted.wakes import process_holder
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class SyncEngine:
     state: MirrorState
     key: str  # the checkpoint's name, e.g. "github:acme/widgets"
     clock: Callable[[], int]
+    holder: str = field(default_factory=process_holder)  # this instance, among those sharing
     _woken: set[int] = field(default_factory=set)
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     # Told of each reconcile sweep (listing requests, unlisted tasks read): the metrics.

@@ -5,7 +5,8 @@ delivery is for, and accepting a verified delivery.
 A delivery is authenticated first (by the tracker's own scheme, in constant time); a bad
 one is 401 and changes nothing. A delivery seen before (by its delivery id) is
 acknowledged and ignored. Otherwise it only wakes the endpoint's sync for the issues it
-names: polling stays the source of truth.
+names, on whichever instance leads it (``hosted.wakes``): polling stays the source of
+truth.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cotal_tasks.core import ContractError
+from cotal_tasks.providers.hosted import wakes
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
@@ -47,8 +49,9 @@ class HookTarget:
         state = self.store.mirror.state()
         return await state.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
 
-    def wake(self, numbers: set[int]) -> None:
-        self.sync.wake(numbers)
+    async def wake(self, numbers: set[int]) -> None:
+        self.sync.wake(numbers)  # this instance's sync, if it leads
+        await wakes.send(self.sync.state, self.sync.key, self.sync.holder, numbers)  # else
 
     @property
     def boundary(self) -> ItemBoundary:
@@ -177,5 +180,5 @@ async def accept(
     if not first:
         return WebhookReply(200, "delivery already received")
     if numbers:
-        endpoint.wake(numbers)
+        await endpoint.wake(numbers)
     return WebhookReply(202, f"accepted; {len(numbers)} issue(s) to refresh")

@@ -1,47 +1,74 @@
 """One poller per hosted endpoint: two instances of a GitHub endpoint on one PostgreSQL
 mirror elect one sync leader; the follower serves the shared mirror, fresh; when the
 leader dies (its lease is never released), the follower takes over within two poll
-intervals and resumes from the checkpoint."""
+intervals and resumes from the checkpoint. A webhook delivered to either instance wakes
+the leader's sync (over LISTEN/NOTIFY on the mirror), once."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import asyncpg
+import httpx
 import pytest
+from starlette.applications import Starlette
 
 from cotal_tasks.bridge.http.health import _probe as probe
+from cotal_tasks.bridge.http.webhooks import webhook_routes
 from cotal_tasks.bridge.process.leader import Election
 from cotal_tasks.bridge.wiring.http import served_endpoint
 from tests.bridge._support import DictPresence
-from tests.providers.github._support import REPO, GitHubEndpoint, open_github, task_id
-from tests.support.fake_github import FakeGitHub
+from tests.conftest import _asyncpg_dsn
+from tests.providers.github._support import (
+    REPO,
+    SECRET_ENV,
+    WEBHOOK_SECRET,
+    GitHubEndpoint,
+    fetched_issue_numbers,
+    list_requests,
+    open_github,
+    task_id,
+)
+from tests.support.fake_github import FakeGitHub, issues_payload, signed_webhook
 from tests.support.polling import eventually
 
 INTERVAL_S = 0.5
+LONG_INTERVAL_S = 30.0  # no poll happens while a wake test runs
 
 
-@pytest.fixture
-async def pair(
-    fake: FakeGitHub, github_url: str, tmp_path: Path, postgres_database: str
+@asynccontextmanager
+async def instances(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, database: str, **overrides: Any
 ) -> AsyncIterator[list[GitHubEndpoint]]:
+    """Two instances of the endpoint on one PostgreSQL mirror."""
     async with AsyncExitStack() as stack:
-        ends = [
+        yield [
             await stack.enter_async_context(
                 open_github(
                     fake,
                     github_url,
                     tmp_path / name,
                     presence=DictPresence(),
-                    database=postgres_database,
-                    poll_interval_s=INTERVAL_S,
+                    database=database,
+                    **overrides,
                 )
             )
             for name in ("a", "b")
         ]
+
+
+@pytest.fixture
+async def pair(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, postgres_database: str
+) -> AsyncIterator[list[GitHubEndpoint]]:
+    async with instances(
+        fake, github_url, tmp_path, postgres_database, poll_interval_s=INTERVAL_S
+    ) as ends:
         yield ends
 
 
@@ -138,3 +165,134 @@ async def test_a_clean_stop_hands_the_lease_over_at_once(pair: list[GitHubEndpoi
     finally:
         stop_b.set()
         await run_b
+
+
+@pytest.fixture
+async def hooked_pair(
+    fake: FakeGitHub,
+    github_url: str,
+    tmp_path: Path,
+    postgres_database: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> AsyncIterator[tuple[GitHubEndpoint, GitHubEndpoint]]:
+    """Two instances with a webhook secret and a 30 s poll, running their elections; the
+    leader's first poll has mirrored issues 1 and 2. Yields (leader, follower)."""
+    monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
+    for title in ("First", "Second"):
+        fake.add_issue(REPO, title)
+        fake.advance(10)
+    async with instances(
+        fake,
+        github_url,
+        tmp_path,
+        postgres_database,
+        poll_interval_s=LONG_INTERVAL_S,
+        webhook_secret_env=SECRET_ENV,
+    ) as pair:
+        stop = asyncio.Event()
+        runs = [asyncio.create_task(election(end).run(stop)) for end in pair]
+        try:
+
+            async def led_and_listening() -> bool:
+                leaders = [e for e in pair if election(e).role == "leader"]
+                listener = election(leaders[0]).listener if len(leaders) == 1 else None
+                return listener is not None and listener.listening
+
+            await eventually(led_and_listening, within_s=10, what="one leader, listening")
+            leader = next(e for e in pair if election(e).role == "leader")
+            follower = next(e for e in pair if e is not leader)
+            await eventually(
+                lambda: leader.store.health.last_success_ms is not None,
+                within_s=10,
+                what="the leader's first poll",
+            )
+            assert election(follower).role == "follower"
+            yield leader, follower
+        finally:
+            stop.set()
+            await asyncio.gather(*runs, return_exceptions=True)
+
+
+async def deliver_closed(end: GitHubEndpoint, fake: FakeGitHub, number: int) -> httpx.Response:
+    """Close issue ``number`` on the tracker and deliver its signed ``issues`` event to
+    ``end``'s ``POST /webhooks/github`` route (as a load balancer might pick it)."""
+    fake.advance(10)
+    fake.close_issue(REPO, number)
+    body, headers = signed_webhook(
+        WEBHOOK_SECRET, "issues", issues_payload(fake, "closed", REPO, number)
+    )
+    app = Starlette(routes=webhook_routes([("github", end.hosted.webhook)]))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://bridge") as http:
+        return await http.post("/webhooks/github", content=body, headers=headers)
+
+
+async def closed_in(end: GitHubEndpoint, number: int) -> bool:
+    return bool((await end.get(number))["status"] == "done")
+
+
+async def test_a_delivery_to_the_follower_wakes_the_leader(
+    hooked_pair: tuple[GitHubEndpoint, GitHubEndpoint], fake: FakeGitHub
+) -> None:
+    """The follower's own sync loop is not running, so before the leader listened for
+    wakes on the mirror this delivery waited for the leader's next poll (30 s away) and
+    the issue stayed open here: this test failed against that code."""
+    leader, follower = hooked_pair
+    mark = len(fake.requests)
+
+    answer = await deliver_closed(follower, fake, 1)
+    assert answer.status_code == 202
+
+    took = await eventually(lambda: closed_in(follower, 1), within_s=5, what="#1 mirrored done")
+    print(f"\nwebhook to the follower -> issue mirrored by the leader: {took:.2f} s")
+    assert took < 5 < LONG_INTERVAL_S
+    assert fetched_issue_numbers(fake, mark) == [1]  # the leader's refresh, no poll
+    assert list_requests(fake, mark) == []
+    listener = election(leader).listener
+    assert listener is not None
+    assert listener.heard == 1
+    assert election(follower).role == "follower"
+
+
+async def test_the_leader_ignores_its_own_wake(
+    hooked_pair: tuple[GitHubEndpoint, GitHubEndpoint], fake: FakeGitHub
+) -> None:
+    leader, follower = hooked_pair
+    mark = len(fake.requests)
+
+    assert (await deliver_closed(leader, fake, 1)).status_code == 202
+    await eventually(lambda: closed_in(leader, 1), within_s=5, what="#1 mirrored done")
+    # Notifications on one channel arrive in order: once the follower's wake for #2 is
+    # handled, the leader's own wake for #1 was heard (and ignored) before it.
+    assert (await deliver_closed(follower, fake, 2)).status_code == 202
+    await eventually(lambda: closed_in(leader, 2), within_s=5, what="#2 mirrored done")
+
+    assert fetched_issue_numbers(fake, mark) == [1, 2]  # #1 once: its own wake ignored
+    listener = election(leader).listener
+    assert listener is not None
+    assert listener.heard == 1
+
+
+async def test_a_broken_listener_is_listened_again_and_the_sync_goes_on(
+    hooked_pair: tuple[GitHubEndpoint, GitHubEndpoint], fake: FakeGitHub, postgres_database: str
+) -> None:
+    leader, follower = hooked_pair
+    listener = election(leader).listener
+    assert listener is not None
+    pid = listener.server_pid()
+    assert pid is not None
+    admin = await asyncpg.connect(_asyncpg_dsn(postgres_database))
+    try:
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", pid)
+    finally:
+        await admin.close()
+    await eventually(lambda: not listener.listening, within_s=5, what="the listener broke")
+
+    await listener.ensure()  # what the leader's next lease turn does
+
+    assert listener.listening
+    assert listener.server_pid() != pid
+    assert election(leader).role == "leader"
+    assert (await deliver_closed(follower, fake, 2)).status_code == 202
+    await eventually(lambda: closed_in(leader, 2), within_s=5, what="#2 mirrored done")
+    assert listener.heard == 1
