@@ -43,6 +43,7 @@ def _iso(stamp: datetime) -> str:
 class GitHubTracker:
     name = "GitHub"
     single_assignee: bool | None = False  # GitHub keeps up to ten assignees
+    known_id: int | None = None  # a repository's id comes from deliveries, kept beside the mirror
 
     def __init__(self, client: GitHubClient, config: GitHubConfig) -> None:
         self.client = client

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cotal_tasks.providers.gitlab.mapping import mentioned_issues
+from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
 from cotal_tasks.providers.hosted.webhook import (
     NOT_AN_OBJECT,
@@ -99,7 +100,8 @@ def receiver(receivers: Sequence[WebhookReceiver]) -> Receive:
         )
         if isinstance(endpoint, WebhookReply):
             return endpoint
-        own = getattr(endpoint.store.tracker, "path", None) or path or ""
+        tracker = endpoint.store.tracker
+        own = (tracker.path if isinstance(tracker, GitLabTracker) else None) or path or ""
         named = endpoint.boundary.map(
             "hook delivery", issues_named, payload, own, reason=UNMAPPABLE
         )

@@ -127,6 +127,9 @@ class Tracker(Protocol):
     # An issue keeps only one assignee (GitLab Free): a claim then rides on the claimed
     # label alone when someone else is assigned. ``None``: not known yet.
     single_assignee: bool | None
+    # The repository's or project's stable id, once the tracker knows it (GitLab issues
+    # carry their project's id); webhook deliveries match on it. ``None``: not known.
+    known_id: int | None
 
     def number_of(self, task_id: str) -> int | None:
         """The issue number a task id of this tracker names, or ``None``."""

@@ -60,8 +60,7 @@ class HookTarget:
     @property
     def known_id(self) -> int | None:
         """The project's stable id, once the tracker learned it (GitLab issues carry it)."""
-        known = getattr(self.store.tracker, "known_id", None)
-        return known if isinstance(known, int) else None
+        return self.store.tracker.known_id
 
     async def remembered_id(self) -> int | None:
         saved = await self.store.mirror.state().load(ID_KEY)
