@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cotal_tasks.core import MAX_EVIDENCE
-from cotal_tasks.providers.hosted.boundary import Reason
+from cotal_tasks.providers.hosted.boundary import Reason, at_path
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, epoch_ms
 
@@ -112,16 +112,6 @@ def query(asks: Sequence[Ask]) -> tuple[str, dict[str, Any]]:
     return document, variables
 
 
-def _at(value: Any, *path: str) -> Any:
-    """``value[path[0]][path[1]]…``, or ``None`` where the answer has another shape: one
-    odd node costs its own link, never the read."""
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
 def _when(stamp: Any) -> int:
     try:
         return epoch_ms(stamp) if isinstance(stamp, str) else 0
@@ -146,7 +136,7 @@ def read(
     """Add what one answer says to ``found``. An alias or timeline node of another shape
     is handed to ``refused`` (the boundary counts it) and left out; the rest is read."""
     for index, ask in enumerate(asks):
-        node = _at(data, "repository", f"a{index}")
+        node = at_path(data, "repository", f"a{index}")
         if node is None:
             continue  # gone, transferred, or not an issue: nothing to read
         if not isinstance(node, Mapping):
@@ -157,15 +147,15 @@ def read(
             found.linked[ask.number] = pull_links(repository, ask.number, node)
             continue
         evidence = found.evidence.setdefault(ask.number, [])
-        nodes = _list(_at(node, "timelineItems", "nodes"))
+        nodes = _list(at_path(node, "timelineItems", "nodes"))
         odd = [n for n in nodes if not isinstance(n, Mapping)]
         if odd and refused is not None:
             refused("evidence-refused", f"timeline of {ask.number}", f"{len(odd)} odd nodes")
         evidence.extend(timeline_evidence(repository, nodes))
-        page = _at(node, "timelineItems", "pageInfo")
-        cursor = _at(page, "startCursor")
+        page = at_path(node, "timelineItems", "pageInfo")
+        cursor = at_path(page, "startCursor")
         enough = len({(e.kind, e.ref) for e in evidence}) >= MAX_EVIDENCE
-        if _at(page, "hasPreviousPage") is True and isinstance(cursor, str) and not enough:
+        if at_path(page, "hasPreviousPage") is True and isinstance(cursor, str) and not enough:
             found.older[ask.number] = cursor
 
 
@@ -173,13 +163,13 @@ def pull_links(repository: str, number: int, pull: Mapping[str, Any]) -> set[int
     """Issues of ``repository`` a pull request names: its closing references (the body's
     closing keywords and Development links) and mentions in its latest comments."""
     linked: set[int] = set()
-    for issue in _list(_at(pull, "closingIssuesReferences", "nodes")):
-        owner = _at(issue, "repository", "nameWithOwner")
-        found = _at(issue, "number")
+    for issue in _list(at_path(pull, "closingIssuesReferences", "nodes")):
+        owner = at_path(issue, "repository", "nameWithOwner")
+        found = at_path(issue, "number")
         if isinstance(found, int) and str(owner).lower() == repository.lower():
             linked.add(found)
-    comments = _list(_at(pull, "comments", "nodes"))
-    texts = [_at(pull, "body"), *(_at(c, "body") for c in comments)]
+    comments = _list(at_path(pull, "comments", "nodes"))
+    texts = [at_path(pull, "body"), *(at_path(c, "body") for c in comments)]
     for text in texts:
         if isinstance(text, str):
             linked |= mentioned_numbers(text, repository, exclude=number)
@@ -189,42 +179,44 @@ def pull_links(repository: str, number: int, pull: Mapping[str, Any]) -> set[int
 def timeline_evidence(repository: str, nodes: Iterable[Any]) -> list[Evidence]:
     found: list[Evidence] = []
     for node in nodes:
-        at = _when(_at(node, "createdAt"))
-        kind = _at(node, "__typename")
+        at = _when(at_path(node, "createdAt"))
+        kind = at_path(node, "__typename")
         if kind == "CrossReferencedEvent":
-            found += pull_evidence(repository, _at(node, "source"), at)
+            found += pull_evidence(repository, at_path(node, "source"), at)
         elif kind == "ConnectedEvent":
-            for side in (_at(node, "source"), _at(node, "subject")):
+            for side in (at_path(node, "source"), at_path(node, "subject")):
                 found += pull_evidence(repository, side, at)
         elif kind == "ReferencedEvent":
-            where = _at(node, "commitRepository", "nameWithOwner")
-            found += commit_evidence(repository, _at(node, "commit", "oid"), where, at)
+            where = at_path(node, "commitRepository", "nameWithOwner")
+            found += commit_evidence(repository, at_path(node, "commit", "oid"), where, at)
         elif kind == "ClosedEvent":
-            closer = _at(node, "closer")
-            if _at(closer, "__typename") == "Commit":
-                where = _at(closer, "repository", "nameWithOwner")
-                found += commit_evidence(repository, _at(closer, "oid"), where, at)
+            closer = at_path(node, "closer")
+            if at_path(closer, "__typename") == "Commit":
+                where = at_path(closer, "repository", "nameWithOwner")
+                found += commit_evidence(repository, at_path(closer, "oid"), where, at)
             else:  # a merged pull request: its merge commit closed the issue
                 found += pull_evidence(repository, closer, at)
-                where = _at(closer, "repository", "nameWithOwner")
-                found += commit_evidence(repository, _at(closer, "mergeCommit", "oid"), where, at)
+                where = at_path(closer, "repository", "nameWithOwner")
+                found += commit_evidence(
+                    repository, at_path(closer, "mergeCommit", "oid"), where, at
+                )
     return found
 
 
 def pull_evidence(repository: str, pull: Any, at: int) -> list[Evidence]:
     """A pull request as a ``review`` (its own URL) and its head as a ``branch``: a plain
     branch name when the head is this repository's, else ``owner/fork:branch``."""
-    if _at(pull, "__typename") != "PullRequest":
+    if at_path(pull, "__typename") != "PullRequest":
         return []
     found: list[Evidence] = []
-    url = _at(pull, "url")
+    url = at_path(pull, "url")
     if isinstance(url, str) and url:
         found.append(Evidence("review", url, at))
-    branch = _at(pull, "headRefName")
+    branch = at_path(pull, "headRefName")
     if isinstance(branch, str) and branch:
-        head = _at(pull, "headRepository", "nameWithOwner")
+        head = at_path(pull, "headRepository", "nameWithOwner")
         if not isinstance(head, str):  # the fork is gone: its owner is all that is known
-            owner = _at(pull, "headRepositoryOwner", "login")
+            owner = at_path(pull, "headRepositoryOwner", "login")
             head = str(owner) if isinstance(owner, str) else "(deleted fork)"
         own = head.lower() == repository.lower()
         found.append(Evidence("branch", branch if own else f"{head}:{branch}", at))

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from cotal_tasks.providers.hosted.boundary import as_int
+from cotal_tasks.providers.hosted.boundary import as_int, at_path
 
 SWEEP = "sweep"  # the checkpoint's entry: the sweep's state (``SweepState.dump``)
 PAGE = 100  # open issues per request: GitHub's connection maximum
@@ -86,16 +86,16 @@ class SweepPage:
 def read(data: Any) -> SweepPage:
     """What one answer says. An answer without the connection raises ``ValueError`` (the
     boundary counts it); a node of another shape is left out and counted in ``odd``."""
-    connection = _at(data, "repository", "issues")
-    page = _at(connection, "pageInfo")
-    nodes = _at(connection, "nodes")
+    connection = at_path(data, "repository", "issues")
+    page = at_path(connection, "pageInfo")
+    nodes = at_path(connection, "nodes")
     if not isinstance(page, Mapping) or not isinstance(nodes, list):
         raise ValueError("the answer holds no page of open issues")
     counts: dict[int, int] = {}
     odd = 0
     for node in nodes:
-        number = as_int(_at(node, "number"))
-        count = as_int(_at(node, "timelineItems", "totalCount"))
+        number = as_int(at_path(node, "number"))
+        count = as_int(at_path(node, "timelineItems", "totalCount"))
         if number is None or count is None:
             odd += 1
             continue
@@ -125,11 +125,3 @@ def advance(state: SweepState, page: SweepPage) -> tuple[SweepState, list[int]]:
     # (unless an odd node of this page may have been one of them).
     kept = {n: held for n, held in counts.items() if held[1] == state.lap or page.odd}
     return SweepState(None, state.lap + 1, kept), read_again
-
-
-def _at(value: Any, *path: str) -> Any:
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value

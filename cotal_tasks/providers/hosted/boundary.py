@@ -119,6 +119,16 @@ def where(exc: BaseException) -> str:
 # -- reading untrusted JSON without raising ---------------------------------------------
 
 
+def at_path(value: Any, *path: str) -> Any:
+    """``value[path[0]][path[1]]…``, or ``None`` where the item has another shape: one odd
+    node costs its own link, never the read."""
+    for key in path:
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(key)
+    return value
+
+
 def as_dict(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, dict) else {}
 
