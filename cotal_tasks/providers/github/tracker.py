@@ -17,14 +17,13 @@ from cotal_tasks.providers.github.walk import Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
-    MARKED_PAGES,
     IssueGone,
     ListPage,
     NewIssue,
     TrackedIssue,
     TrackerChange,
     TrackerRefused,
-    created_since,
+    find_marked_item,
 )
 from cotal_tasks.providers.hosted.writeback import carries_marker
 
@@ -274,14 +273,15 @@ class GitHubTracker:
         return mapping.tracked(self.repo, await self.client.create_issue(payload))
 
     async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
-        for number in range(1, MARKED_PAGES + 1):
-            page = await self.client.recent_issues(PER_PAGE, order="created", page=number)
-            for item in page:
-                if not mapping.is_pull_request(item) and carries_marker(item.get("body"), marker):
-                    return mapping.tracked(self.repo, item)
-            if len(page) < PER_PAGE or created_since(page, since_ms):
-                break
-        return None
+        item = await find_marked_item(
+            lambda page: self.client.recent_issues(PER_PAGE, order="created", page=page),
+            PER_PAGE,
+            since_ms,
+            lambda item: (
+                not mapping.is_pull_request(item) and carries_marker(item.get("body"), marker)
+            ),
+        )
+        return None if item is None else mapping.tracked(self.repo, item)
 
     async def has_marked_comment(self, number: int, marker: str) -> bool:
         comments = await self.client.comments(number)

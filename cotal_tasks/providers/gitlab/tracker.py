@@ -14,7 +14,6 @@ from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
-    MARKED_PAGES,
     Evidence,
     IssueGone,
     ListPage,
@@ -22,8 +21,8 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackedIssue,
     TrackerChange,
     TrackerRefused,
-    created_since,
     epoch_ms,
+    find_marked_item,
 )
 from cotal_tasks.providers.hosted.writeback import carries_marker
 
@@ -249,14 +248,13 @@ class GitLabTracker:
         return mapping.tracked(self._path_from(created), created, include_confidential=True)
 
     async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
-        for number in range(1, MARKED_PAGES + 1):
-            page = await self.client.recent_issues(100, order="created_at", page=number)
-            for item in page:
-                if carries_marker(item.get("description"), marker):
-                    return mapping.tracked(self._path_from(item), item)
-            if len(page) < 100 or created_since(page, since_ms):
-                break
-        return None
+        item = await find_marked_item(
+            lambda page: self.client.recent_issues(100, order="created_at", page=page),
+            100,
+            since_ms,
+            lambda item: carries_marker(item.get("description"), marker),
+        )
+        return None if item is None else mapping.tracked(self._path_from(item), item)
 
     async def has_marked_comment(self, number: int, marker: str) -> bool:
         notes = await self.client.recent_notes(number)

@@ -8,7 +8,7 @@ the contract, retries, webhook dedup) is shared and lives in ``providers/hosted`
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -182,13 +182,32 @@ CLOCK_SKEW_MS = 300_000
 MARKED_PAGES = 30
 
 
-def created_since(page: Sequence[Mapping[str, Any]], since_ms: int) -> bool:
-    """Whether a newest-first page reaches back past ``since_ms`` (skew allowed), so no
-    later page can hold an issue created after it."""
-    if not page:
-        return True
-    oldest = page[-1].get("created_at")
-    return isinstance(oldest, str) and epoch_ms(oldest) < since_ms - CLOCK_SKEW_MS
+async def find_marked_item(
+    read_page: Callable[[int], Awaitable[list[dict[str, Any]]]],
+    per_page: int,
+    since_ms: int,
+    marked: Callable[[dict[str, Any]], bool],
+) -> dict[str, Any] | None:
+    """The first item ``marked`` picks on the newest-first pages ``read_page(1)``, … that
+    can hold an issue created since ``since_ms``: reading stops at a short page, at a page
+    whose oldest issue is older than that (``CLOCK_SKEW_MS`` allowed), or after
+    ``MARKED_PAGES`` pages. The issues others created since never hide it."""
+    for number in range(1, MARKED_PAGES + 1):
+        page = await read_page(number)
+        for item in page:
+            if marked(item):
+                return item
+        if len(page) < per_page or _created_before(page[-1], since_ms - CLOCK_SKEW_MS):
+            break
+    return None
+
+
+def _created_before(item: Mapping[str, Any], ms: int) -> bool:
+    stamp = item.get("created_at")
+    try:
+        return isinstance(stamp, str) and epoch_ms(stamp) < ms
+    except ValueError:  # an unreadable stamp proves nothing: read on, within the bound
+        return False
 
 
 def epoch_ms(stamp: str | None) -> int:
