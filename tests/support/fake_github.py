@@ -13,8 +13,6 @@ base_url="http://fake-github")``.
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
-
 from tests.support.clock import FakeClock
 from tests.support.fake_github_app import create_app
 from tests.support.fake_github_model import iso, parse_iso
@@ -52,8 +50,5 @@ __all__ = [
 ]
 
 
-def serve_fake_github(
-    fake: FakeGitHub, host: str = "127.0.0.1"
-) -> AbstractAsyncContextManager[str]:
-    """Serve ``fake`` on a free loopback port (``serve_on_loopback``); yield its base URL."""
-    return serve_on_loopback(fake, "", host)
+# Serves on a free loopback port and yields the base URL (see ``serve_on_loopback``).
+serve_fake_github = serve_on_loopback

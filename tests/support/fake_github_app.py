@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,15 +16,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from tests.support.fake_github_model import DOCS, JSON, LOGGED_HEADERS, Issue, Repo, user_id
 from tests.support.fake_github_render import Shapes
-from tests.support.fake_tracker import ScriptedFailure, held_answered_logged
+from tests.support.fake_tracker import (
+    Endpoint,
+    ScriptedFailure,
+    catch_all_app,
+    held_answered_logged,
+    route,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from tests.support.fake_github_state import FakeGitHub
 
 T = TypeVar("T")
@@ -153,14 +155,6 @@ def _int(value: str | None, default: int) -> int:
         return default
 
 
-@dataclass(frozen=True)
-class Endpoint:
-    method: str
-    pattern: re.Pattern[str]
-    handler: Callable[[Ctx], Reply]
-    free: bool = False  # does not count against the primary limit (``/rate_limit``)
-
-
 def create_app(fake: FakeGitHub) -> Starlette:
     """The ASGI app serving ``fake``."""
     from tests.support.fake_github_endpoints import ENDPOINTS
@@ -181,24 +175,22 @@ def create_app(fake: FakeGitHub) -> Starlette:
         )
         return _response(reply)
 
-    methods = ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"]
-    return Starlette(routes=[Route("/{path:path}", dispatch, methods=methods)])
+    return catch_all_app(dispatch)
 
 
-def _answer(fake: FakeGitHub, endpoints: list[Endpoint], request: Request, raw: bytes) -> Reply:
+def _answer(
+    fake: FakeGitHub, endpoints: list[Endpoint[Ctx, Reply]], request: Request, raw: bytes
+) -> Reply:
     if fake.clock.seconds >= fake.rate_reset:  # a new window: the budget refills
         fake.rate_remaining = fake.rate_limit
         fake.rate_reset = fake.clock.seconds + fake.rate_window
     method, path = request.method, request.url.path
     if not _authorized(fake, request.headers.get("authorization")):
         return _error(fake, ApiError(401, "Bad credentials"))
-    if fake.before_answer is not None:
-        fake.before_answer(method, path, dict(request.query_params))
-    failure = next((f for f in fake.failures if f.applies(method, path)), None)
+    failure = fake.scripted_failure(method, path, dict(request.query_params))
     if failure is not None:
-        fake.failures.remove(failure)
         return _scripted(fake, failure)
-    endpoint, params = _route(endpoints, "GET" if method == "HEAD" else method, path)
+    endpoint, params = route(endpoints, method, path)
     if fake.rate_remaining <= 0 and not (endpoint and endpoint.free):
         message = (
             f"API rate limit exceeded for user ID {user_id(fake.login)}. If you reach out to "
@@ -233,16 +225,6 @@ def _answer(fake: FakeGitHub, endpoints: list[Endpoint], request: Request, raw: 
     if endpoint is None or not endpoint.free:
         fake.rate_remaining = max(0, fake.rate_remaining - 1)
     return _with_rate(fake, reply)
-
-
-def _route(endpoints: list[Endpoint], method: str, path: str) -> tuple[Endpoint | None, Any]:
-    path = path.rstrip("/") or "/"
-    for endpoint in endpoints:
-        if endpoint.method == method:
-            match = endpoint.pattern.fullmatch(path)
-            if match:
-                return endpoint, match.groupdict()
-    return None, {}
 
 
 def _authorized(fake: FakeGitHub, header: str | None) -> bool:

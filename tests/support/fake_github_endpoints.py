@@ -3,13 +3,11 @@ validation. Each takes a ``Ctx`` and returns a ``Reply`` or raises ``ApiError``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from tests.support.fake_github_app import (
     ApiError,
     Ctx,
-    Endpoint,
     Reply,
     not_found,
     validation_failed,
@@ -26,6 +24,7 @@ from tests.support.fake_github_params import (
     parse_text,
     parse_title,
 )
+from tests.support.fake_tracker import Endpoint, endpoint
 
 _REPO = r"/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 _ISSUE = _REPO + r"/issues/(?P<number>\d+)"
@@ -308,32 +307,28 @@ def remove_all_labels(ctx: Ctx) -> Reply:
     return Reply(204)
 
 
-def _ep(method: str, pattern: str, handler: Callable[[Ctx], Reply], free: bool = False) -> Endpoint:
-    return Endpoint(method, re.compile(pattern), handler, free)
-
-
-ENDPOINTS = [
-    _ep("GET", r"/rate_limit", rate_limit, free=True),
-    _ep("GET", r"/user", get_user),
-    _ep("POST", r"/graphql", graphql),
-    _ep("POST", r"/api/graphql", graphql),  # GitHub Enterprise Server's path
-    _ep("GET", _REPO, get_repo),
-    _ep("GET", _REPO + r"/issues", list_issues),
-    _ep("POST", _REPO + r"/issues", create_issue),
-    _ep("GET", _REPO + r"/issues/events", list_issue_events),
-    _ep("GET", _ISSUE, get_issue),
-    _ep("PATCH", _ISSUE, update_issue),
-    _ep("GET", _ISSUE + r"/timeline", timeline),
-    _ep("GET", _ISSUE + r"/comments", list_comments),
-    _ep("POST", _ISSUE + r"/comments", create_comment),
-    _ep("POST", _ISSUE + r"/assignees", add_assignees),
-    _ep("DELETE", _ISSUE + r"/assignees", remove_assignees),
-    _ep("GET", _ISSUE + r"/labels", list_labels),
-    _ep("POST", _ISSUE + r"/labels", add_labels),
-    _ep("PUT", _ISSUE + r"/labels", set_labels),
-    _ep("DELETE", _ISSUE + r"/labels", remove_all_labels),
-    _ep("DELETE", _ISSUE + r"/labels/(?P<name>.+)", remove_label),
-    _ep("GET", _REPO + r"/assignees/(?P<login>[^/]+)", check_assignee),
-    _ep("GET", _REPO + r"/pulls", list_pulls),
-    _ep("GET", _REPO + r"/pulls/(?P<number>\d+)", get_pull),
+ENDPOINTS: list[Endpoint[Ctx, Reply]] = [
+    endpoint("GET", r"/rate_limit", rate_limit, free=True),
+    endpoint("GET", r"/user", get_user),
+    endpoint("POST", r"/graphql", graphql),
+    endpoint("POST", r"/api/graphql", graphql),  # GitHub Enterprise Server's path
+    endpoint("GET", _REPO, get_repo),
+    endpoint("GET", _REPO + r"/issues", list_issues),
+    endpoint("POST", _REPO + r"/issues", create_issue),
+    endpoint("GET", _REPO + r"/issues/events", list_issue_events),
+    endpoint("GET", _ISSUE, get_issue),
+    endpoint("PATCH", _ISSUE, update_issue),
+    endpoint("GET", _ISSUE + r"/timeline", timeline),
+    endpoint("GET", _ISSUE + r"/comments", list_comments),
+    endpoint("POST", _ISSUE + r"/comments", create_comment),
+    endpoint("POST", _ISSUE + r"/assignees", add_assignees),
+    endpoint("DELETE", _ISSUE + r"/assignees", remove_assignees),
+    endpoint("GET", _ISSUE + r"/labels", list_labels),
+    endpoint("POST", _ISSUE + r"/labels", add_labels),
+    endpoint("PUT", _ISSUE + r"/labels", set_labels),
+    endpoint("DELETE", _ISSUE + r"/labels", remove_all_labels),
+    endpoint("DELETE", _ISSUE + r"/labels/(?P<name>.+)", remove_label),
+    endpoint("GET", _REPO + r"/assignees/(?P<login>[^/]+)", check_assignee),
+    endpoint("GET", _REPO + r"/pulls", list_pulls),
+    endpoint("GET", _REPO + r"/pulls/(?P<number>\d+)", get_pull),
 ]

@@ -7,32 +7,20 @@ the same second share an ``updated_at`` (tests advance the clock to separate the
 from __future__ import annotations
 
 import base64
-import hashlib
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from tests.support.clock import TimeLike, to_ms
+from tests.support.fake_tracker import COMMON_LOGGED_HEADERS, name_color
 
 JSON = dict[str, Any]
 
 STATE_REASONS = ("completed", "reopened", "not_planned", "duplicate")
 DOCS = "https://docs.github.com/rest"
 
-# Material for ``FakeGitHub.bulk_issues``.
-BULK_TITLES = (
-    "crash on startup when config is empty",
-    "sync drops labels with spaces",
-    "add dark mode to the settings page",
-    "timeout talking to the payments API",
-    "document the retry policy",
-    "flaky test in the scheduler suite",
-    "support multiple assignees in export",
-    "memory grows while idle",
-    "wrong timezone in the weekly report",
-    "rename the legacy CLI flags",
-)
+# Labels for ``FakeGitHub.bulk_issues`` (titles and bodies: ``bulk_text``).
 BULK_LABELS = ("bug", "enhancement", "documentation", "question", "help wanted")
 
 
@@ -65,11 +53,6 @@ def user_id(login: str) -> int:
     return 1_000_000 + zlib.crc32(login.lower().encode()) % 180_000_000
 
 
-def fake_sha(*parts: object) -> str:
-    """A 40-hex commit sha derived from ``parts``."""
-    return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
-
-
 _DEFAULT_LABELS = {
     "bug": ("d73a4a", "Something isn't working"),
     "documentation": ("0075ca", "Improvements or additions to documentation"),
@@ -96,8 +79,7 @@ class Label:
         known = _DEFAULT_LABELS.get(name)
         if known is not None:
             return cls(name, label_id, known[0], known[1], True)
-        color = f"{zlib.crc32(name.encode()) & 0xFFFFFF:06x}"
-        return cls(name, label_id, color, None, False)
+        return cls(name, label_id, name_color(name), None, False)
 
 
 @dataclass
@@ -190,11 +172,8 @@ class Repo:
 
 
 LOGGED_HEADERS = (
-    "authorization",
+    *COMMON_LOGGED_HEADERS,
     "if-none-match",
     "if-modified-since",
-    "accept",
-    "user-agent",
     "x-github-api-version",
-    "content-type",
 )

@@ -12,11 +12,11 @@ from tests.support.fake_github_model import (
     Event,
     Issue,
     Repo,
-    fake_sha,
     iso,
     node_id,
     user_id,
 )
+from tests.support.fake_tracker import fake_sha
 
 _EVENT_PREFIX = {
     "labeled": "LE",

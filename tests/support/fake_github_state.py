@@ -8,22 +8,19 @@ import random
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-import httpx
-
 from tests.support.clock import FakeClock, TimeLike
 from tests.support.fake_github_model import (
     BULK_LABELS,
-    BULK_TITLES,
     JSON,
     Event,
     Issue,
     Pull,
     Repo,
-    fake_sha,
     iso,
 )
 from tests.support.fake_github_mutations import FakeGitHubMutations
 from tests.support.fake_github_render import Shapes
+from tests.support.fake_tracker import bulk_text, fake_sha
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -37,6 +34,8 @@ class FakeGitHub(FakeGitHubMutations):
     author of everything written through the API). Knobs: ``set_rate_limit``,
     ``fail_next``, ``refuse_writes``, ``since_lag``; the log is ``requests``.
     """
+
+    client_url = "http://fake-github"
 
     def __init__(
         self,
@@ -66,7 +65,6 @@ class FakeGitHub(FakeGitHubMutations):
         self.primary_status = 403
         # seconds during which a fresh update is not yet visible to ``since`` queries
         self.since_lag = 0
-        self._app: Starlette | None = None
         for name in repos:
             self.add_repo(name)
 
@@ -90,14 +88,10 @@ class FakeGitHub(FakeGitHubMutations):
 
     # -- building state ----------------------------------------------------------------
 
-    @property
-    def app(self) -> Starlette:
-        """The ASGI app serving this state (for ``httpx.ASGITransport``)."""
-        if self._app is None:
-            from tests.support.fake_github_app import create_app
+    def create_app(self) -> Starlette:
+        from tests.support.fake_github_app import create_app
 
-            self._app = create_app(self)
-        return self._app
+        return create_app(self)
 
     def auth_headers(self) -> dict[str, str]:
         """The headers a well-behaved client sends."""
@@ -106,14 +100,6 @@ class FakeGitHub(FakeGitHubMutations):
             "Accept": "application/vnd.github+json",
             "X-GitHub-Api-Version": "2022-11-28",
         }
-
-    def client(self, base_url: str = "http://fake-github") -> httpx.AsyncClient:
-        """An authenticated client talking to the app in-process (no socket)."""
-        return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=self.app),
-            base_url=base_url,
-            headers=self.auth_headers(),
-        )
 
     def shapes(self, api: str | None = None) -> Shapes:
         return Shapes(self.repos, api or self.api_url, self.html_url)
@@ -326,10 +312,11 @@ class FakeGitHub(FakeGitHubMutations):
             if closed:
                 reason = "not_planned" if (k // closed_every) % 3 == 2 else "completed"
             created = start + k * step
+            title, body = bulk_text(k, rng)
             issue = self._new_issue(
                 repo,
-                f"{BULK_TITLES[k % len(BULK_TITLES)].capitalize()} ({k + 1})",
-                f"Seen in build {rng.randrange(1000, 9999)}.\n\nSteps:\n1. run it\n2. watch",
+                title,
+                body,
                 "closed" if closed else "open",
                 reason,
                 rng.sample(BULK_LABELS, rng.randrange(0, 3)),

@@ -13,8 +13,6 @@ or, without a socket: ``fake.client()`` (an ``httpx.AsyncClient`` on
 
 from __future__ import annotations
 
-from contextlib import AbstractAsyncContextManager
-
 from tests.support.clock import FakeClock, parse_iso
 from tests.support.fake_gitlab_app import create_app
 from tests.support.fake_gitlab_context import API_PREFIX
@@ -47,9 +45,6 @@ __all__ = [
 ]
 
 
-def serve_fake_gitlab(
-    fake: FakeGitLab, host: str = "127.0.0.1"
-) -> AbstractAsyncContextManager[str]:
-    """Serve ``fake`` on a free loopback port (``serve_on_loopback``); yield its API base URL
-    (``http://127.0.0.1:PORT/api/v4``)."""
-    return serve_on_loopback(fake, API_PREFIX, host)
+# Serves on a free loopback port and yields the API base URL
+# (``http://127.0.0.1:PORT/api/v4``; see ``serve_on_loopback``).
+serve_fake_gitlab = serve_on_loopback

@@ -17,14 +17,19 @@ from urllib.parse import parse_qsl, unquote
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from tests.support.fake_gitlab_model import LOGGED_HEADERS, http_date
-from tests.support.fake_tracker import ScriptedFailure, held_answered_logged
+from tests.support.fake_tracker import (
+    Endpoint,
+    ScriptedFailure,
+    catch_all_app,
+    held_answered_logged,
+    route,
+)
 
 if TYPE_CHECKING:
     from tests.support.fake_gitlab_state import FakeGitLab
-from tests.support.fake_gitlab_context import API_PREFIX, ApiError, Ctx, Endpoint, Reply, message
+from tests.support.fake_gitlab_context import API_PREFIX, ApiError, Ctx, Reply, message
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _HTML_5XX = (
@@ -52,8 +57,7 @@ def create_app(fake: FakeGitLab) -> Starlette:
         )
         return _response(reply)
 
-    methods = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
-    return Starlette(routes=[Route("/{path:path}", dispatch, methods=methods)])
+    return catch_all_app(dispatch)
 
 
 def _raw_path(request: Request) -> str:
@@ -87,7 +91,7 @@ def _parse_body(request: Request, raw: bytes) -> tuple[dict[str, Any], Any]:
 
 def _answer(
     fake: FakeGitLab,
-    endpoints: list[Endpoint],
+    endpoints: list[Endpoint[Ctx, Reply]],
     request: Request,
     raw_path: str,
     body: dict[str, Any],
@@ -99,11 +103,8 @@ def _answer(
     method = request.method
     if not _authorized(fake, request):
         return _plain_error(fake, message(401))
-    if fake.before_answer is not None:
-        fake.before_answer(method, raw_path, dict(request.query_params))
-    failure = next((f for f in fake.failures if f.applies(method, raw_path)), None)
+    failure = fake.scripted_failure(method, raw_path, dict(request.query_params))
     if failure is not None:
-        fake.failures.remove(failure)
         return _scripted(fake, failure)
     fake.rate_observed += 1
     if fake.rate_observed > fake.rate_limit:
@@ -111,9 +112,10 @@ def _answer(
     try:
         if not raw_path.startswith(API_PREFIX + "/"):
             raise ApiError(404, {"error": "404 Not Found"})
-        endpoint, params = _route(endpoints, method, raw_path[len(API_PREFIX) :])
+        endpoint, params = route(endpoints, method, raw_path[len(API_PREFIX) :])
         if endpoint is None:
             raise ApiError(404, {"error": "404 Not Found"})
+        params = {k: unquote(v) for k, v in params.items()}
         if method in WRITE_METHODS and fake.refusal is not None:
             raise message(*fake.refusal)
         ctx = Ctx(fake, request, params, body, raw_path)
@@ -122,18 +124,6 @@ def _answer(
     except ApiError as exc:
         reply = Reply(exc.status, exc.body, dict(exc.headers))
     return _with_rate(fake, reply)
-
-
-def _route(endpoints: list[Endpoint], method: str, path: str) -> tuple[Endpoint | None, Any]:
-    path = path.rstrip("/") or "/"
-    if method == "HEAD":
-        method = "GET"
-    for endpoint in endpoints:
-        if endpoint.method == method:
-            match = endpoint.pattern.fullmatch(path)
-            if match:
-                return endpoint, {k: unquote(v) for k, v in match.groupdict().items()}
-    return None, {}
 
 
 def _authorized(fake: FakeGitLab, request: Request) -> bool:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -250,10 +249,3 @@ def decode_cursor(cursor: str, order: str) -> tuple[Any, int]:
     except (ValueError, KeyError, TypeError, binascii.Error):
         raise message(400, "400 Bad request - Invalid cursor value") from None
     return (value, item_id)
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    method: str
-    pattern: re.Pattern[str]
-    handler: Callable[[Ctx], Reply]

@@ -4,13 +4,11 @@ raises ``ApiError``."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
 from tests.support.fake_gitlab_context import (
     Ctx,
-    Endpoint,
     Keyset,
     Reply,
     invalid_record,
@@ -28,6 +26,7 @@ from tests.support.fake_gitlab_params import (
     parse_time,
     parse_title,
 )
+from tests.support.fake_tracker import Endpoint, endpoint
 
 _PROJECT = r"/projects/(?P<id>[^/]+)"
 _ISSUE = _PROJECT + r"/issues/(?P<iid>\d+)"
@@ -289,23 +288,19 @@ def closes_issues(ctx: Ctx) -> Reply:
     return Reply(200, [issue_json(ctx, i) for i in ctx.paginate(issues)])
 
 
-def _ep(method: str, pattern: str, handler: Callable[[Ctx], Reply]) -> Endpoint:
-    return Endpoint(method, re.compile(pattern), handler)
-
-
-ENDPOINTS = [
-    _ep("GET", r"/user", get_current_user),
-    _ep("GET", r"/users", list_users),
-    _ep("GET", _PROJECT, get_project),
-    _ep("GET", _PROJECT + r"/issues", list_issues),
-    _ep("POST", _PROJECT + r"/issues", create_issue),
-    _ep("GET", _ISSUE, get_issue),
-    _ep("PUT", _ISSUE, update_issue),
-    _ep("GET", _ISSUE + r"/notes", list_notes),
-    _ep("POST", _ISSUE + r"/notes", create_note),
-    _ep("GET", _ISSUE + r"/related_merge_requests", related_merge_requests),
-    _ep("GET", _ISSUE + r"/closed_by", closed_by),
-    _ep("GET", _PROJECT + r"/merge_requests", list_merge_requests),
-    _ep("GET", _MR, get_merge_request),
-    _ep("GET", _MR + r"/closes_issues", closes_issues),
+ENDPOINTS: list[Endpoint[Ctx, Reply]] = [
+    endpoint("GET", r"/user", get_current_user),
+    endpoint("GET", r"/users", list_users),
+    endpoint("GET", _PROJECT, get_project),
+    endpoint("GET", _PROJECT + r"/issues", list_issues),
+    endpoint("POST", _PROJECT + r"/issues", create_issue),
+    endpoint("GET", _ISSUE, get_issue),
+    endpoint("PUT", _ISSUE, update_issue),
+    endpoint("GET", _ISSUE + r"/notes", list_notes),
+    endpoint("POST", _ISSUE + r"/notes", create_note),
+    endpoint("GET", _ISSUE + r"/related_merge_requests", related_merge_requests),
+    endpoint("GET", _ISSUE + r"/closed_by", closed_by),
+    endpoint("GET", _PROJECT + r"/merge_requests", list_merge_requests),
+    endpoint("GET", _MR, get_merge_request),
+    endpoint("GET", _MR + r"/closes_issues", closes_issues),
 ]

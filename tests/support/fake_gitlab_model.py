@@ -7,12 +7,12 @@ Times are epoch **milliseconds**: GitLab's REST timestamps carry milliseconds
 
 from __future__ import annotations
 
-import hashlib
-import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import formatdate
 from typing import Any
+
+from tests.support.fake_tracker import COMMON_LOGGED_HEADERS, name_color
 
 JSON = dict[str, Any]
 
@@ -32,19 +32,7 @@ PIPELINE_STATUSES = (
     "scheduled",
 )
 
-# Material for ``FakeGitLab.bulk_issues``.
-BULK_TITLES = (
-    "crash on startup when config is empty",
-    "sync drops labels with spaces",
-    "add dark mode to the settings page",
-    "timeout talking to the payments API",
-    "document the retry policy",
-    "flaky test in the scheduler suite",
-    "support multiple assignees in export",
-    "memory grows while idle",
-    "wrong timezone in the weekly report",
-    "rename the legacy CLI flags",
-)
+# Labels for ``FakeGitLab.bulk_issues`` (titles and bodies: ``bulk_text``).
 BULK_LABELS = ("bug", "feature", "documentation", "priority::high", "workflow::in progress")
 
 _LABEL_COLORS = {
@@ -71,11 +59,6 @@ def http_date(seconds: int) -> str:
     return formatdate(seconds, usegmt=True)
 
 
-def fake_sha(*parts: object) -> str:
-    """A 40-hex commit sha derived from ``parts``."""
-    return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
-
-
 @dataclass
 class User:
     id: int
@@ -98,8 +81,7 @@ class Label:
         known = _LABEL_COLORS.get(name)
         if known is not None:
             return cls(label_id, name, known[0], known[1], created_ms)
-        color = f"#{zlib.crc32(name.encode()) & 0xFFFFFF:06x}"
-        return cls(label_id, name, color, None, created_ms)
+        return cls(label_id, name, f"#{name_color(name)}", None, created_ms)
 
     @property
     def scope(self) -> str | None:
@@ -213,11 +195,4 @@ class Project:
         return self.path_with_namespace.rsplit("/", 1)[1]
 
 
-LOGGED_HEADERS = (
-    "private-token",
-    "authorization",
-    "accept",
-    "user-agent",
-    "content-type",
-    "idempotency-key",
-)
+LOGGED_HEADERS = (*COMMON_LOGGED_HEADERS, "private-token", "idempotency-key")

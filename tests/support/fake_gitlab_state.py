@@ -10,12 +10,10 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-import httpx
-
 from tests.support.clock import FakeClock, TimeLike, to_ms
+from tests.support.fake_gitlab_context import API_PREFIX
 from tests.support.fake_gitlab_model import (
     BULK_LABELS,
-    BULK_TITLES,
     ISSUE_STATES,
     JSON,
     MR_STATES,
@@ -26,11 +24,11 @@ from tests.support.fake_gitlab_model import (
     Pipeline,
     Project,
     User,
-    fake_sha,
     iso,
 )
 from tests.support.fake_gitlab_records import FakeGitLabRecords
 from tests.support.fake_gitlab_render import Shapes
+from tests.support.fake_tracker import bulk_text, fake_sha
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -46,6 +44,9 @@ class FakeGitLab(FakeGitLabRecords):
     ``refuse_writes``, ``omit_rate_limit_headers``, ``max_offset``, ``keyset_supported``,
     ``count_limit``, ``exclusive_scoped_labels``; the log is ``requests`` (``calls``).
     """
+
+    api_prefix = API_PREFIX
+    client_url = "http://fake-gitlab" + API_PREFIX
 
     def __init__(
         self,
@@ -77,35 +78,22 @@ class FakeGitLab(FakeGitLabRecords):
         self._user_ids = itertools.count(101)
         self._project_ids = itertools.count(4101)
         self._ids = itertools.count(150_000_001)
-        self._app: Starlette | None = None
         self.add_user(username, bot=True)
         for path in projects:
             self.add_project(path)
 
     # -- clients and shapes ------------------------------------------------------------
 
-    @property
-    def app(self) -> Starlette:
-        """The ASGI app serving this state (for ``httpx.ASGITransport``)."""
-        if self._app is None:
-            from tests.support.fake_gitlab_app import create_app
+    def create_app(self) -> Starlette:
+        from tests.support.fake_gitlab_app import create_app
 
-            self._app = create_app(self)
-        return self._app
+        return create_app(self)
 
     def auth_headers(self, *, bearer: bool = False) -> dict[str, str]:
         """The headers a well-behaved client sends."""
         if bearer:
             return {"Authorization": f"Bearer {self.token}"}
         return {"PRIVATE-TOKEN": self.token}
-
-    def client(self, base_url: str = "http://fake-gitlab/api/v4") -> httpx.AsyncClient:
-        """An authenticated client talking to the app in-process (no socket)."""
-        return httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=self.app),
-            base_url=base_url,
-            headers=self.auth_headers(),
-        )
 
     def shapes(self, api: str | None = None) -> Shapes:
         return Shapes(self.users, self.projects, api or self.api_url, self.web_url)
@@ -202,14 +190,9 @@ class FakeGitLab(FakeGitLabRecords):
         for k in range(n):
             created = start + k * step_ms - rng.randrange(0, 1000)
             updated = min(created + step_ms // 2 + rng.randrange(0, 1000), self.clock.ms)
-            issue = self._new_issue(
-                proj,
-                f"{BULK_TITLES[k % len(BULK_TITLES)].capitalize()} ({k + 1})",
-                f"Seen in build {rng.randrange(1000, 9999)}.\n\nSteps:\n1. run it\n2. watch",
-                rng.choice(("alice", "bob", "carol")),
-                created,
-                max(created, updated),
-            )
+            title, body = bulk_text(k, rng)
+            author = rng.choice(("alice", "bob", "carol"))
+            issue = self._new_issue(proj, title, body, author, created, max(created, updated))
             for name in rng.sample(BULK_LABELS, rng.randrange(0, 3)):
                 self.ensure_label(proj, name)
                 issue.labels.append(name)

@@ -22,10 +22,10 @@ from tests.support.fake_gitlab_hook_shapes import STATE_ID, HookShapes
 from tests.support.fake_gitlab_model import (
     JSON,
     MergeRequest,
-    fake_sha,
     hook_time,
     iso,
 )
+from tests.support.fake_tracker import fake_sha
 
 if TYPE_CHECKING:
     from tests.support.fake_gitlab_state import FakeGitLab

@@ -1,24 +1,66 @@
 """What both fake trackers share: the request log and its entries, scripted failures,
-stalls and write refusals (``FakeTracker``), and the step every request of their apps
-goes through (``held_answered_logged``)."""
+stalls and write refusals, the app and an in-process client (``FakeTracker``), the
+routing of their endpoint tables (``route``), the step every request of their apps goes
+through (``held_answered_logged``), and the material their records are made of."""
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import random
+import re
+import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from types import EllipsisType
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+import httpx
+from starlette.applications import Starlette
 from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
 
 from cotal_tasks.bridge.http.server import serve_http
 from tests.support.clock import FakeClock
 
 Hook = Callable[[str, str, dict[str, str]], None]  # (method, path, query) before an answer
+
+# Material for the fakes' ``bulk_issues``.
+BULK_TITLES = (
+    "crash on startup when config is empty",
+    "sync drops labels with spaces",
+    "add dark mode to the settings page",
+    "timeout talking to the payments API",
+    "document the retry policy",
+    "flaky test in the scheduler suite",
+    "support multiple assignees in export",
+    "memory grows while idle",
+    "wrong timezone in the weekly report",
+    "rename the legacy CLI flags",
+)
+
+# The request headers every fake logs; each adds its tracker's own (``LOGGED_HEADERS``).
+COMMON_LOGGED_HEADERS = ("authorization", "accept", "user-agent", "content-type")
+
+
+def bulk_text(k: int, rng: random.Random) -> tuple[str, str]:
+    """The title and body of the ``k``-th bulk issue (the body draws one number of ``rng``)."""
+    title = f"{BULK_TITLES[k % len(BULK_TITLES)].capitalize()} ({k + 1})"
+    return title, f"Seen in build {rng.randrange(1000, 9999)}.\n\nSteps:\n1. run it\n2. watch"
+
+
+def fake_sha(*parts: object) -> str:
+    """A 40-hex commit sha derived from ``parts``."""
+    return hashlib.sha1(":".join(map(str, parts)).encode()).hexdigest()
+
+
+def name_color(name: str) -> str:
+    """Six hex digits derived from a label's name: the colour of a label no default names."""
+    return f"{zlib.crc32(name.encode()) & 0xFFFFFF:06x}"
 
 
 @dataclass(frozen=True)
@@ -57,10 +99,9 @@ class RecordedRequest:
 
 
 @dataclass
-class ScriptedFailure:
-    status: int
-    retry_after: int | None
-    message: str | None
+class Scripted:
+    """What a test scripts for the next request matching ``method``/``path`` (a glob)."""
+
     method: str | None
     path: str | None
 
@@ -71,26 +112,44 @@ class ScriptedFailure:
 
 
 @dataclass
-class ScriptedStall:
-    seconds: float
-    method: str | None
-    path: str | None
+class ScriptedFailure(Scripted):
+    status: int
+    retry_after: int | None
+    message: str | None
 
-    def applies(self, method: str, path: str) -> bool:
-        return (self.method is None or self.method == method) and (
-            self.path is None or fnmatchcase(path, self.path)
-        )
+
+@dataclass
+class ScriptedStall(Scripted):
+    seconds: float
+
+
+S = TypeVar("S", bound=Scripted)
+
+
+def take_first(scripted: deque[S], method: str, path: str) -> S | None:
+    """The first of ``scripted`` that applies to the request, taken out of the queue."""
+    found = next((s for s in scripted if s.applies(method, path)), None)
+    if found is not None:
+        scripted.remove(found)
+    return found
 
 
 class FakeTracker:
-    """A fake tracker's clock, its request log and what a test scripts into its answers.
+    """A fake tracker's clock, its request log and what a test scripts into its answers,
+    its app (``create_app`` builds it) and an in-process client on it.
 
-    ``default_retry_after`` is what ``fail_next`` sends as ``Retry-After`` unless told."""
+    ``default_retry_after`` is what ``fail_next`` sends as ``Retry-After`` unless told;
+    ``api_prefix`` is where the API lives below a served fake's root, ``client_url`` the
+    base URL of ``client()``."""
 
     default_retry_after: int | None = None
+    api_prefix = ""
+    client_url: str
+    api_url: str  # the API's base URL in the JSON the fake writes
 
     def __init__(self, clock: FakeClock) -> None:
         self.clock = clock
+        self._app: Starlette | None = None
         self.requests: list[RecordedRequest] = []
         self.failures: deque[ScriptedFailure] = deque()
         self.stalls: deque[ScriptedStall] = deque()
@@ -98,6 +157,38 @@ class FakeTracker:
         # Runs before each authenticated request is answered (method, path, query): a
         # test edits state "between two page requests" with it.
         self.before_answer: Hook | None = None
+
+    def create_app(self) -> Starlette:
+        """The ASGI app serving this fake (its HTTP side)."""
+        raise NotImplementedError
+
+    @property
+    def app(self) -> Starlette:
+        """The ASGI app serving this state (for ``httpx.ASGITransport``)."""
+        if self._app is None:
+            self._app = self.create_app()
+        return self._app
+
+    def auth_headers(self) -> dict[str, str]:
+        """The headers a well-behaved client sends."""
+        raise NotImplementedError
+
+    def client(self, base_url: str | None = None) -> httpx.AsyncClient:
+        """An authenticated client talking to the app in-process (no socket)."""
+        return httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app),
+            base_url=base_url or self.client_url,
+            headers=self.auth_headers(),
+        )
+
+    def scripted_failure(
+        self, method: str, path: str, query: dict[str, str]
+    ) -> ScriptedFailure | None:
+        """For an authenticated request: run ``before_answer``, then take the first
+        scripted failure that applies (``None``: answer it as usual)."""
+        if self.before_answer is not None:
+            self.before_answer(method, path, query)
+        return take_first(self.failures, method, path)
 
     def fail_next(
         self,
@@ -116,7 +207,7 @@ class FakeTracker:
         wait = self.default_retry_after if retry_after is ... else retry_after
         for _ in range(n):
             self.failures.append(
-                ScriptedFailure(status, wait, message, method and method.upper(), path)
+                ScriptedFailure(method and method.upper(), path, status, wait, message)
             )
 
     def stall_next(
@@ -124,7 +215,7 @@ class FakeTracker:
     ) -> None:
         """Hold the answer to the next request matching ``method``/``path`` for ``seconds``
         of real time, then answer it (the write takes effect when it is answered)."""
-        self.stalls.append(ScriptedStall(seconds, method and method.upper(), path))
+        self.stalls.append(ScriptedStall(method and method.upper(), path, seconds))
 
     def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
         """Refuse every POST/PATCH/PUT/DELETE with ``status`` (403, or 422, 404…) until
@@ -145,27 +236,60 @@ class FakeTracker:
         return [r for r in self.requests if r.is_write]
 
 
-class Served(Protocol):
-    api_url: str
-
-    @property
-    def app(self) -> Any: ...
-
-
 @asynccontextmanager
-async def serve_on_loopback(
-    fake: Served, prefix: str = "", host: str = "127.0.0.1"
-) -> AsyncIterator[str]:
+async def serve_on_loopback(fake: FakeTracker, host: str = "127.0.0.1") -> AsyncIterator[str]:
     """Serve ``fake`` under uvicorn on a free loopback port; yield its API base URL (the
-    server's, then ``prefix``). While it serves, ``fake.api_url`` is that URL, so JSON
-    built by the fake's helpers matches what the server returns."""
+    server's, then ``fake.api_prefix``). While it serves, ``fake.api_url`` is that URL,
+    so JSON built by the fake's helpers matches what the server returns."""
     previous = fake.api_url
     async with serve_http(fake.app, host, 0) as base_url:
-        fake.api_url = base_url + prefix
+        fake.api_url = base_url + fake.api_prefix
         try:
             yield fake.api_url
         finally:
             fake.api_url = previous
+
+
+C = TypeVar("C")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class Endpoint(Generic[C, R]):
+    """One row of a fake's endpoint table: ``pattern`` matches the whole path (its groups
+    are the path parameters) and ``handler`` answers from the request context."""
+
+    method: str
+    pattern: re.Pattern[str]
+    handler: Callable[[C], R]
+    free: bool = False  # does not count against GitHub's primary limit (``/rate_limit``)
+
+
+def endpoint(
+    method: str, pattern: str, handler: Callable[[C], R], free: bool = False
+) -> Endpoint[C, R]:
+    return Endpoint(method, re.compile(pattern), handler, free)
+
+
+def route(
+    endpoints: Sequence[Endpoint[C, R]], method: str, path: str
+) -> tuple[Endpoint[C, R] | None, dict[str, str]]:
+    """The endpoint answering ``method`` on ``path`` (a HEAD as its GET) and its path
+    parameters, or ``(None, {})``."""
+    path = path.rstrip("/") or "/"
+    method = "GET" if method == "HEAD" else method
+    for candidate in endpoints:
+        if candidate.method == method:
+            match = candidate.pattern.fullmatch(path)
+            if match:
+                return candidate, match.groupdict()
+    return None, {}
+
+
+def catch_all_app(dispatch: Callable[[Request], Awaitable[Response]]) -> Starlette:
+    """An app sending every path and method to ``dispatch``."""
+    methods = ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"]
+    return Starlette(routes=[Route("/{path:path}", dispatch, methods=methods)])
 
 
 class Answer(Protocol):
@@ -186,9 +310,8 @@ async def held_answered_logged(
 ) -> A:
     """One request through a fake's app: held first if a stall is scripted for it, then
     answered, then logged (``path`` as sent, ``body`` parsed)."""
-    stall = next((s for s in fake.stalls if s.applies(request.method, path)), None)
+    stall = take_first(fake.stalls, request.method, path)
     if stall is not None:
-        fake.stalls.remove(stall)
         await asyncio.sleep(stall.seconds)
     reply = answer()
     fake.requests.append(
