@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,8 +23,7 @@ from tests.support.fake_github_render import Shapes
 from tests.support.fake_tracker import (
     Endpoint,
     ScriptedFailure,
-    catch_all_app,
-    held_answered_logged,
+    logging_app,
     route,
 )
 
@@ -159,23 +159,14 @@ def create_app(fake: FakeGitHub) -> Starlette:
     """The ASGI app serving ``fake``."""
     from tests.support.fake_github_endpoints import ENDPOINTS
 
-    async def dispatch(request: Request) -> Response:
-        raw = await request.body()
+    def read(request: Request, raw: bytes) -> tuple[str, Any, Callable[[], Reply]]:
         try:
             parsed = json.loads(raw) if raw.strip() else None
         except ValueError:
             parsed = raw.decode(errors="replace")
-        reply = await held_answered_logged(
-            fake,
-            request,
-            request.url.path,
-            parsed,
-            lambda: _answer(fake, ENDPOINTS, request, raw),
-            LOGGED_HEADERS,
-        )
-        return _response(reply)
+        return request.url.path, parsed, lambda: _answer(fake, ENDPOINTS, request, raw)
 
-    return catch_all_app(dispatch)
+    return logging_app(fake, read, _response, LOGGED_HEADERS)
 
 
 def _answer(

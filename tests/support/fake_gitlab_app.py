@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote
 
@@ -22,8 +23,7 @@ from tests.support.fake_gitlab_model import LOGGED_HEADERS, http_date
 from tests.support.fake_tracker import (
     Endpoint,
     ScriptedFailure,
-    catch_all_app,
-    held_answered_logged,
+    logging_app,
     route,
 )
 
@@ -43,21 +43,12 @@ def create_app(fake: FakeGitLab) -> Starlette:
     """The ASGI app serving ``fake`` (everything outside ``/api/v4`` is a 404)."""
     from tests.support.fake_gitlab_endpoints import ENDPOINTS
 
-    async def dispatch(request: Request) -> Response:
-        raw = await request.body()
+    def read(request: Request, raw: bytes) -> tuple[str, Any, Callable[[], Reply]]:
         raw_path = _raw_path(request)
         body, parsed = _parse_body(request, raw)
-        reply = await held_answered_logged(
-            fake,
-            request,
-            raw_path,
-            parsed,
-            lambda: _answer(fake, ENDPOINTS, request, raw_path, body),
-            LOGGED_HEADERS,
-        )
-        return _response(reply)
+        return raw_path, parsed, lambda: _answer(fake, ENDPOINTS, request, raw_path, body)
 
-    return catch_all_app(dispatch)
+    return logging_app(fake, read, _response, LOGGED_HEADERS)
 
 
 def _raw_path(request: Request) -> str:

@@ -11,7 +11,7 @@ import random
 import re
 import zlib
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
@@ -286,12 +286,6 @@ def route(
     return None, {}
 
 
-def catch_all_app(dispatch: Callable[[Request], Awaitable[Response]]) -> Starlette:
-    """An app sending every path and method to ``dispatch``."""
-    methods = ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"]
-    return Starlette(routes=[Route("/{path:path}", dispatch, methods=methods)])
-
-
 class Answer(Protocol):
     @property
     def status(self) -> int: ...
@@ -300,31 +294,36 @@ class Answer(Protocol):
 A = TypeVar("A", bound=Answer)
 
 
-async def held_answered_logged(
+def logging_app(
     fake: FakeTracker,
-    request: Request,
-    path: str,
-    body: Any,
-    answer: Callable[[], A],
-    logged_headers: frozenset[str] | set[str] | tuple[str, ...],
-) -> A:
-    """One request through a fake's app: held first if a stall is scripted for it, then
-    answered, then logged (``path`` as sent, ``body`` parsed)."""
-    stall = take_first(fake.stalls, request.method, path)
-    if stall is not None:
-        await asyncio.sleep(stall.seconds)
-    reply = answer()
-    fake.requests.append(
-        RecordedRequest(
-            request.method,
-            path,
-            dict(request.query_params),
-            {k: v for k, v in request.headers.items() if k in logged_headers},
-            reply.status,
-            body,
+    read: Callable[[Request, bytes], tuple[str, Any, Callable[[], A]]],
+    respond: Callable[[A], Response],
+    logged_headers: tuple[str, ...],
+) -> Starlette:
+    """A fake's app: every path and method goes through ``read`` (given the request and
+    its raw body: the path as sent, the body as logged, and how to answer), is held first
+    if a stall is scripted for it, then answered, logged and sent as ``respond`` makes it."""
+
+    async def dispatch(request: Request) -> Response:
+        path, body, answer = read(request, await request.body())
+        stall = take_first(fake.stalls, request.method, path)
+        if stall is not None:
+            await asyncio.sleep(stall.seconds)
+        reply = answer()
+        fake.requests.append(
+            RecordedRequest(
+                request.method,
+                path,
+                dict(request.query_params),
+                {k: v for k, v in request.headers.items() if k in logged_headers},
+                reply.status,
+                body,
+            )
         )
-    )
-    return reply
+        return respond(reply)
+
+    methods = ["GET", "HEAD", "POST", "PATCH", "PUT", "DELETE"]
+    return Starlette(routes=[Route("/{path:path}", dispatch, methods=methods)])
 
 
 def unmarked(value: Any) -> Any:

@@ -24,11 +24,11 @@ from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
 from tests.providers.hosted_support import HostedEndpoint, HostedMesh
 from tests.support.bridge import ENDPOINT
-from tests.support.fake_github import FakeGitHub, serve_fake_github
+from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github import iso as github_iso
-from tests.support.fake_gitlab import FakeGitLab, serve_fake_gitlab
+from tests.support.fake_gitlab import FakeGitLab
 from tests.support.fake_gitlab import iso as gitlab_iso
-from tests.support.fake_tracker import RecordedRequest, unmarked
+from tests.support.fake_tracker import RecordedRequest, serve_on_loopback, unmarked
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,8 @@ class Side(ABC):
     callers the checks use; a caller without an account is only labelled on a claim."""
 
     name: str  # "GitHub", "GitLab"
+    provider: str  # "github", "gitlab"
+    place: str  # the config key naming the repository or project: "repository", "project"
     prefix: str  # the repository or project path task ids start with
     issues_path: str  # the issue listing's path on the fake
     seats: ClassVar[dict[str, str]]
@@ -62,19 +64,16 @@ class Side(ABC):
 
     def __init__(
         self,
-        provider: str,
-        place: tuple[str, str],  # the config key naming the repository or project, and it
         config: Callable[[str], Any],  # api url -> the endpoint's tracker section
-        serve: Callable[[Any], AbstractAsyncContextManager[str]],
         mesh: Callable[..., AbstractAsyncContextManager[HostedMesh[Any]]],
         opener: Callable[..., AbstractAsyncContextManager[HostedEndpoint[Any]]],
     ) -> None:
-        key, value = place
-        self.serve, self._mesh, self._open = serve, mesh, opener
+        self._mesh, self._open = mesh, opener
+        provider = self.provider
         self.tracker = Tracker(
             provider=provider,
             section=lambda api_url: (
-                f'provider = "{provider}"\n[endpoints.{provider}]\n{key} = "{value}"\n'
+                f'provider = "{provider}"\n[endpoints.{provider}]\n{self.place} = "{self.prefix}"\n'
                 f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
             ),
             endpoint=lambda api_url: EndpointConfig(name=ENDPOINT, settings=config(api_url)),
@@ -169,19 +168,13 @@ class Side(ABC):
 
 class GitHubSide(Side):
     name, prefix, issues_path = "GitHub", gh.REPO, gh.ISSUES
+    provider, place = "github", "repository"
     seats: ClassVar[dict[str, str]] = {"octobot": "local.worker", "hubot": "local.w"}
     claimed, blocked, open_state = "in-progress", "blocked", "open"
     token_env, revoked_token = gh.TOKEN_ENV, "ghp_rotated000000000000000000000000000000"
 
     def __init__(self) -> None:
-        super().__init__(
-            "github",
-            ("repository", gh.REPO),
-            gh.github_config,
-            serve_fake_github,
-            gh.github_mesh,
-            gh.open_github,
-        )
+        super().__init__(gh.github_config, gh.github_mesh, gh.open_github)
 
     def make_fake(self) -> FakeGitHub:
         return FakeGitHub(assignable=list(self.seats))
@@ -224,6 +217,7 @@ class GitHubSide(Side):
 
 class GitLabSide(Side):
     name, prefix, issues_path = "GitLab", gl.PROJECT, gl.ISSUES
+    provider, place = "gitlab", "project"
     seats: ClassVar[dict[str, str]] = {
         "worker-bot": "local.worker",
         "w-bot": "local.w",
@@ -233,14 +227,7 @@ class GitLabSide(Side):
     token_env, revoked_token = gl.TOKEN_ENV, "glpat-rotated00000000000"
 
     def __init__(self) -> None:
-        super().__init__(
-            "gitlab",
-            ("project", gl.PROJECT),
-            gl.gitlab_config,
-            serve_fake_gitlab,
-            gl.gitlab_mesh,
-            gl.open_gitlab,
-        )
+        super().__init__(gl.gitlab_config, gl.gitlab_mesh, gl.open_gitlab)
 
     def make_fake(self) -> FakeGitLab:
         fake = FakeGitLab(projects=(gl.PROJECT,))
@@ -301,5 +288,5 @@ def tracker_fake(tracker_side: Side, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 @pytest.fixture
 async def tracker_url(tracker_side: Side, tracker_fake: Any) -> AsyncIterator[str]:
-    async with tracker_side.serve(tracker_fake) as url:
+    async with serve_on_loopback(tracker_fake) as url:
         yield url

@@ -8,18 +8,8 @@ import json
 import httpx
 
 from tests.providers.github.fake._support import ISSUES, REPO
-from tests.support.fake_github import (
-    TEST_VECTOR_PAYLOAD,
-    TEST_VECTOR_SECRET,
-    TEST_VECTOR_SIGNATURE,
-    FakeGitHub,
-    issue_comment_payload,
-    issues_payload,
-    ping_payload,
-    pull_request_payload,
-    sign,
-    signed_webhook,
-)
+from tests.support import fake_github_webhooks as hooks
+from tests.support.fake_github import FakeGitHub
 
 # -- writes ------------------------------------------------------------------------------
 
@@ -131,18 +121,25 @@ async def test_timeline_events(fake: FakeGitHub, client: httpx.AsyncClient) -> N
 
 
 def test_signature_reproduces_githubs_test_vector() -> None:
-    assert sign(TEST_VECTOR_SECRET, TEST_VECTOR_PAYLOAD) == TEST_VECTOR_SIGNATURE
-    body, headers = signed_webhook(TEST_VECTOR_SECRET, "ping", TEST_VECTOR_PAYLOAD)
-    assert body == TEST_VECTOR_PAYLOAD
-    assert headers["X-Hub-Signature-256"] == TEST_VECTOR_SIGNATURE
+    assert (
+        hooks.sign(hooks.TEST_VECTOR_SECRET, hooks.TEST_VECTOR_PAYLOAD)
+        == hooks.TEST_VECTOR_SIGNATURE
+    )
+    body, headers = hooks.signed_webhook(
+        hooks.TEST_VECTOR_SECRET, "ping", hooks.TEST_VECTOR_PAYLOAD
+    )
+    assert body == hooks.TEST_VECTOR_PAYLOAD
+    assert headers["X-Hub-Signature-256"] == hooks.TEST_VECTOR_SIGNATURE
 
 
 def test_webhook_payloads(fake: FakeGitHub) -> None:
     fake.add_issue(REPO, "hook me", labels=["bug"], user="monalisa")
     fake.add_pull(REPO, "fix", head_ref="fix", closes=[1])
     comment = fake.add_comment(REPO, 1, "+1")
-    body, headers = signed_webhook("s3cret", "issues", issues_payload(fake, "opened", REPO, 1))
-    assert hmac.compare_digest(headers["X-Hub-Signature-256"], sign("s3cret", body))
+    body, headers = hooks.signed_webhook(
+        "s3cret", "issues", hooks.issues_payload(fake, "opened", REPO, 1)
+    )
+    assert hmac.compare_digest(headers["X-Hub-Signature-256"], hooks.sign("s3cret", body))
     assert headers["X-GitHub-Event"] == "issues"
     assert headers["Content-Type"] == "application/json"
     assert len(headers["X-GitHub-Delivery"]) == 36
@@ -151,25 +148,25 @@ def test_webhook_payloads(fake: FakeGitHub) -> None:
     assert payload["sender"]["login"] == "monalisa"
     assert payload["repository"]["full_name"] == REPO
     assert payload["repository"]["owner"]["login"] == "octo-org"
-    labeled = issues_payload(fake, "labeled", REPO, 1, label="bug")
+    labeled = hooks.issues_payload(fake, "labeled", REPO, 1, label="bug")
     assert labeled["label"]["name"] == "bug"
     fake.close_issue(REPO, 1, "not_planned", by="octocat")
-    closed = issues_payload(fake, "closed", REPO, 1)
+    closed = hooks.issues_payload(fake, "closed", REPO, 1)
     assert closed["issue"]["state_reason"] == "not_planned"
     assert closed["sender"]["login"] == "octocat"
-    assigned = issues_payload(fake, "assigned", REPO, 1, assignee="octocat")
+    assigned = hooks.issues_payload(fake, "assigned", REPO, 1, assignee="octocat")
     assert assigned["assignee"]["login"] == "octocat"
-    edited = issues_payload(fake, "edited", REPO, 1, changes={"title": {"from": "old"}})
+    edited = hooks.issues_payload(fake, "edited", REPO, 1, changes={"title": {"from": "old"}})
     assert edited["changes"] == {"title": {"from": "old"}}
-    created = issue_comment_payload(fake, REPO, 1, comment["id"])
+    created = hooks.issue_comment_payload(fake, REPO, 1, comment["id"])
     assert (created["action"], created["comment"]["body"]) == ("created", "+1")
-    opened = pull_request_payload(fake, "opened", REPO, 2)
+    opened = hooks.pull_request_payload(fake, "opened", REPO, 2)
     assert opened["pull_request"]["body"] == "Fixes #1"
     assert opened["number"] == 2
     fake.merge_pull(REPO, 2)
-    merged = pull_request_payload(fake, "closed", REPO, 2)
+    merged = hooks.pull_request_payload(fake, "closed", REPO, 2)
     assert merged["pull_request"]["merged"] is True
-    assert ping_payload(fake, REPO)["hook"]["type"] == "Repository"
+    assert hooks.ping_payload(fake, REPO)["hook"]["type"] == "Repository"
 
 
 # -- the request log ---------------------------------------------------------------------
