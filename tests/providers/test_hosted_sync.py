@@ -1,6 +1,8 @@
 """What the GitHub and the GitLab sync do alike, run against each fake on loopback: a task
-is never closed because its issue went missing; server errors are retried with backoff
-and then given up; and a refusal (bad credentials, no access, no such repository or
+is never closed because its issue went missing from a poll, but an issue read one by one
+that is gone (while the listing still reads) is dropped as deleted, and a 404 while the
+listing does not read either changes nothing; server errors are retried with backoff and
+then given up; and a refusal (bad credentials, no access, no such repository or
 project) is never retried, leaves the board stale rather than empty, and never shows the
 token. Retry waits run on virtual time (``VirtualTime``).
 """
@@ -18,6 +20,7 @@ import pytest
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
+from tests.providers.hosted_support import add_issues
 from tests.support.trackers import Side
 
 Script = Callable[[Any], dict[str, Any]]  # scripts the fake; returns endpoint overrides
@@ -89,6 +92,64 @@ async def test_a_task_is_never_closed_because_its_issue_is_missing(
         assert (await endpoint.get(5))["title"] == "Issue 5, retitled"
         assert await endpoint.seq() == seq + 1  # #5's title alone
         assert len(await endpoint.all_tasks()) == 5
+
+
+# How an issue leaves without a trace, by tracker, named by the status its GET answers then.
+GONE: dict[str, dict[str, Callable[[Any, int], object]]] = {
+    "github": {
+        "410 deleted": lambda fake, n: fake.delete_issue(gh.REPO, n),
+        "404 gone": lambda fake, n: fake.repos[gh.REPO].issues.pop(n),
+    },
+    "gitlab": {"404 deleted": lambda fake, n: fake.delete_issue(gl.PROJECT, n)},
+}
+
+
+@pytest.mark.parametrize(
+    ("tracker_side", "case"),
+    [(name, case) for name, cases in GONE.items() for case in cases],
+    indirect=["tracker_side"],
+)
+async def test_a_gone_issue_read_one_by_one_is_dropped_as_deleted(
+    tracker_side: Side, case: str, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    """Before: a 404 (or 410) left the task as it was. Read one by one (a webhook or the
+    reconcile sweep names it) while the listing still reads, the task says it is gone."""
+    side, fake = tracker_side, tracker_fake
+    add_issues(fake, side.prefix, 5, spacing_s=60)
+    async with side.open(fake, tracker_url, tmp_path / "b") as endpoint:
+        await endpoint.poll()
+        kept, seq = await endpoint.get(3), await endpoint.seq()
+        fake.advance(60)
+        GONE[side.tracker.provider][case](fake, 3)
+
+        assert await endpoint.sync.refresh([3]) == (1, 1)
+
+        gone = await endpoint.get(3)
+        assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
+        assert (gone["title"], gone["createdAt"]) == (kept["title"], kept["createdAt"])
+        assert await endpoint.seq() == seq + 1
+        assert await endpoint.sync.refresh([3]) == (1, 0)  # read again: nothing new
+        assert await endpoint.sync.refresh([77]) == (1, 0)  # never mirrored: no task
+        assert len(await endpoint.all_tasks()) == 5
+
+
+async def test_a_404_while_the_listing_does_not_read_changes_nothing(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    """A token that lost access (or a wrong repository or project) answers 404 for the
+    listing too: that is an error counted for the issue, never a deletion."""
+    side, fake = tracker_side, tracker_fake
+    add_issues(fake, side.prefix, 5, spacing_s=60)
+    async with side.open(fake, tracker_url, tmp_path / "b") as endpoint:
+        await endpoint.poll()
+        kept = await endpoint.get(2)
+        fake.fail_next(status=404, path=f"{side.issues_path}/2")
+        fake.fail_next(status=404, path=side.issues_path)
+
+        assert await endpoint.sync.refresh([2]) == (0, 0)
+
+        assert await endpoint.get(2) == kept
+        assert endpoint.store.degradations()["counts"] == {"issue-unreadable": 1}
 
 
 @dataclass(frozen=True)

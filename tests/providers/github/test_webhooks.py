@@ -24,6 +24,7 @@ from tests.providers.github._support import (
     list_requests,
     task_id,
 )
+from tests.providers.hosted_support import add_issues
 from tests.support.fake_github import (
     TEST_VECTOR_PAYLOAD,
     TEST_VECTOR_SECRET,
@@ -65,9 +66,7 @@ async def hooked(
 ) -> AsyncIterator[GitHubMesh]:
     """A running bridge syncing five issues, with its webhook secret set."""
     monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
-    for k in range(1, 6):
-        fake.add_issue(REPO, f"Issue {k}")
-        fake.advance(10)
+    add_issues(fake, REPO, 5, spacing_s=10)
     async with github_mesh(tmp_path, fake, github_url, webhook_secret_env=SECRET_ENV) as mesh:
         assert mesh.bridge.http_url is not None
         yield mesh

@@ -35,7 +35,7 @@ from tests.providers.gitlab._support import (
     issue_pages,
     task_id,
 )
-from tests.providers.hosted_support import SPACE
+from tests.providers.hosted_support import SPACE, add_issues
 from tests.support.fake_gitlab import (
     FakeGitLab,
     gitlab_webhook,
@@ -106,9 +106,7 @@ async def running(
 ) -> AsyncIterator[Running]:
     """A bridge serving the GitLab endpoint, after its first poll of five issues."""
     monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
-    for k in range(1, 6):
-        gitlab.advance(60)
-        gitlab.add_issue(PROJECT, f"Issue {k}")
+    add_issues(gitlab, PROJECT, 5, spacing_s=60)
     endpoint = endpoint_config(gitlab_url, webhook_secret_env=SECRET_ENV)
     config = BridgeConfig(
         space=SPACE, data_dir=tmp_path / "bridge", http=HttpConfig(port=0), endpoints=(endpoint,)
