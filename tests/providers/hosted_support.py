@@ -1,7 +1,7 @@
 """What the GitHub and GitLab provider test helpers share: numbered issues made on a fake,
 virtual time for the retry waits, an opened hosted endpoint (service, mirror, sync engine,
 the fake behind it), a wire mesh whose bridge serves a hosted endpoint, and waiting for a
-first sync.
+first sync. ``REFUSED_WRITES`` runs a write-back test once per refusal.
 
 Each tracker's ``_support`` module binds these to its fake and its config section.
 """
@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+import pytest
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.process import Bridge
+from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore
@@ -32,6 +34,12 @@ from tests.support.polling import eventually
 
 Json = dict[str, Any]
 SPACE = "demo"
+
+# A write the tracker refuses (``status``), and the contract ``code`` it surfaces as.
+REFUSED_WRITES = pytest.mark.parametrize(
+    ("status", "code"),
+    [(403, ErrorCode.PERMISSION_DENIED), (422, ErrorCode.FAILED_PRECONDITION)],
+)
 
 
 class TrackerClock(Protocol):
