@@ -10,7 +10,8 @@ token. Retry waits run on virtual time (``VirtualTime``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ import pytest
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
-from tests.providers.hosted_support import add_issues
+from tests.providers.hosted_support import HostedEndpoint, VirtualTime, add_issues
 from tests.support.trackers import Side
 
 Script = Callable[[Any], dict[str, Any]]  # scripts the fake; returns endpoint overrides
@@ -154,23 +155,29 @@ async def test_a_404_while_the_listing_does_not_read_changes_nothing(
 
 @dataclass(frozen=True)
 class Bound:
-    """A rate limit beyond ``max_rate_limit_wait_s`` on each tracker: the budget that
-    lets two listing pages through, the status the third gets, and the issue the
-    checkpoint stands at then."""
+    """A rate limit on each tracker: the budget that lets two listing pages through, the
+    status the third gets, the wait a window resetting in 30 s costs (within
+    ``max_rate_limit_wait_s``), and the issue the checkpoint stands at when the wait is
+    beyond it."""
 
     budget: int
     status: int
+    waited: tuple[float, float]  # the least and the most the 30 s window is waited
     boundary: int  # the last issue read before the limit
     since: str  # the listing's query parameter for "updated since"
+    later: str  # the query parameter a later listing page reads on from
     overrides: tuple[tuple[str, Any], ...] = ()  # the endpoint's, so only listings count
 
 
 BOUNDS = {
     # Two list pages and their GraphQL reads; page 2 (since #100's updated_at) reads
-    # #100 to #199.
-    "github": Bound(4, 403, 199, "since"),
+    # #100 to #199. The wait runs until x-ratelimit-reset, and a second more.
+    "github": Bound(4, 403, (30, 32), 199, "since", "since"),
     # Keyset pages #1-#100 and #101-#200; no notes read for the commits that mention them.
-    "gitlab": Bound(2, 429, 200, "updated_after", (("commit_mentions", False),)),
+    # The wait is the Retry-After.
+    "gitlab": Bound(
+        2, 429, (30, 30), 200, "updated_after", "cursor", (("commit_mentions", False),)
+    ),
 }
 
 
@@ -181,19 +188,48 @@ STATUS_OF: dict[str, Callable[[Any, int], tuple[str, str]]] = {
 }
 
 
+@asynccontextmanager
+async def rate_limited(
+    side: Side, fake: Any, api_url: str, data_dir: Path, reset_in: int, **overrides: Any
+) -> AsyncIterator[tuple[HostedEndpoint[Any], VirtualTime[Any]]]:
+    """An endpoint over 350 bulk issues, on virtual time, whose tracker lets two listing
+    pages through (``BOUNDS``) before its rate limit, the window resetting in ``reset_in``
+    seconds."""
+    bound = BOUNDS[side.tracker.provider]
+    fake.bulk_issues(side.prefix, 350)
+    async with side.open(fake, api_url, data_dir, **dict(bound.overrides), **overrides) as opened:
+        clock = opened.virtual_time()
+        fake.set_rate_limit(bound.budget, reset_in=reset_in)
+        yield opened, clock
+
+
+async def test_a_rate_limit_within_the_bound_is_waited_out_and_the_page_read_again(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    side, fake = tracker_side, tracker_fake
+    bound = BOUNDS[side.tracker.provider]
+    async with rate_limited(side, fake, tracker_url, tmp_path / "b", 30) as (endpoint, clock):
+        report = await endpoint.poll()
+
+        listing = [r for r in fake.requests if r.matches("GET", side.issues_path)]
+        assert [r.status for r in listing] == [200, 200, bound.status, 200, 200]
+        assert listing[2].query == listing[3].query  # the same page, not a restart
+        assert bound.later in listing[2].query
+        (wait,) = clock.waits
+        assert bound.waited[0] <= wait <= bound.waited[1]
+        assert (report.pages, report.issues) == (4, 350)
+        assert len(await endpoint.all_tasks()) == 350
+        assert "stale" not in await endpoint.client.list_tasks()
+
+
 async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
     tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
 ) -> None:
-    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    side, fake = tracker_side, tracker_fake
     bound = BOUNDS[side.tracker.provider]
-    fake.bulk_issues(side.prefix, 350)
-    overrides = dict(bound.overrides)
-    async with side.open(
-        fake, api_url, tmp_path / "b", max_rate_limit_wait_s=60, **overrides
-    ) as endpoint:
-        clock = endpoint.virtual_time()
-        fake.set_rate_limit(bound.budget, reset_in=3600)
-
+    async with rate_limited(
+        side, fake, tracker_url, tmp_path / "b", 3600, max_rate_limit_wait_s=60
+    ) as (endpoint, clock):
         with pytest.raises(RateLimited):
             await endpoint.poll()
 
