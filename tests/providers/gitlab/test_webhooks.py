@@ -35,7 +35,7 @@ from tests.providers.gitlab._support import (
     issue_pages,
     task_id,
 )
-from tests.providers.hosted_support import SPACE, add_issues
+from tests.providers.hosted_support import SPACE, add_issues, first_sync
 from tests.support.fake_gitlab import (
     FakeGitLab,
     gitlab_webhook,
@@ -113,13 +113,7 @@ async def running(
     )
     async with running_bridge(config) as bridge:
         assert bridge.http_url is not None
-        hosted = bridge.endpoints[0].hosted
-        assert hosted is not None
-
-        async def first_poll_done() -> bool:
-            return hosted.store.health.last_success_ms is not None
-
-        await eventually(first_poll_done, within_s=10)
+        await first_sync(bridge)
         async with httpx.AsyncClient(base_url=bridge.http_url) as http:
             yield Running(gitlab, bridge, http)
 
