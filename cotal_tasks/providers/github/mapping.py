@@ -12,14 +12,8 @@ from typing import Any
 
 from cotal_tasks.providers.github.config import PROJECT_STATUS
 from cotal_tasks.providers.hosted import taskids
-from cotal_tasks.providers.hosted.boundary import (
-    as_dict,
-    as_int,
-    as_list,
-    as_ms,
-    as_str,
-    label_names,
-)
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms, as_str
+from cotal_tasks.providers.hosted.mapping import label_names
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 

@@ -17,15 +17,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from cotal_tasks.providers.hosted import taskids
-from cotal_tasks.providers.hosted.boundary import (
-    as_dict,
-    as_int,
-    as_list,
-    as_ms,
-    as_str,
-    label_names,
-)
-from cotal_tasks.providers.hosted.mapping import WITHHELD
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms, as_str
+from cotal_tasks.providers.hosted.mapping import WITHHELD, label_names
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 

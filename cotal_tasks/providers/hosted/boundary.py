@@ -146,15 +146,6 @@ def as_str(value: Any) -> str | None:
     return None
 
 
-def label_names(value: Any) -> tuple[str, ...]:
-    """Label names from a list of label objects (``{"name": …}``) or of names."""
-    names = (
-        as_str(as_dict(label).get("name") if isinstance(label, dict) else label)
-        for label in as_list(value)
-    )
-    return tuple(name for name in names if name)
-
-
 def as_int(value: Any) -> int | None:
     """A non-negative integer (a JSON number, or a string of digits), else ``None``."""
     if isinstance(value, bool):
