@@ -39,11 +39,4 @@ def write_plan(config: GitHubConfig) -> WritePlan:
     return WritePlan(labels, reasons=CLOSE_REASONS)
 
 
-PROVIDER = assemble.provider(
-    "github",
-    GitHubConfig,
-    open_tracker,
-    plan=write_plan,
-    path=lambda config: config.repository,
-    webhook=WEBHOOK,
-)
+PROVIDER = assemble.provider("github", GitHubConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)

@@ -34,11 +34,4 @@ def write_plan(config: GitLabConfig) -> WritePlan:
     )
 
 
-PROVIDER = assemble.provider(
-    "gitlab",
-    GitLabConfig,
-    open_tracker,
-    plan=write_plan,
-    path=lambda config: config.project,
-    webhook=WEBHOOK,
-)
+PROVIDER = assemble.provider("gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)

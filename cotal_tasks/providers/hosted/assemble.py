@@ -159,16 +159,14 @@ def provider(
     open_tracker: Callable[[C], tuple[Tracker, TrackerHttp]],
     *,
     plan: Callable[[C], WritePlan],
-    path: Callable[[C], str],
     webhook: Webhook,
 ) -> Provider[C]:
     """A hosted tracker's registry entry: ``open_tracker`` makes its ``Tracker`` and HTTP
-    client, ``plan`` its write plan, ``path`` the repository or project it syncs (what
-    names its sync checkpoint and what its webhook deliveries name)."""
+    client, ``plan`` its write plan."""
 
     async def build(config: C, ctx: BuildContext) -> Built:
         tracker, http = open_tracker(config)
-        where = path(config)
+        where = config.location
         return assemble(
             ctx, tracker, config, http, plan=plan(config), key=f"{name}:{where}", path=where
         )
