@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
 import pytest
@@ -209,15 +209,24 @@ class Client:
         self, command: str, caller: Seat, args: Mapping[str, Any], *, mode: Mode | None = None
     ) -> list[Json]:
         """Follow ``nextCursor`` to the end; return every page."""
-        pages: list[Json] = []
-        cursor: str | None = None
-        while True:
-            page_args = dict(args) if cursor is None else {**args, "cursor": cursor}
-            page = await self.call(command, caller, page_args, mode=mode)
-            pages.append(page)
-            cursor = page.get("nextCursor")
-            if cursor is None:
-                return pages
+        return await follow_cursor(
+            lambda page_args: self.call(command, caller, page_args, mode=mode), args
+        )
+
+
+async def follow_cursor(
+    fetch: Callable[[Json], Awaitable[Json]], args: Mapping[str, Any]
+) -> list[Json]:
+    """Fetch the first page with ``args``, then each next one with ``args`` and the last
+    page's ``nextCursor``, to the page without one; return every page."""
+    pages: list[Json] = []
+    cursor: str | None = None
+    while True:
+        page = await fetch(dict(args) if cursor is None else {**args, "cursor": cursor})
+        pages.append(page)
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return pages
 
 
 def task_ids(pages: Sequence[Json]) -> list[str]:
