@@ -19,8 +19,17 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.core import Seat
-from tests.support.bridge import ENDPOINT, SPACE, TEST_HTTP
+from tests.conftest import seat
+from tests.support.bridge import (
+    ENDPOINT,
+    SPACE,
+    TEST_HTTP,
+    bridge_on,
+    broker,
+    set_up_space,
+)
 from tests.support.cotal import Space, TestCaller
 
 Json = dict[str, Any]
@@ -142,6 +151,24 @@ def permissioned_bridge_config(url: str, data_dir: Path, endpoint: EndpointConfi
         nats_password_env=BRIDGE_PASSWORD_ENV,
         endpoints=(endpoint,),
     )
+
+
+@asynccontextmanager
+async def seat_on_a_permissioned_bridge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seat_rows: Json
+) -> AsyncIterator[str]:
+    """A broker whose ``seat`` user holds ``seat_rows`` (and an operator ``tasks.write``), a
+    board bridge serving on it under its ``--serve`` rows; yields the seat user's URL."""
+    serve = serve_rows(SPACE, ENDPOINT, "*").as_nats()
+    operator = caller_rows(SPACE, ENDPOINT, seat("operator"), ["tasks.write"]).as_nats()
+    passwords, conf = permissioned_users(tmp_path, monkeypatch, serve, seat_rows, operator)
+    async with broker(tmp_path, config_file=conf) as server:
+        await set_up_space(server.url, user="admin", password=passwords["admin"])
+        config = permissioned_bridge_config(
+            server.url, tmp_path / "bridge", EndpointConfig(name=ENDPOINT)
+        )
+        async with bridge_on(config):
+            yield f"nats://seat:{passwords['seat']}@127.0.0.1:{server.port}"
 
 
 @asynccontextmanager
