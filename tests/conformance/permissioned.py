@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from nats.aio.msg import Msg
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.core import Seat
+from tests.bridge.cli_support import cli_output
 from tests.conftest import seat
 from tests.support.bridge import (
     ENDPOINT,
@@ -33,7 +33,6 @@ from tests.support.bridge import (
 from tests.support.cotal import Space, TestCaller
 
 Json = dict[str, Any]
-CLI = Path(sys.executable).parent / "cotal-tasks"
 PREFIX = f"cotal.{SPACE}"
 
 
@@ -41,18 +40,7 @@ BRIDGE_PASSWORD_ENV = "COTAL_TASKS_TEST_BRIDGE_PASSWORD"
 
 
 async def _grants(config: Path, *args: str) -> Json:
-    proc = await asyncio.create_subprocess_exec(
-        str(CLI),
-        "grants",
-        *args,
-        "--config",
-        str(config),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    permissions: Json = json.loads(out)["permissions"]
+    permissions: Json = json.loads(await cli_output(config, "grants", *args))["permissions"]
     return permissions
 
 
