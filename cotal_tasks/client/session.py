@@ -12,9 +12,10 @@ envelope id, which the contract makes idempotent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from nats.aio.client import Client as NATS
+from typing_extensions import Unpack
 
 from cotal_tasks.client.contract import CommandContract, ContractStore, Service, resolve
 from cotal_tasks.client.errors import TasksError, from_reply, usage_error
@@ -32,6 +33,15 @@ BIND_REFUSED = "ai.cotal.ep.bind-refused"
 # space whose instances keep splitting the describe and the call, never a duplicate.
 BIND_REISSUES = 16
 Mode = Literal["self", "owner", "any"]
+
+
+class CallOptions(TypedDict, total=False):
+    """How one call is made; each may be left out."""
+
+    target: Seat | str | None  # the target seat of a targeted command
+    mode: Mode | None  # default with a target: owner for a seat of the same owner, else any
+    envelope_id: str | None  # default: a new id; the same id repeats the same effect once
+    timeout: float | None  # seconds, sent as deadlineMs; default: the session's
 
 
 def as_seat(value: Seat | str, what: str = "seat") -> Seat:
@@ -145,11 +155,8 @@ class Session:
         command: str,
         args: Mapping[str, Any] | None = None,
         *,
-        target: Seat | str | None = None,
-        mode: Mode | None = None,
-        envelope_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109  (the wire deadline, deadlineMs)
         check_args: bool = True,
+        **call: Unpack[CallOptions],
     ) -> Answer:
         """Invoke ``command`` and return the attributed reply, ``ok`` or not.
 
@@ -159,11 +166,12 @@ class Session:
         args the input schema refuses, for probes and conformance checks that want the
         endpoint's own refusal.
         """
-        wait_s = timeout or self.timeout
+        wait_s = call.get("timeout") or self.timeout
+        envelope_id, target = call.get("envelope_id"), call.get("target")
         service = await self.service()
         row = self._row(service, command)
         target_seat = None if target is None else as_seat(target, "target")
-        mode, target_seat = self._route(row, mode, target_seat)
+        mode, target_seat = self._route(row, call.get("mode"), target_seat)
         payload = {} if args is None else dict(args)
         if check_args and not row.args.is_valid(payload):
             raise usage_error(args_refused(command, payload, row.args))
@@ -221,20 +229,11 @@ class Session:
             return answer
 
     async def invoke(
-        self,
-        command: str,
-        args: Mapping[str, Any] | None = None,
-        *,
-        target: Seat | str | None = None,
-        mode: Mode | None = None,
-        envelope_id: str | None = None,
-        timeout: float | None = None,  # noqa: ASYNC109  (the wire deadline, deadlineMs)
+        self, command: str, args: Mapping[str, Any] | None = None, **call: Unpack[CallOptions]
     ) -> Any:
         """Invoke ``command`` and return its result (the reply's ``data``); a refusal is
         raised as ``TasksError``."""
-        answer = await self.invoke_answer(
-            command, args, target=target, mode=mode, envelope_id=envelope_id, timeout=timeout
-        )
+        answer = await self.invoke_answer(command, args, **call)
         if not answer.ok:
             raise from_reply(answer.reply)
         return answer.reply.get("data")

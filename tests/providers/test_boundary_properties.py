@@ -204,8 +204,9 @@ HOOK = fields(
 def test_webhook_parsing(payload: dict[str, Any], event: str) -> None:
     named = github_hook.issues_named(event, payload, REPO)
     assert all(isinstance(n, int) for n in named)
-    github_hook.repository_of(payload)
-    github_hook.repository_id(payload)
+    repository, rid = github_hook.source(payload)
+    assert repository is None or isinstance(repository, str)
+    assert rid is None or isinstance(rid, int)
     assert all(isinstance(n, int) for n in gitlab_hook.issues_named(payload, PROJECT))
     path, pid = gitlab_hook.project_of(payload)
     assert path is None or isinstance(path, str)

@@ -55,8 +55,8 @@ def to_task(issue: TrackedIssue, *, lab: bool = False) -> tuple[Task, ItemBounda
 
 def test_github_an_issue_from_a_webhook_maps_to_a_task() -> None:
     payload = load("github/webhook-issues-opened.json")
-    repo = github_hook.repository_of(payload)
-    assert (repo, github_hook.repository_id(payload)) == ("Codertocat/Hello-World", 186853002)
+    repo, rid = github_hook.source(payload)
+    assert (repo, rid) == ("Codertocat/Hello-World", 186853002)
     assert github_hook.issues_named("issues", payload, repo or "") == {1}
     issue = payload["issue"]
     assert not github.is_pull_request(issue)
@@ -127,8 +127,7 @@ def test_github_a_transfer_delivery_wakes_the_issue() -> None:
 
 def test_github_an_organisations_ping_has_no_repository() -> None:
     ping = load("github/webhook-ping-organization.json")
-    assert github_hook.repository_of(ping) is None
-    assert github_hook.repository_id(ping) is None
+    assert github_hook.source(ping) == (None, None)
     assert ping["hook"]["type"] == "Organization"
 
 

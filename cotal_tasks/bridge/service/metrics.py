@@ -70,63 +70,63 @@ class Metrics:
         self.registry = CollectorRegistry()
         self._served = _Served()
         self.registry.register(self._served)
-        self.sync_requests = Counter(
+        self.sync_requests = self._counter(
             "cotal_tasks_sync_requests",
             "Requests made to hosted trackers, by endpoint and HTTP status (or 'error').",
-            ["endpoint", "status"],
-            registry=self.registry,
+            "endpoint",
+            "status",
         )
-        self.rate_limit_waits = Counter(
+        self.rate_limit_waits = self._counter(
             "cotal_tasks_rate_limit_wait_seconds",
             "Seconds spent waiting out tracker rate limits.",
-            ["endpoint"],
-            registry=self.registry,
+            "endpoint",
         )
-        self.degraded_items = Counter(
+        self.degraded_items = self._counter(
             "cotal_tasks_sync_degraded_items",
             "Tracker items the sync mapped without a refused part, or skipped, by endpoint "
             "and reason (text-refused, text-cut, evidence-refused, item-unmappable, "
             "issue-unreadable, webhook-unmappable).",
-            ["endpoint", "reason"],
-            registry=self.registry,
+            "endpoint",
+            "reason",
         )
-        self.reconcile_sweeps = Counter(
+        self.reconcile_sweeps = self._counter(
             "cotal_tasks_sync_reconcile_sweeps",
             "Reconcile sweeps of hosted trackers (the open issues listed, the unlisted "
             "unfinished tasks read one by one), by endpoint.",
-            ["endpoint"],
-            registry=self.registry,
+            "endpoint",
         )
-        self.reconcile_requests = Counter(
+        self.reconcile_requests = self._counter(
             "cotal_tasks_sync_reconcile_listing_requests",
             "Requests the reconcile sweeps spent listing the open issues, by endpoint.",
-            ["endpoint"],
-            registry=self.registry,
+            "endpoint",
         )
-        self.reconcile_reads = Counter(
+        self.reconcile_reads = self._counter(
             "cotal_tasks_sync_reconcile_reads",
             "Unfinished tasks whose issue a reconcile sweep did not list, read one by one "
             "(each costs the reads of one issue), by endpoint.",
-            ["endpoint"],
-            registry=self.registry,
+            "endpoint",
         )
-        self.change_seq = Gauge(
+        self.change_seq = self._gauge(
             "cotal_tasks_change_seq",
             "The last changeSeq each endpoint committed or read.",
-            ["endpoint"],
-            registry=self.registry,
+            "endpoint",
         )
-        self.http_requests = Counter(
+        self.http_requests = self._counter(
             "cotal_tasks_http_requests",
             "HTTP requests answered, by route template and status code.",
-            ["route", "status"],
-            registry=self.registry,
+            "route",
+            "status",
         )
-        self.event_streams = Gauge(
+        self.event_streams = self._gauge(
             "cotal_tasks_http_event_streams",
             "Open server-sent event streams (GET /v1/events).",
-            registry=self.registry,
         )
+
+    def _counter(self, name: str, documentation: str, *labels: str) -> Counter:
+        return Counter(name, documentation, labels, registry=self.registry)
+
+    def _gauge(self, name: str, documentation: str, *labels: str) -> Gauge:
+        return Gauge(name, documentation, labels, registry=self.registry)
 
     def command_served(
         self, endpoint: str, command: str, code: str, seconds: float, transport: str = "wire"

@@ -14,7 +14,7 @@ when the rest of its envelope is malformed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cotal_tasks.bridge.service.validation import preview
@@ -101,17 +101,8 @@ def _request(raw: Any) -> Request:
         if key is not None:
             if len(_fixed) >= _FIXED_KEPT:
                 _fixed.clear()
-            _fixed[key] = _Fixed(
-                request.endpoint,
-                request.endpoint_token,
-                request.command,
-                request.input_digest,
-                request.output_digest,
-                request.cls,
-                request.reply_expected,
-                request.bind,
-                request.from_id,
-            )
+            # What repeats, without what is the request's own (and may be large).
+            _fixed[key] = replace(request, id="", deadline_ms=None, target=None, args=None)
         return request
     o: dict[str, Any] = raw
     request_id = _version_and_id(o)
@@ -233,26 +224,11 @@ def _target(value: Any) -> Target | None:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Fixed:
-    """The checked part of an envelope that repeats from request to request."""
-
-    endpoint: str
-    endpoint_token: str
-    command: str
-    input_digest: str | None
-    output_digest: str | None
-    cls: str
-    reply_expected: bool
-    bind: Bind | None
-    from_id: str
-
-
 # Remembered only for values of the types the envelope defines at each place (a string,
 # or None, short enough; a bool verb; an int epoch), so a key never equals another whose
 # values differ in type (True and 1, 1.0 and 1), and the memory stays bounded. A refusal
 # raises before anything is remembered.
-_fixed: dict[tuple[Any, ...], _Fixed] = {}
+_fixed: dict[tuple[Any, ...], Request] = {}  # the repeating part, the rest left empty
 _FIXED_KEPT = 4096
 _REMEMBERED_CHARS = 256
 

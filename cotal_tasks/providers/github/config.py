@@ -63,3 +63,7 @@ class GitHubConfig(HostedConfig):
         if base.endswith("/api/v3"):  # GitHub Enterprise Server
             return base.removesuffix("/v3") + "/graphql"
         return base + "/graphql"
+
+    @property
+    def location(self) -> str:
+        return self.repository

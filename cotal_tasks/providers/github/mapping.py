@@ -13,6 +13,7 @@ from typing import Any
 from cotal_tasks.providers.github.config import PROJECT_STATUS
 from cotal_tasks.providers.hosted import taskids
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms, as_str
+from cotal_tasks.providers.hosted.mapping import label_names
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 
@@ -56,7 +57,7 @@ def tracked(
         native=NativeState(
             state=as_str(item.get("state")) or "open",
             state_reason=as_str(item.get("state_reason")),
-            labels=labels_of(item.get("labels")),
+            labels=label_names(item.get("labels")),
             extra={PROJECT_STATUS: project_status} if project_status is not None else {},
         ),
         assignees=tuple(
@@ -72,18 +73,7 @@ def tracked(
 
 def gone(repository: str, number: int, fate: str) -> TrackedIssue:
     """An issue the tracker answered for with "transferred" (301) or "deleted" (410)."""
-    return TrackedIssue(
-        number, task_id(repository, number), "", None, NativeState("closed"), (), 0, 0, gone=fate
-    )
-
-
-def labels_of(value: Any) -> tuple[str, ...]:
-    """Label names from a list of label objects or names."""
-    names = (
-        as_str(as_dict(label).get("name") if isinstance(label, dict) else label)
-        for label in as_list(value)
-    )
-    return tuple(name for name in names if name)
+    return TrackedIssue.vanished(number, task_id(repository, number), fate)
 
 
 def mentioned_issues(repository: str, pull: Mapping[str, Any]) -> set[int]:

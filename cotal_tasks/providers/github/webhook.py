@@ -9,22 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from cotal_tasks.providers.github.mapping import is_pull_request, mentioned_issues
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
-from cotal_tasks.providers.hosted.webhook import (
-    NOT_AN_OBJECT,
-    UNMAPPABLE,
-    HookTarget,
-    Matcher,
-    accept,
-    find_verified,
-    json_object,
-    targets,
-)
-from cotal_tasks.providers.provider import Receive, Webhook, WebhookReceiver, WebhookReply
+from cotal_tasks.providers.hosted.webhook import Scheme, receiver
+from cotal_tasks.providers.provider import Webhook
 
 SIGNATURE_HEADER = "x-hub-signature-256"
 DELIVERY_HEADER = "x-github-delivery"
@@ -37,16 +28,6 @@ def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
         return False
     expected = "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected.encode(), header.encode())
-
-
-def repository_of(payload: Mapping[str, Any]) -> str | None:
-    name = as_str(as_dict(payload.get("repository")).get("full_name"))
-    return name or None
-
-
-def repository_id(payload: Mapping[str, Any]) -> int | None:
-    """The repository's stable id: it survives a rename or a transfer of the repository."""
-    return as_int(as_dict(payload.get("repository")).get("id"))
 
 
 def issues_named(event: str, payload: Mapping[str, Any], repository: str) -> set[int]:
@@ -62,47 +43,30 @@ def issues_named(event: str, payload: Mapping[str, Any], repository: str) -> set
     return set()
 
 
-def receiver(receivers: Sequence[WebhookReceiver]) -> Receive:
-    """The route's handler over the GitHub endpoints' receivers."""
-    matcher = Matcher(targets(receivers))
+def source(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
+    """The repository's full name and its stable id (the id survives a rename or a
+    transfer of the repository)."""
+    repository = as_dict(payload.get("repository"))
+    return (as_str(repository.get("full_name")) or None, as_int(repository.get("id")))
 
-    async def receive(headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        payload = json_object(body)
-        if payload is None:
-            return WebhookReply(400, NOT_AN_OBJECT)
-        signature = headers.get(SIGNATURE_HEADER)
 
-        def verifies(ep: HookTarget) -> bool:
-            return ep.secret is not None and signature_valid(ep.secret, body, signature)
-
-        event = headers.get(EVENT_HEADER, "")
-        repo, rid = repository_of(payload), repository_id(payload)
-        if event == PING and repo is None:
-            # An organisation's hook says hello: no repository, nothing to sync.
-            if any(verifies(ep) for ep in matcher.endpoints):
-                return WebhookReply(200, "pong")
-            return WebhookReply(
-                401,
-                "the X-Hub-Signature-256 signature matches no endpoint's secret. Set the webhook "
-                "secret to the one the endpoint's webhook_secret_env names",
-            )
-        endpoint = await find_verified(
-            matcher,
-            rid,
-            repo,
-            verifies,
+WEBHOOK = Webhook(
+    "github",
+    receiver(
+        Scheme(
+            tracker="github",
             what="repository",
-            mismatch="the X-Hub-Signature-256 signature does not match. Set the webhook secret "
-            "to the one the endpoint's webhook_secret_env names",
+            mismatch="the X-Hub-Signature-256 signature does not match. Set the webhook "
+            "secret to the one the endpoint's webhook_secret_env names",
+            event_header=EVENT_HEADER,
+            verify=lambda secret, headers, body: signature_valid(
+                secret, body, headers.get(SIGNATURE_HEADER)
+            ),
+            source=source,
+            delivery=lambda headers: headers.get(DELIVERY_HEADER),
+            named=lambda endpoint, event, payload: issues_named(event, payload, endpoint.path),
+            # An organisation's hook says hello: no repository, nothing to sync.
+            hello=lambda event, payload: event == PING,
         )
-        if isinstance(endpoint, WebhookReply):
-            return endpoint
-        named = endpoint.boundary.map(
-            f"{event} delivery", issues_named, event, payload, endpoint.path, reason=UNMAPPABLE
-        )
-        return await accept(endpoint, headers.get(DELIVERY_HEADER), named, "github")
-
-    return receive
-
-
-WEBHOOK = Webhook("github", receiver)
+    ),
+)

@@ -2,12 +2,11 @@
 
 The settings (``config``), the REST client (``client``), the pure mapping of GitLab's
 JSON (``mapping``), the ``Tracker`` (``tracker``), the webhook route (``webhook``), and
-``build``, which the composition root calls through the registry.
+the registry entry ``PROVIDER``, whose ``build`` the composition root calls.
 """
 
 from __future__ import annotations
 
-from cotal_tasks.core import Task
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
@@ -15,9 +14,8 @@ from cotal_tasks.providers.gitlab.webhook import WEBHOOK
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
-from cotal_tasks.providers.provider import BuildContext, Built, Provider
 
-__all__ = ["PROVIDER", "GitLabConfig", "build", "open_tracker"]
+__all__ = ["PROVIDER", "GitLabConfig", "open_tracker"]
 
 
 def open_tracker(config: GitLabConfig) -> tuple[GitLabTracker, TrackerHttp]:
@@ -27,28 +25,13 @@ def open_tracker(config: GitLabConfig) -> tuple[GitLabTracker, TrackerHttp]:
     return GitLabTracker(client, config), http
 
 
-async def build(config: GitLabConfig, ctx: BuildContext) -> Built:
-    tracker, http = open_tracker(config)
+def write_plan(config: GitLabConfig) -> WritePlan:
     # GitLab keeps no close reason: the dropped label says "dropped".
-    labels = status_labels(
-        claimed=config.claimed_label, blocked=config.blocked_label, dropped=config.dropped_label
+    return WritePlan(
+        status_labels(
+            claimed=config.claimed_label, blocked=config.blocked_label, dropped=config.dropped_label
+        )
     )
-    plan = WritePlan(labels)
-    key = f"gitlab:{config.project}"
-    return assemble.assemble(ctx, tracker, config, http, plan=plan, key=key, path=config.project)
 
 
-async def preview(config: GitLabConfig, space: str, count: int) -> list[tuple[int, Task]]:
-    tracker, http = open_tracker(config)
-    return await assemble.preview(tracker, config, http, space=space, count=count)
-
-
-PROVIDER = Provider(
-    "gitlab",
-    GitLabConfig,
-    build,
-    section="gitlab",
-    webhook=WEBHOOK,
-    describe=lambda config: assemble.describe("gitlab", config),
-    preview=preview,
-)
+PROVIDER = assemble.provider("gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)

@@ -45,3 +45,7 @@ class GitLabConfig(HostedConfig):
     # merge request (GitLab shows those only as system notes): one request per changed
     # issue (more past 100 notes). Off: only merge requests link commits.
     commit_mentions: bool = True
+
+    @property
+    def location(self) -> str:
+        return self.project

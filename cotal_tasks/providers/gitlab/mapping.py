@@ -18,7 +18,7 @@ from typing import Any
 
 from cotal_tasks.providers.hosted import taskids
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms, as_str
-from cotal_tasks.providers.hosted.mapping import WITHHELD
+from cotal_tasks.providers.hosted.mapping import WITHHELD, label_names
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 
@@ -93,7 +93,7 @@ def tracked(
         native=NativeState(
             state=state,
             state_reason="duplicate" if state == "closed" and is_duplicate(issue) else None,
-            labels=() if withheld else labels_of(issue.get("labels")),
+            labels=() if withheld else label_names(issue.get("labels")),
         ),
         assignees=()
         if withheld
@@ -111,19 +111,8 @@ def tracked(
 
 def gone(path: str, iid: int, fate: str) -> TrackedIssue:
     """An issue GitLab answered for as gone ("deleted": 404 while the project's issues
-    read): the task keeps the rest of its record."""
-    return TrackedIssue(
-        iid, task_id(path, iid), "", None, NativeState("closed"), (), 0, 0, gone=fate
-    )
-
-
-def labels_of(value: Any) -> tuple[str, ...]:
-    """Label names from a list of label objects or names."""
-    names = (
-        as_str(as_dict(label).get("name") if isinstance(label, dict) else label)
-        for label in as_list(value)
-    )
-    return tuple(name for name in names if name)
+    read)."""
+    return TrackedIssue.vanished(iid, task_id(path, iid), fate)
 
 
 def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:

@@ -5,23 +5,14 @@ hook is for, the delivery id, and the issues a hook names."""
 from __future__ import annotations
 
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from cotal_tasks.providers.gitlab.mapping import mentioned_issues
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
-from cotal_tasks.providers.hosted.webhook import (
-    NOT_AN_OBJECT,
-    UNMAPPABLE,
-    HookTarget,
-    Matcher,
-    accept,
-    find_verified,
-    json_object,
-    targets,
-)
-from cotal_tasks.providers.provider import Receive, Webhook, WebhookReceiver, WebhookReply
+from cotal_tasks.providers.hosted.webhook import HookTarget, Scheme, receiver
+from cotal_tasks.providers.provider import Webhook
 
 TOKEN_HEADER = "x-gitlab-token"
 EVENT_HEADER = "x-gitlab-event"
@@ -75,39 +66,25 @@ def issues_named(payload: Mapping[str, Any], path: str) -> set[int]:
     return set()
 
 
-def receiver(receivers: Sequence[WebhookReceiver]) -> Receive:
-    """The route's handler over the GitLab endpoints' receivers."""
-    matcher = Matcher(targets(receivers))
+def named(endpoint: HookTarget, event: str, payload: Mapping[str, Any]) -> set[int]:
+    tracker = endpoint.store.tracker
+    own = tracker.path if isinstance(tracker, GitLabTracker) else None
+    return issues_named(payload, own or project_of(payload)[0] or "")
 
-    async def receive(headers: Mapping[str, str], body: bytes) -> WebhookReply:
-        payload = json_object(body)
-        if payload is None:
-            return WebhookReply(400, NOT_AN_OBJECT)
-        token = headers.get(TOKEN_HEADER)
 
-        def verifies(ep: HookTarget) -> bool:
-            return ep.secret is not None and token_valid(ep.secret, token)
-
-        path, pid = project_of(payload)
-        endpoint = await find_verified(
-            matcher,
-            pid,
-            path,
-            verifies,
+WEBHOOK = Webhook(
+    "gitlab",
+    receiver(
+        Scheme(
+            tracker="gitlab",
             what="project",
             mismatch="the X-Gitlab-Token does not match. Set the webhook secret token to the "
             "one the endpoint's webhook_secret_env names",
+            event_header=EVENT_HEADER,
+            verify=lambda secret, headers, body: token_valid(secret, headers.get(TOKEN_HEADER)),
+            source=project_of,
+            delivery=delivery_id,
+            named=named,
         )
-        if isinstance(endpoint, WebhookReply):
-            return endpoint
-        tracker = endpoint.store.tracker
-        own = (tracker.path if isinstance(tracker, GitLabTracker) else None) or path or ""
-        named = endpoint.boundary.map(
-            "hook delivery", issues_named, payload, own, reason=UNMAPPABLE
-        )
-        return await accept(endpoint, delivery_id(headers), named, "gitlab")
-
-    return receive
-
-
-WEBHOOK = Webhook("gitlab", receiver)
+    ),
+)

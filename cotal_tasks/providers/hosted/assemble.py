@@ -11,6 +11,7 @@ import asyncio
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import httpx
 
@@ -24,7 +25,7 @@ from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.hosted.webhook import HookTarget
 from cotal_tasks.providers.hosted.writeback import WritePlan
-from cotal_tasks.providers.provider import BuildContext, Built
+from cotal_tasks.providers.provider import BuildContext, Built, Provider, Webhook
 
 
 @dataclass
@@ -147,3 +148,39 @@ async def preview(
         return shown
     finally:
         await http.client.aclose()
+
+
+C = TypeVar("C", bound=HostedConfig)
+
+
+def provider(
+    name: str,
+    settings: type[C],
+    open_tracker: Callable[[C], tuple[Tracker, TrackerHttp]],
+    *,
+    plan: Callable[[C], WritePlan],
+    webhook: Webhook,
+) -> Provider[C]:
+    """A hosted tracker's registry entry: ``open_tracker`` makes its ``Tracker`` and HTTP
+    client, ``plan`` its write plan."""
+
+    async def build(config: C, ctx: BuildContext) -> Built:
+        tracker, http = open_tracker(config)
+        where = config.location
+        return assemble(
+            ctx, tracker, config, http, plan=plan(config), key=f"{name}:{where}", path=where
+        )
+
+    async def show(config: C, space: str, count: int) -> list[tuple[int, Task]]:
+        tracker, http = open_tracker(config)
+        return await preview(tracker, config, http, space=space, count=count)
+
+    return Provider(
+        name,
+        settings,
+        build,
+        section=name,
+        webhook=webhook,
+        describe=lambda config: describe(name, config),
+        preview=show,
+    )

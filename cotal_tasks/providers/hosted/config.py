@@ -7,6 +7,7 @@ issue decides its status, and the native value that decided it becomes ``statusS
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Annotated
 
@@ -59,3 +60,9 @@ class HostedConfig(Closed):
     # unfinished tasks whose issue is not among them (deleted or transferred issues leave
     # the listing without changing anything the poll sees). 0: never.
     reconcile_interval_s: Annotated[float, Field(ge=0)] = 3600.0
+
+    @property
+    @abstractmethod
+    def location(self) -> str:
+        """The repository or project the endpoint syncs, as configured: what names its sync
+        checkpoint and what its webhook deliveries name (a path, or a GitLab numeric id)."""

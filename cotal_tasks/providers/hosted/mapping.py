@@ -32,7 +32,7 @@ from cotal_tasks.core import (
     check_task_text,
 )
 from cotal_tasks.core.models import NEEDS_BINDING
-from cotal_tasks.providers.hosted.boundary import Reason
+from cotal_tasks.providers.hosted.boundary import Reason, as_dict, as_list, as_str
 from cotal_tasks.providers.hosted.config import StatusRule
 from cotal_tasks.providers.hosted.tracker import NativeState, TrackedIssue, evidence_entries
 
@@ -223,3 +223,12 @@ def _ms(value: int) -> int:
 def same_record(a: Task, b: Task) -> bool:
     """True when two records say the same thing, ``updatedAt`` aside (an echo, not news)."""
     return a.model_dump(exclude={"updatedAt"}) == b.model_dump(exclude={"updatedAt"})
+
+
+def label_names(value: Any) -> tuple[str, ...]:
+    """Label names from a list of label objects (``{"name": …}``) or of names."""
+    names = (
+        as_str(as_dict(label).get("name") if isinstance(label, dict) else label)
+        for label in as_list(value)
+    )
+    return tuple(name for name in names if name)

@@ -59,6 +59,12 @@ class TrackedIssue:
     # title, the tracker answered 301 or 410) keeps the rest of the record as it was.
     gone: str | None = None
 
+    @classmethod
+    def vanished(cls, number: int, task_id: str, fate: str) -> TrackedIssue:
+        """An issue the tracker answered for only as gone (``fate``): nothing of it is
+        read, so the task keeps the rest of its record."""
+        return cls(number, task_id, "", None, NativeState("closed"), (), 0, 0, gone=fate)
+
 
 @dataclass(frozen=True, slots=True)
 class ListPage:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from cotal_tasks.providers.hosted import wakes
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
-from cotal_tasks.providers.provider import WebhookReceiver, WebhookReply
+from cotal_tasks.providers.provider import Receive, WebhookReceiver, WebhookReply
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +31,7 @@ NO_SECRET = "this endpoint has no webhook secret configured; set webhook_secret_
 DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
 UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
+Headers = Mapping[str, str]  # a delivery's headers, lower-case names
 
 
 @dataclass
@@ -181,3 +182,62 @@ async def accept(
     if numbers:
         await endpoint.wake(numbers)
     return WebhookReply(202, f"accepted; {len(numbers)} issue(s) to refresh")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A tracker's side of its webhook route: how a delivery is verified, what repository
+    or project and which issues it names, and its id. ``receiver`` does the rest the same
+    way for every tracker."""
+
+    tracker: str  # the route's name, and the prefix of the delivery ids kept
+    what: str  # "repository" or "project": what a delivery names
+    mismatch: str  # the refusal of a delivery its endpoint's secret does not verify
+    event_header: str
+    verify: Callable[[bytes, Headers, bytes], bool]  # (secret, headers, raw body)
+    source: Callable[[Mapping[str, Any]], tuple[str | None, int | None]]  # path, stable id
+    delivery: Callable[[Headers], str | None]
+    named: Callable[[HookTarget, str, Mapping[str, Any]], set[int]]  # (endpoint, event, payload)
+    # A delivery that names no repository or project and asks only for an answer (a
+    # GitHub organisation's ping): answered when any endpoint's secret verifies it.
+    hello: Callable[[str, Mapping[str, Any]], bool] = lambda event, payload: False
+
+
+def receiver(scheme: Scheme) -> Callable[[Sequence[WebhookReceiver]], Receive]:
+    """The route's handler over the endpoints' receivers, for a tracker's ``Webhook``."""
+
+    def over(receivers: Sequence[WebhookReceiver]) -> Receive:
+        matcher = Matcher(targets(receivers))
+
+        async def receive(headers: Headers, body: bytes) -> WebhookReply:
+            payload = json_object(body)
+            if payload is None:
+                return WebhookReply(400, NOT_AN_OBJECT)
+
+            def verifies(ep: HookTarget) -> bool:
+                return ep.secret is not None and scheme.verify(ep.secret, headers, body)
+
+            event = headers.get(scheme.event_header, "")
+            path, pid = scheme.source(payload)
+            if path is None and pid is None and scheme.hello(event, payload):
+                if any(verifies(ep) for ep in matcher.endpoints):
+                    return WebhookReply(200, "pong")
+                return WebhookReply(401, scheme.mismatch)
+            endpoint = await find_verified(
+                matcher, pid, path, verifies, what=scheme.what, mismatch=scheme.mismatch
+            )
+            if isinstance(endpoint, WebhookReply):
+                return endpoint
+            named = endpoint.boundary.map(
+                f"{scheme.tracker} {event or 'hook'} delivery",
+                scheme.named,
+                endpoint,
+                event,
+                payload,
+                reason=UNMAPPABLE,
+            )
+            return await accept(endpoint, scheme.delivery(headers), named, scheme.tracker)
+
+        return receive
+
+    return over
