@@ -1,6 +1,7 @@
-"""What the GitHub and GitLab provider test helpers share: virtual time for the retry
-waits, an opened hosted endpoint (service, mirror, sync engine, the fake behind it), a
-wire mesh whose bridge serves a hosted endpoint, and waiting for a first sync.
+"""What the GitHub and GitLab provider test helpers share: numbered issues made on a fake,
+virtual time for the retry waits, an opened hosted endpoint (service, mirror, sync engine,
+the fake behind it), a wire mesh whose bridge serves a hosted endpoint, and waiting for a
+first sync. ``REFUSED_WRITES`` runs a write-back test once per refusal.
 
 Each tracker's ``_support`` module binds these to its fake and its config section.
 """
@@ -14,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+import pytest
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.process import Bridge
+from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.store import HostedStore
@@ -31,6 +34,12 @@ from tests.support.polling import eventually
 
 Json = dict[str, Any]
 SPACE = "demo"
+
+# A write the tracker refuses (``status``), and the contract ``code`` it surfaces as.
+REFUSED_WRITES = pytest.mark.parametrize(
+    ("status", "code"),
+    [(403, ErrorCode.PERMISSION_DENIED), (422, ErrorCode.FAILED_PRECONDITION)],
+)
 
 
 class TrackerClock(Protocol):
@@ -46,7 +55,22 @@ class TrackerFake(Protocol):
     def advance(self, seconds: int = 1) -> int: ...
 
 
+class IssueMaker(TrackerFake, Protocol):
+    """A fake that makes an issue in a repository or project from its title."""
+
+    def add_issue(self, where: str, title: str, /) -> Any: ...
+
+
 F = TypeVar("F", bound=TrackerFake)
+
+
+def add_issues(fake: IssueMaker, where: str, count: int, *, spacing_s: int = 0) -> None:
+    """Issues "Issue 1" to "Issue ``count``" in ``where``, the fake's clock moved
+    ``spacing_s`` seconds after each (not at all for 0)."""
+    for k in range(1, count + 1):
+        fake.add_issue(where, f"Issue {k}")
+        if spacing_s:
+            fake.advance(spacing_s)
 
 
 def bridge_config(data_dir: Path, endpoint: EndpointConfig) -> BridgeConfig:

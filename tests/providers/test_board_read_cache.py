@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -24,58 +26,55 @@ def _renamed(task: Task, title: str) -> Task:
     return Task.model_validate({**task.to_json(), "title": title, "updatedAt": task.updatedAt + 1})
 
 
+@asynccontextmanager
+async def _board(url: str, *, serve: bool) -> AsyncIterator[BoardStore]:
+    store = await BoardStore.open(url, serve=serve)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
 async def _written_elsewhere(url: str, *tasks: Task) -> None:
     """Commit ``tasks`` from a process that does not serve the board (no cache)."""
-    writer = await BoardStore.open(url)
-    try:
+    async with _board(url, serve=False) as writer:
         for task in tasks:
             await writer.commit(Write(task, None, "create-task", "local.op/x"))
-    finally:
-        await writer.close()
 
 
 async def test_a_cached_task_is_answered_from_its_kept_wire_form(tmp_path: Path) -> None:
-    store = await BoardStore.open(f"sqlite:///{tmp_path / 'board.db'}", serve=True)
-    try:
+    async with _board(f"sqlite:///{tmp_path / 'board.db'}", serve=True) as store:
         task = new_task(1)
         await store.commit(Write(task, None, "create-task", "local.op/x"))
         first = await store.get_json(task.taskId)
         assert first == task.to_json()
         assert await store.get_json(task.taskId) is first  # kept, not rebuilt
-    finally:
-        await store.close()
 
 
 async def test_a_miss_reads_the_row_and_fills_the_cache(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'board.db'}"
     task = new_task(2)
     await _written_elsewhere(url, task)
-    store = await BoardStore.open(url, serve=True)
-    try:
+    async with _board(url, serve=True) as store:
         first = await store.get_json(task.taskId)  # not cached yet: read from the file
         assert first == task.to_json()
         assert await store.get_json(task.taskId) is first  # now answered from the cache
         stored = await store.get(task.taskId)  # the model, decoded once from the kept row
         assert (stored.task, stored.revision) == (task, 1)
         assert await store.get(task.taskId) is stored
-    finally:
-        await store.close()
 
 
 async def test_a_commit_replaces_the_cached_forms(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'board.db'}"
     task = new_task(3)
     await _written_elsewhere(url, task)
-    store = await BoardStore.open(url, serve=True)
-    try:
+    async with _board(url, serve=True) as store:
         await store.get_json(task.taskId)
         renamed = _renamed(task, "renamed")
         await store.commit(Write(renamed, 1, "update-task", "local.op/x"))
         assert (await store.get_json(task.taskId))["title"] == "renamed"
         stored = await store.get(task.taskId)
         assert (stored.task, stored.revision) == (renamed, 2)
-    finally:
-        await store.close()
 
 
 async def test_a_cached_row_that_does_not_validate_reads_as_unavailable(tmp_path: Path) -> None:
@@ -90,12 +89,9 @@ async def test_a_cached_row_that_does_not_validate_reads_as_unavailable(tmp_path
         conn.execute(
             "UPDATE ct_tasks SET body = ? WHERE task_id = ?", (json.dumps(damaged), task.taskId)
         )
-    store = await BoardStore.open(url, serve=True)
-    try:
+    async with _board(url, serve=True) as store:
         assert (await store.get_json(task.taskId))["title"] == ""
         for _ in range(2):  # refused every time, never cached as a model
             with pytest.raises(ContractError) as caught:
                 await store.get(task.taskId)
             assert caught.value.code is ErrorCode.UNAVAILABLE
-    finally:
-        await store.close()

@@ -56,32 +56,28 @@ def fields(**known: Any) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({}, optional=dict(known))
 
 
+# What an issue carries on either tracker (its number aside), any field any JSON.
+NUMBER = st.one_of(st.integers(min_value=-5, max_value=10**20), JSON)
+ISSUE_FIELDS: dict[str, st.SearchStrategy[Any]] = {
+    "title": st.one_of(TEXT, JSON),
+    "state": JSON,
+    "labels": JSON,
+    "assignees": JSON,
+    "created_at": STAMP,
+    "updated_at": STAMP,
+}
 GITHUB_ISSUE = fields(
-    number=st.one_of(st.integers(min_value=-5, max_value=10**20), JSON),
-    title=st.one_of(TEXT, JSON),
-    body=st.one_of(TEXT, JSON),
-    state=JSON,
-    state_reason=JSON,
-    labels=JSON,
-    assignees=JSON,
-    created_at=STAMP,
-    updated_at=STAMP,
-    pull_request=JSON,
+    number=NUMBER, body=st.one_of(TEXT, JSON), state_reason=JSON, pull_request=JSON, **ISSUE_FIELDS
 )
 GITLAB_ISSUE = fields(
-    iid=st.one_of(st.integers(min_value=-5, max_value=10**20), JSON),
-    title=st.one_of(TEXT, JSON),
+    iid=NUMBER,
     description=st.one_of(TEXT, JSON),
-    state=JSON,
-    labels=JSON,
-    assignees=JSON,
-    created_at=STAMP,
-    updated_at=STAMP,
     confidential=JSON,
     moved_to_id=JSON,
     _links=JSON,
     references=JSON,
     project_id=JSON,
+    **ISSUE_FIELDS,
 )
 PULL = fields(
     __typename=st.one_of(st.just("PullRequest"), JSON),

@@ -1,6 +1,8 @@
 """What the GitHub and the GitLab sync do alike, run against each fake on loopback: a task
-is never closed because its issue went missing; server errors are retried with backoff
-and then given up; and a refusal (bad credentials, no access, no such repository or
+is never closed because its issue went missing from a poll, but an issue read one by one
+that is gone (while the listing still reads) is dropped as deleted, and a 404 while the
+listing does not read either changes nothing; server errors are retried with backoff and
+then given up; and a refusal (bad credentials, no access, no such repository or
 project) is never retried, leaves the board stale rather than empty, and never shows the
 token. Retry waits run on virtual time (``VirtualTime``).
 """
@@ -8,7 +10,8 @@ token. Retry waits run on virtual time (``VirtualTime``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,7 @@ import pytest
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
+from tests.providers.hosted_support import HostedEndpoint, VirtualTime, add_issues
 from tests.support.trackers import Side
 
 Script = Callable[[Any], dict[str, Any]]  # scripts the fake; returns endpoint overrides
@@ -91,25 +95,89 @@ async def test_a_task_is_never_closed_because_its_issue_is_missing(
         assert len(await endpoint.all_tasks()) == 5
 
 
+# How an issue leaves without a trace, by tracker, named by the status its GET answers then.
+GONE: dict[str, dict[str, Callable[[Any, int], object]]] = {
+    "github": {
+        "410 deleted": lambda fake, n: fake.delete_issue(gh.REPO, n),
+        "404 gone": lambda fake, n: fake.repos[gh.REPO].issues.pop(n),
+    },
+    "gitlab": {"404 deleted": lambda fake, n: fake.delete_issue(gl.PROJECT, n)},
+}
+
+
+@pytest.mark.parametrize(
+    ("tracker_side", "case"),
+    [(name, case) for name, cases in GONE.items() for case in cases],
+    indirect=["tracker_side"],
+)
+async def test_a_gone_issue_read_one_by_one_is_dropped_as_deleted(
+    tracker_side: Side, case: str, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    """Before: a 404 (or 410) left the task as it was. Read one by one (a webhook or the
+    reconcile sweep names it) while the listing still reads, the task says it is gone."""
+    side, fake = tracker_side, tracker_fake
+    add_issues(fake, side.prefix, 5, spacing_s=60)
+    async with side.open(fake, tracker_url, tmp_path / "b") as endpoint:
+        await endpoint.poll()
+        kept, seq = await endpoint.get(3), await endpoint.seq()
+        fake.advance(60)
+        GONE[side.tracker.provider][case](fake, 3)
+
+        assert await endpoint.sync.refresh([3]) == (1, 1)
+
+        gone = await endpoint.get(3)
+        assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
+        assert (gone["title"], gone["createdAt"]) == (kept["title"], kept["createdAt"])
+        assert await endpoint.seq() == seq + 1
+        assert await endpoint.sync.refresh([3]) == (1, 0)  # read again: nothing new
+        assert await endpoint.sync.refresh([77]) == (1, 0)  # never mirrored: no task
+        assert len(await endpoint.all_tasks()) == 5
+
+
+async def test_a_404_while_the_listing_does_not_read_changes_nothing(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    """A token that lost access (or a wrong repository or project) answers 404 for the
+    listing too: that is an error counted for the issue, never a deletion."""
+    side, fake = tracker_side, tracker_fake
+    add_issues(fake, side.prefix, 5, spacing_s=60)
+    async with side.open(fake, tracker_url, tmp_path / "b") as endpoint:
+        await endpoint.poll()
+        kept = await endpoint.get(2)
+        fake.fail_next(status=404, path=f"{side.issues_path}/2")
+        fake.fail_next(status=404, path=side.issues_path)
+
+        assert await endpoint.sync.refresh([2]) == (0, 0)
+
+        assert await endpoint.get(2) == kept
+        assert endpoint.store.degradations()["counts"] == {"issue-unreadable": 1}
+
+
 @dataclass(frozen=True)
 class Bound:
-    """A rate limit beyond ``max_rate_limit_wait_s`` on each tracker: the budget that
-    lets two listing pages through, the status the third gets, and the issue the
-    checkpoint stands at then."""
+    """A rate limit on each tracker: the budget that lets two listing pages through, the
+    status the third gets, the wait a window resetting in 30 s costs (within
+    ``max_rate_limit_wait_s``), and the issue the checkpoint stands at when the wait is
+    beyond it."""
 
     budget: int
     status: int
+    waited: tuple[float, float]  # the least and the most the 30 s window is waited
     boundary: int  # the last issue read before the limit
     since: str  # the listing's query parameter for "updated since"
+    later: str  # the query parameter a later listing page reads on from
     overrides: tuple[tuple[str, Any], ...] = ()  # the endpoint's, so only listings count
 
 
 BOUNDS = {
     # Two list pages and their GraphQL reads; page 2 (since #100's updated_at) reads
-    # #100 to #199.
-    "github": Bound(4, 403, 199, "since"),
+    # #100 to #199. The wait runs until x-ratelimit-reset, and a second more.
+    "github": Bound(4, 403, (30, 32), 199, "since", "since"),
     # Keyset pages #1-#100 and #101-#200; no notes read for the commits that mention them.
-    "gitlab": Bound(2, 429, 200, "updated_after", (("commit_mentions", False),)),
+    # The wait is the Retry-After.
+    "gitlab": Bound(
+        2, 429, (30, 30), 200, "updated_after", "cursor", (("commit_mentions", False),)
+    ),
 }
 
 
@@ -120,19 +188,48 @@ STATUS_OF: dict[str, Callable[[Any, int], tuple[str, str]]] = {
 }
 
 
+@asynccontextmanager
+async def rate_limited(
+    side: Side, fake: Any, api_url: str, data_dir: Path, reset_in: int, **overrides: Any
+) -> AsyncIterator[tuple[HostedEndpoint[Any], VirtualTime[Any]]]:
+    """An endpoint over 350 bulk issues, on virtual time, whose tracker lets two listing
+    pages through (``BOUNDS``) before its rate limit, the window resetting in ``reset_in``
+    seconds."""
+    bound = BOUNDS[side.tracker.provider]
+    fake.bulk_issues(side.prefix, 350)
+    async with side.open(fake, api_url, data_dir, **dict(bound.overrides), **overrides) as opened:
+        clock = opened.virtual_time()
+        fake.set_rate_limit(bound.budget, reset_in=reset_in)
+        yield opened, clock
+
+
+async def test_a_rate_limit_within_the_bound_is_waited_out_and_the_page_read_again(
+    tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
+) -> None:
+    side, fake = tracker_side, tracker_fake
+    bound = BOUNDS[side.tracker.provider]
+    async with rate_limited(side, fake, tracker_url, tmp_path / "b", 30) as (endpoint, clock):
+        report = await endpoint.poll()
+
+        listing = [r for r in fake.requests if r.matches("GET", side.issues_path)]
+        assert [r.status for r in listing] == [200, 200, bound.status, 200, 200]
+        assert listing[2].query == listing[3].query  # the same page, not a restart
+        assert bound.later in listing[2].query
+        (wait,) = clock.waits
+        assert bound.waited[0] <= wait <= bound.waited[1]
+        assert (report.pages, report.issues) == (4, 350)
+        assert len(await endpoint.all_tasks()) == 350
+        assert "stale" not in await endpoint.client.list_tasks()
+
+
 async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
     tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
 ) -> None:
-    side, fake, api_url = tracker_side, tracker_fake, tracker_url
+    side, fake = tracker_side, tracker_fake
     bound = BOUNDS[side.tracker.provider]
-    fake.bulk_issues(side.prefix, 350)
-    overrides = dict(bound.overrides)
-    async with side.open(
-        fake, api_url, tmp_path / "b", max_rate_limit_wait_s=60, **overrides
-    ) as endpoint:
-        clock = endpoint.virtual_time()
-        fake.set_rate_limit(bound.budget, reset_in=3600)
-
+    async with rate_limited(
+        side, fake, tracker_url, tmp_path / "b", 3600, max_rate_limit_wait_s=60
+    ) as (endpoint, clock):
         with pytest.raises(RateLimited):
             await endpoint.poll()
 

@@ -15,6 +15,7 @@ import pytest
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
 from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 from tests.providers.github._support import REPO, GitHubEndpoint, task_id
+from tests.providers.hosted_support import add_issues
 
 Json = dict[str, Any]
 CREDENTIAL_BRANCH = "fix/token=refresh"  # a legal git ref that TaskText refuses
@@ -24,8 +25,7 @@ async def test_a_branch_named_like_a_credential_does_not_stop_the_sync(
     gh: GitHubEndpoint, caplog: pytest.LogCaptureFixture
 ) -> None:
     fake = gh.fake
-    for k in range(1, 4):
-        fake.add_issue(REPO, f"Issue {k}")
+    add_issues(fake, REPO, 3)
     await gh.poll()
     fake.advance(60)
     odd = fake.add_pull(REPO, "Refresh tokens", head_ref=CREDENTIAL_BRANCH, closes=[1])
@@ -73,8 +73,7 @@ async def test_items_of_no_known_shape_are_skipped_and_legacy_issues_kept(
     gh: GitHubEndpoint,
 ) -> None:
     fake = gh.fake
-    for k in range(1, 4):
-        fake.add_issue(REPO, f"Issue {k}")
+    add_issues(fake, REPO, 3)
     client = gh.store.tracker.client  # type: ignore[attr-defined]
     pages = client.issue_pages
 
@@ -98,8 +97,7 @@ async def test_items_of_no_known_shape_are_skipped_and_legacy_issues_kept(
 
 async def test_transferred_and_deleted_issues_become_dropped(gh: GitHubEndpoint) -> None:
     fake = gh.fake
-    for k in range(1, 4):
-        fake.add_issue(REPO, f"Issue {k}")
+    add_issues(fake, REPO, 3)
     await gh.poll()
     kept = await gh.get(1)
     fake.advance(60)

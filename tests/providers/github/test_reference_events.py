@@ -21,6 +21,7 @@ import httpx
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from tests.providers.github._support import ISSUES, REPO, GitHubEndpoint, open_github
+from tests.providers.hosted_support import add_issues
 from tests.support.fake_github import FakeGitHub
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "github"
@@ -38,9 +39,7 @@ def statuses(fake: FakeGitHub, since: int) -> list[tuple[str, int]]:
 
 
 async def settled(gh: GitHubEndpoint, issues: int = 5) -> None:
-    for k in range(1, issues + 1):
-        gh.fake.add_issue(REPO, f"Issue {k}")
-        gh.fake.advance(60)
+    add_issues(gh.fake, REPO, issues, spacing_s=60)
     await gh.poll()  # the import marks the events feed
     await gh.poll()  # past the overlap
 

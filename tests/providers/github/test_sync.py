@@ -25,6 +25,7 @@ from tests.providers.github._support import (
     open_github,
     task_id,
 )
+from tests.providers.hosted_support import add_issues
 from tests.support.fake_github import FakeGitHub, iso, parse_iso
 
 Json = dict[str, object]
@@ -269,33 +270,11 @@ async def test_only_the_newest_32_evidence_entries_are_kept(gh: GitHubEndpoint) 
     assert len(fake.calls("POST", "/graphql")) == 1
 
 
-async def test_a_deleted_issue_a_webhook_names_is_dropped_as_deleted(gh: GitHubEndpoint) -> None:
-    """Missing from the listing, a task stays as it was (``test_hosted_sync``); named by a
-    webhook, its issue answers 410 and the task says so (dropped, ``deleted``), keeping
-    the rest."""
-    fake = gh.fake
-    for k in range(1, 6):
-        fake.add_issue(REPO, f"Issue {k}")
-        fake.advance(60)
-    await gh.poll()
-    kept, seq = await gh.get(3), await gh.seq()
-    fake.advance(60)
-    fake.delete_issue(REPO, 3)  # gone from every list; GET answers 410
-
-    assert await gh.sync.refresh([3]) == (1, 1)
-    gone = await gh.get(3)
-    assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
-    assert (gone["title"], gone["createdAt"]) == (kept["title"], kept["createdAt"])
-    assert await gh.seq() == seq + 1
-    assert len(await gh.all_tasks()) == 5
-
-
 async def test_a_transferred_issue_does_not_stop_the_evidence_of_others(
     gh: GitHubEndpoint,
 ) -> None:
     fake = gh.fake
-    for k in range(1, 6):
-        fake.add_issue(REPO, f"Issue {k}")
+    add_issues(fake, REPO, 5)
     await gh.poll()
     fake.advance(60)
     fake.transfer_issue(REPO, 2, "octo-org/elsewhere")

@@ -1,51 +1,23 @@
 """Issues that leave a GitHub repository without changing anything a poll lists: a
 transferred (301) or deleted (410) issue, and one that answers 404 while the repository's
-issues still read, become ``dropped`` when read one by one; the reconcile sweep (every
-``reconcile_interval_s``) lists the open issues and reads each mirrored unfinished task
-whose issue is not among them. Unchanged polls between sweeps keep their one request."""
+issues still read, become ``dropped`` when read one by one (``test_hosted_sync``); the
+reconcile sweep (every ``reconcile_interval_s``) lists the open issues and reads each
+mirrored unfinished task whose issue is not among them. Unchanged polls between sweeps
+keep their one request."""
 
 from __future__ import annotations
 
 from tests.providers.github._support import ISSUES, REPO, GitHubEndpoint
+from tests.providers.hosted_support import add_issues
 
 HOUR_S = 3600
 
 
 async def five_issues_mirrored(gh: GitHubEndpoint) -> None:
-    for k in range(1, 6):
-        gh.fake.add_issue(REPO, f"Issue {k}")
-        gh.fake.advance(60)
+    add_issues(gh.fake, REPO, 5, spacing_s=60)
     gh.fake.close_issue(REPO, 5)
     await gh.poll()
     await gh.poll()  # past the overlap: the next unchanged poll is conditional
-
-
-async def test_a_404_while_the_issues_read_is_a_deletion(gh: GitHubEndpoint) -> None:
-    """Before: a 404 left the task as it was."""
-    await five_issues_mirrored(gh)
-    kept = await gh.get(2)
-    del gh.fake.repos[REPO].issues[2]  # gone without a trace: GET answers 404
-
-    assert await gh.sync.refresh([2]) == (1, 1)
-
-    gone = await gh.get(2)
-    assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
-    assert gone["title"] == kept["title"]
-    assert await gh.sync.refresh([77]) == (1, 0)  # never mirrored: no task
-
-
-async def test_a_404_while_the_repository_does_not_read_changes_nothing(
-    gh: GitHubEndpoint,
-) -> None:
-    await five_issues_mirrored(gh)
-    kept = await gh.get(2)
-    gh.fake.fail_next(status=404, path=f"{ISSUES}/2")
-    gh.fake.fail_next(status=404, path=ISSUES)
-
-    assert await gh.sync.refresh([2]) == (0, 0)
-
-    assert await gh.get(2) == kept
-    assert gh.store.degradations()["counts"] == {"issue-unreadable": 1}
 
 
 async def test_the_reconcile_sweep_finds_transferred_and_deleted_issues(

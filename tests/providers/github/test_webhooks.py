@@ -24,6 +24,7 @@ from tests.providers.github._support import (
     list_requests,
     task_id,
 )
+from tests.providers.hosted_support import add_issues
 from tests.support.fake_github import (
     TEST_VECTOR_PAYLOAD,
     TEST_VECTOR_SECRET,
@@ -65,9 +66,7 @@ async def hooked(
 ) -> AsyncIterator[GitHubMesh]:
     """A running bridge syncing five issues, with its webhook secret set."""
     monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
-    for k in range(1, 6):
-        fake.add_issue(REPO, f"Issue {k}")
-        fake.advance(10)
+    add_issues(fake, REPO, 5, spacing_s=10)
     async with github_mesh(tmp_path, fake, github_url, webhook_secret_env=SECRET_ENV) as mesh:
         assert mesh.bridge.http_url is not None
         yield mesh
@@ -99,6 +98,21 @@ async def status_of(mesh: GitHubMesh, number: int) -> str:
     return str((await client_of(mesh).get(task_id(number)))["status"])
 
 
+async def reaches(mesh: GitHubMesh, number: int, status: str, within_s: float = 5.0) -> float:
+    """Waits until issue ``number``'s task has ``status``; the seconds it took."""
+
+    async def there() -> bool:
+        return await status_of(mesh, number) == status
+
+    return await eventually(there, within_s, what=f"issue {number}'s task {status}")
+
+
+async def delivered(mesh: GitHubMesh, number: int) -> None:
+    """The ``issues`` delivery of issue ``number``'s close is taken (202)."""
+    payload = issues_payload(mesh.fake, "closed", REPO, number)
+    assert (await deliver(mesh, "issues", payload)).status_code == 202
+
+
 async def test_a_signed_delivery_refreshes_the_named_issue_quickly(hooked: GitHubMesh) -> None:
     fake = hooked.fake
     fake.close_issue(REPO, 2)
@@ -109,10 +123,7 @@ async def test_a_signed_delivery_refreshes_the_named_issue_quickly(hooked: GitHu
     assert answer.status_code == 202
     assert answer.json() == {"message": "accepted; 1 issue(s) to refresh"}
 
-    async def closed() -> bool:
-        return await status_of(hooked, 2) == "done"
-
-    took = await eventually(closed, within_s=5)
+    took = await reaches(hooked, 2, "done", within_s=5)
     assert took < 5 < hooked.hosted.tracker_config.poll_interval_s
     assert fetched_issue_numbers(fake, mark) == [2]
     assert list_requests(fake, mark) == []  # a refresh, not a poll
@@ -137,14 +148,8 @@ async def test_a_tampered_body_is_refused_and_changes_nothing(hooked: GitHubMesh
     # Prove the bridge is past any refresh the refused deliveries could have caused: a
     # good delivery for #4 is refreshed, and #2 and #3 were never read.
     fake.close_issue(REPO, 4)
-    assert (
-        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 4))
-    ).status_code == 202
-
-    async def four_done() -> bool:
-        return await status_of(hooked, 4) == "done"
-
-    await eventually(four_done)
+    await delivered(hooked, 4)
+    await reaches(hooked, 4, "done")
     assert fetched_issue_numbers(fake, mark) == [4]
     assert await status_of(hooked, 2) == "open"
     assert await hooked.endpoint.store.change_seq() == seq + 1
@@ -163,10 +168,7 @@ async def test_a_redelivery_is_acknowledged_and_not_refreshed_again(hooked: GitH
     )
     assert first.status_code == 202
 
-    async def two_done() -> bool:
-        return await status_of(hooked, 2) == "done"
-
-    await eventually(two_done)
+    await reaches(hooked, 2, "done")
     again = await deliver(
         hooked, "issues", payload, delivery="72d3162e-cc78-11e3-81ab-4c9367dc0958"
     )
@@ -174,14 +176,8 @@ async def test_a_redelivery_is_acknowledged_and_not_refreshed_again(hooked: GitH
     assert again.json() == {"message": "delivery already received"}
     # A later delivery for #3 is refreshed; #2 is still fetched once only.
     fake.close_issue(REPO, 3, "not_planned")
-    assert (
-        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 3))
-    ).status_code == 202
-
-    async def three_dropped() -> bool:
-        return await status_of(hooked, 3) == "dropped"
-
-    await eventually(three_dropped)
+    await delivered(hooked, 3)
+    await reaches(hooked, 3, "dropped")
     assert fetched_issue_numbers(fake, mark) == [2, 3]
 
 
@@ -209,14 +205,8 @@ async def test_a_closing_commit_arrives_as_evidence_with_the_close(hooked: GitHu
     fake = hooked.fake
     sha = "e5bd3914e2e596debea16f433f57875b5b90bcd6"
     fake.close_issue(REPO, 5, commit_id=sha)
-    assert (
-        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 5))
-    ).status_code == 202
-
-    async def five_done() -> bool:
-        return await status_of(hooked, 5) == "done"
-
-    await eventually(five_done)
+    await delivered(hooked, 5)
+    await reaches(hooked, 5, "done")
     record = await client_of(hooked).get(task_id(5))
     assert [(e["kind"], e["ref"]) for e in record["evidence"]] == [("commit", sha)]
 
@@ -258,24 +248,16 @@ async def test_a_delivery_during_a_refresh_is_not_left_for_the_next_poll(
     tracker.fetch = slow_fetch  # type: ignore[method-assign]
     fake.close_issue(REPO, 2)
     fake.close_issue(REPO, 3)
-    assert (
-        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 2))
-    ).status_code == 202
+    await delivered(hooked, 2)
 
     async def two_in_flight() -> bool:
         return 2 in fetched
 
     await eventually(two_in_flight)
-    # ...when the delivery for #3 arrives.
-    assert (
-        await deliver(hooked, "issues", issues_payload(fake, "closed", REPO, 3))
-    ).status_code == 202
+    await delivered(hooked, 3)  # ...when the delivery for #3 arrives.
     gate.set()
 
-    async def three_done() -> bool:
-        return await status_of(hooked, 3) == "done"
-
-    await eventually(three_done, within_s=2)  # actual: only after the 60 s poll interval
+    await reaches(hooked, 3, "done", within_s=2)  # actual: only after the 60 s poll interval
 
 
 async def test_an_organisations_ping_is_answered(hooked: GitHubMesh) -> None:
@@ -303,11 +285,7 @@ async def test_a_renamed_repository_keeps_its_deliveries(hooked: GitHubMesh) -> 
     answer = await deliver(hooked, "issues", renamed)
 
     assert answer.status_code == 202  # before: 404
-
-    async def three_done() -> bool:
-        return await status_of(hooked, 3) == "done"
-
-    await eventually(three_done)
+    await reaches(hooked, 3, "done")
 
 
 async def test_an_issue_from_before_2013_is_an_issue_in_a_delivery(hooked: GitHubMesh) -> None:

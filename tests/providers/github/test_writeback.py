@@ -32,6 +32,12 @@ from tests.providers.github.writeback_support import (
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_tracker import unmarked
 
+# A terminal status, the ``state_reason`` GitHub closes the issue with, the statusSource.
+TERMINAL = pytest.mark.parametrize(
+    ("status", "reason", "source"),
+    [("done", "completed", "closed"), ("dropped", "not_planned", "closed/not_planned")],
+)
+
 # -- create-task -------------------------------------------------------------------------
 
 
@@ -58,10 +64,7 @@ async def test_create_task_creates_an_issue(gh: GitHubEndpoint) -> None:
     await assert_echo_is_quiet(gh, 1)
 
 
-@pytest.mark.parametrize(
-    ("status", "reason", "source"),
-    [("done", "completed", "closed"), ("dropped", "not_planned", "closed/not_planned")],
-)
+@TERMINAL
 async def test_create_task_terminal_closes_the_new_issue(
     gh: GitHubEndpoint, status: str, reason: str, source: str
 ) -> None:
@@ -156,10 +159,7 @@ async def test_update_blocked_swaps_the_labels(gh: GitHubEndpoint) -> None:
     await assert_echo_is_quiet(gh, 1)
 
 
-@pytest.mark.parametrize(
-    ("status", "reason", "source"),
-    [("done", "completed", "closed"), ("dropped", "not_planned", "closed/not_planned")],
-)
+@TERMINAL
 async def test_update_terminal_closes_with_the_reason(
     gh: GitHubEndpoint, status: str, reason: str, source: str
 ) -> None:

@@ -25,16 +25,14 @@ from tests.providers.github._support import (
     task_id,
 )
 from tests.providers.github.writeback_support import SHA, Json, claimed_by_builder, synced, writes
+from tests.providers.hosted_support import REFUSED_WRITES
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_tracker import unmarked
 
 # -- refusals ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("status", "code"),
-    [(422, ErrorCode.FAILED_PRECONDITION), (403, ErrorCode.PERMISSION_DENIED)],
-)
+@REFUSED_WRITES
 async def test_refused_writes_surface_and_leave_the_mirror_alone(
     gh: GitHubEndpoint, status: int, code: ErrorCode
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from tests.bridge._support import DictPresence
 from tests.providers.gitlab._support import PROJECT, GitLabEndpoint, open_gitlab, task_id
+from tests.providers.hosted_support import add_issues
 from tests.support.fake_gitlab import FakeGitLab
 
 DEEP = "/".join(["platform-engineering-and-operations"] * 5) + "/billing-service"
@@ -18,8 +19,7 @@ async def test_a_project_deep_in_subgroups_is_mirrored(
     gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, presence: DictPresence
 ) -> None:
     gitlab.add_project(DEEP)
-    for k in range(1, 4):
-        gitlab.add_issue(DEEP, f"Issue {k}")
+    add_issues(gitlab, DEEP, 3)
     async with open_gitlab(
         gitlab, gitlab_url, tmp_path / "bridge", presence=presence, project=DEEP
     ) as deep:
@@ -37,8 +37,7 @@ async def test_a_project_deep_in_subgroups_is_mirrored(
 async def test_moved_and_duplicate_issues_become_dropped(gl: GitLabEndpoint) -> None:
     fake = gl.fake
     fake.add_project(PROJECT)
-    for k in range(1, 4):
-        fake.add_issue(PROJECT, f"Issue {k}")
+    add_issues(fake, PROJECT, 3)
     await gl.poll()
     fake.advance(60)
     moved = fake.issue(PROJECT, 1)

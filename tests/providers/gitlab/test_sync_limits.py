@@ -1,7 +1,7 @@
 """The GitLab sync under GitLab's throttles, against the fake GitLab on loopback: a 429
-waited out by ``Retry-After``, by ``RateLimit-Reset``, or a minute when neither header
-comes, and a wait beyond the bound failing the poll, which the next one resumes from the
-checkpoint without losing evidence.
+waited out by ``RateLimit-Reset``, or a minute when neither header comes, and a wait
+beyond the bound failing the poll, which the next one resumes from the checkpoint without
+losing evidence. One waited out by ``Retry-After`` is in ``test_hosted_sync``.
 
 Retry waits run on virtual time (``VirtualTime``: a wait moves the fake's clock so its
 throttle window really resets).
@@ -22,27 +22,6 @@ from tests.providers.gitlab._support import (
     open_gitlab,
 )
 from tests.support.fake_gitlab import FakeGitLab
-
-
-async def test_a_429_with_retry_after_is_waited_out_and_the_page_read_again(
-    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
-) -> None:
-    fake = gitlab
-    fake.bulk_issues(PROJECT, 350)
-    async with open_gitlab(fake, gitlab_url, tmp_path / "b", commit_mentions=False) as gl:
-        clock = gl.virtual_time()
-        fake.set_rate_limit(2, reset_in=30)
-        report = await gl.poll()
-        tasks = await gl.all_tasks()
-        listed = await gl.client.list_tasks()
-
-    pages = issue_pages(fake)
-    assert [r.status for r in pages] == [200, 200, 429, 200, 200]
-    assert pages[2].query == pages[3].query  # the same page, not a restart
-    assert clock.waits == [30.0]  # Retry-After
-    assert report.issues == 350
-    assert len(tasks) == 350
-    assert "stale" not in listed
 
 
 async def test_a_429_without_retry_after_waits_for_ratelimit_reset(

@@ -1,7 +1,8 @@
 """Issues that leave a GitLab project without changing anything a poll lists: a deleted
-issue answers 404 when it is read one by one, and the reconcile sweep (every
-``reconcile_interval_s``) lists the open issues and reads each mirrored unfinished task
-whose issue is not among them. Unchanged polls between sweeps keep their two requests."""
+issue answers 404 when it is read one by one, and is dropped then (``test_hosted_sync``);
+the reconcile sweep (every ``reconcile_interval_s``) lists the open issues and reads each
+mirrored unfinished task whose issue is not among them. Unchanged polls between sweeps
+keep their two requests."""
 
 from __future__ import annotations
 
@@ -16,49 +17,16 @@ from tests.providers.gitlab._support import (
     gitlab_mesh,
     open_gitlab,
 )
+from tests.providers.hosted_support import add_issues
 from tests.support.fake_gitlab import FakeGitLab
 
 HOUR_S = 3600
 
 
 async def five_issues_mirrored(gl: GitLabEndpoint) -> None:
-    for k in range(1, 6):
-        gl.fake.add_issue(PROJECT, f"Issue {k}")
-        gl.fake.advance(60)
+    add_issues(gl.fake, PROJECT, 5, spacing_s=60)
     gl.fake.close_issue(PROJECT, 5)
     await gl.poll()
-
-
-async def test_a_deleted_issue_read_one_by_one_is_dropped(gl: GitLabEndpoint) -> None:
-    """Before: GitLab's 404 left the task as it was."""
-    await five_issues_mirrored(gl)
-    kept = await gl.get(3)
-    gl.fake.delete_issue(PROJECT, 3)
-
-    assert await gl.sync.refresh([3]) == (1, 1)  # e.g. woken by the issue hook
-
-    gone = await gl.get(3)
-    assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
-    assert (gone["title"], gone["createdAt"]) == (kept["title"], kept["createdAt"])
-    assert await gl.sync.refresh([3]) == (1, 0)  # read again: nothing new
-    assert await gl.sync.refresh([99]) == (1, 0)  # never mirrored: no task
-    assert len(await gl.all_tasks()) == 5
-
-
-async def test_a_404_while_the_project_does_not_read_changes_nothing(
-    gl: GitLabEndpoint,
-) -> None:
-    """A token that lost access (or a wrong ``project``) answers 404 for the project's
-    listing too: that is an error counted for the issue, never a deletion."""
-    await five_issues_mirrored(gl)
-    kept = await gl.get(2)
-    gl.fake.fail_next(status=404, path=f"{ISSUES}/2")
-    gl.fake.fail_next(status=404, path=ISSUES)
-
-    assert await gl.sync.refresh([2]) == (0, 0)
-
-    assert await gl.get(2) == kept
-    assert gl.store.degradations()["counts"] == {"issue-unreadable": 1}
 
 
 async def test_the_reconcile_sweep_finds_a_deleted_issue_on_its_cadence(
@@ -140,8 +108,7 @@ async def test_no_sweep_when_the_interval_is_zero(
 async def test_the_sweep_cost_shows_in_metrics(
     gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path
 ) -> None:
-    for k in range(1, 4):
-        gitlab.add_issue(PROJECT, f"Issue {k}")
+    add_issues(gitlab, PROJECT, 3)
     async with gitlab_mesh(tmp_path, gitlab, gitlab_url) as mesh:  # past its first sync
         clock = gitlab.clock
         mesh.hosted.sync.clock = lambda: int(clock.time() * 1000)

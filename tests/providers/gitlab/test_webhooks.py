@@ -35,7 +35,7 @@ from tests.providers.gitlab._support import (
     issue_pages,
     task_id,
 )
-from tests.providers.hosted_support import SPACE
+from tests.providers.hosted_support import SPACE, add_issues, first_sync
 from tests.support.fake_gitlab import (
     FakeGitLab,
     gitlab_webhook,
@@ -106,22 +106,14 @@ async def running(
 ) -> AsyncIterator[Running]:
     """A bridge serving the GitLab endpoint, after its first poll of five issues."""
     monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
-    for k in range(1, 6):
-        gitlab.advance(60)
-        gitlab.add_issue(PROJECT, f"Issue {k}")
+    add_issues(gitlab, PROJECT, 5, spacing_s=60)
     endpoint = endpoint_config(gitlab_url, webhook_secret_env=SECRET_ENV)
     config = BridgeConfig(
         space=SPACE, data_dir=tmp_path / "bridge", http=HttpConfig(port=0), endpoints=(endpoint,)
     )
     async with running_bridge(config) as bridge:
         assert bridge.http_url is not None
-        hosted = bridge.endpoints[0].hosted
-        assert hosted is not None
-
-        async def first_poll_done() -> bool:
-            return hosted.store.health.last_success_ms is not None
-
-        await eventually(first_poll_done, within_s=10)
+        await first_sync(bridge)
         async with httpx.AsyncClient(base_url=bridge.http_url) as http:
             yield Running(gitlab, bridge, http)
 

@@ -5,6 +5,7 @@ and leaves the mirror as it was."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 import pytest
@@ -27,6 +28,7 @@ from tests.providers.gitlab._support import (
     task_id,
     writes_to,
 )
+from tests.providers.hosted_support import REFUSED_WRITES
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest
 from tests.support.fake_tracker import unmarked
 
@@ -56,6 +58,29 @@ async def imported(gl: GitLabEndpoint, n: int = 3, **fields: Any) -> list[int]:
         iids.append(int(gl.fake.add_issue(PROJECT, f"Issue {k + 1}", **fields)["iid"]))
     await gl.poll()
     return iids
+
+
+async def claimed_issue(gl: GitLabEndpoint) -> int:
+    """One open issue, mirrored and claimed by ``BUILDER``; its iid."""
+    (iid,) = await imported(gl, 1)
+    await gl.client.claim(BUILDER, task_id(iid))
+    return iid
+
+
+async def written(
+    gl: GitLabEndpoint, iid: int, command: Awaitable[Json]
+) -> tuple[RecordedRequest, Json]:
+    """Runs ``command`` (a call not yet awaited): the one write it made to issue ``iid``,
+    and the record it answered."""
+    mark = len(gl.fake.requests)
+    record = await command
+    (write,) = writes_to(gl.fake, iid, mark)
+    return write, record
+
+
+async def updated(gl: GitLabEndpoint, iid: int, **changes: Any) -> tuple[RecordedRequest, Json]:
+    """``BUILDER`` updates issue ``iid``'s task (``written``)."""
+    return await written(gl, iid, gl.client.update(BUILDER, task_id(iid), **changes))
 
 
 @pytest.fixture(autouse=True)
@@ -132,11 +157,9 @@ async def test_claim_assigns_the_seats_account_and_adds_the_claimed_label(
 ) -> None:
     fake = gl.fake
     (iid,) = await imported(gl, 1, assignees=[HUMAN])
-    mark = len(fake.requests)
 
-    claimed = await gl.client.claim(BUILDER, task_id(iid))
+    put, claimed = await written(gl, iid, gl.client.claim(BUILDER, task_id(iid)))
 
-    (put,) = writes_to(fake, iid, mark)
     assert put.method == "PUT"
     # GitLab replaces the whole list: the human assignee read first is kept.
     assert sorted(body(put)["assignee_ids"]) == sorted(
@@ -155,11 +178,9 @@ async def test_claim_assigns_the_seats_account_and_adds_the_claimed_label(
 async def test_bind_by_an_operator_assigns_the_target_seats_account(gl: GitLabEndpoint) -> None:
     fake = gl.fake
     (iid,) = await imported(gl, 1)
-    mark = len(fake.requests)
 
-    bound = await gl.client.bind(REVIEWER, task_id(iid))
+    put, bound = await written(gl, iid, gl.client.bind(REVIEWER, task_id(iid)))
 
-    (put,) = writes_to(fake, iid, mark)
     assert body(put)["assignee_ids"] == [user_id(fake, "reviewer-bot")]
     assert body(put)["add_labels"] == CLAIMED
     assert assignees(fake, iid) == ["reviewer-bot"]
@@ -171,11 +192,9 @@ async def test_bind_by_an_operator_assigns_the_target_seats_account(gl: GitLabEn
 async def test_a_seat_without_an_account_gets_the_label_only(gl: GitLabEndpoint) -> None:
     fake = gl.fake
     (iid,) = await imported(gl, 1)
-    mark = len(fake.requests)
 
-    claimed = await gl.client.claim(WORKER, task_id(iid))
+    put, claimed = await written(gl, iid, gl.client.claim(WORKER, task_id(iid)))
 
-    (put,) = writes_to(fake, iid, mark)
     assert body(put) == {"add_labels": CLAIMED}
     assert assignees(fake, iid) == []
     assert claimed["binding"]["actor"] == WORKER.actor
@@ -186,21 +205,16 @@ async def test_a_seat_without_an_account_gets_the_label_only(gl: GitLabEndpoint)
 
 async def test_update_blocked_then_done(gl: GitLabEndpoint) -> None:
     fake = gl.fake
-    (iid,) = await imported(gl, 1)
-    await gl.client.claim(BUILDER, task_id(iid))
-    mark = len(fake.requests)
+    iid = await claimed_issue(gl)
 
-    blocked = await gl.client.update(BUILDER, task_id(iid), status="blocked")
+    put, blocked = await updated(gl, iid, status="blocked")
 
-    (put,) = writes_to(fake, iid, mark)
     assert body(put) == {"add_labels": BLOCKED, "remove_labels": CLAIMED}
     assert labels_of(fake, iid) == [BLOCKED]
     assert (blocked["status"], blocked["statusSource"]) == ("blocked", BLOCKED)
-    mark = len(fake.requests)
 
-    done = await gl.client.update(BUILDER, task_id(iid), status="done")
+    put, done = await updated(gl, iid, status="done")
 
-    (put,) = writes_to(fake, iid, mark)
     assert body(put) == {"remove_labels": BLOCKED, "state_event": "close"}
     issue = fake.issue(PROJECT, iid)
     assert (issue.state, issue.labels, issue.closed_by) == ("closed", [], fake.username)
@@ -211,13 +225,10 @@ async def test_update_blocked_then_done(gl: GitLabEndpoint) -> None:
 
 async def test_update_dropped_closes_with_the_dropped_label(gl: GitLabEndpoint) -> None:
     fake = gl.fake
-    (iid,) = await imported(gl, 1)
-    await gl.client.claim(BUILDER, task_id(iid))
-    mark = len(fake.requests)
+    iid = await claimed_issue(gl)
 
-    dropped = await gl.client.update(BUILDER, task_id(iid), status="dropped")
+    put, dropped = await updated(gl, iid, status="dropped")
 
-    (put,) = writes_to(fake, iid, mark)
     assert body(put) == {"add_labels": WONT_DO, "remove_labels": CLAIMED, "state_event": "close"}
     issue = fake.issue(PROJECT, iid)
     assert (issue.state, issue.labels) == ("closed", [WONT_DO])
@@ -226,37 +237,31 @@ async def test_update_dropped_closes_with_the_dropped_label(gl: GitLabEndpoint) 
 
 async def test_a_note_and_evidence_become_one_note(gl: GitLabEndpoint) -> None:
     fake = gl.fake
-    (iid,) = await imported(gl, 1)
-    await gl.client.claim(BUILDER, task_id(iid))
-    mark = len(fake.requests)
+    iid = await claimed_issue(gl)
 
-    updated = await gl.client.update(
-        BUILDER,
-        task_id(iid),
+    post, record = await updated(
+        gl,
+        iid,
         note="Pushed the fix.",
         evidence=[{"kind": "commit", "ref": "9f2c1e7"}, {"kind": "branch", "ref": "fix/parser"}],
     )
 
-    (post,) = writes_to(fake, iid, mark)
     assert (post.method, post.path) == ("POST", f"{ISSUES}/{iid}/notes")
     assert body(post) == {"body": "Pushed the fix.\n\n- commit: 9f2c1e7\n- branch: fix/parser"}
     assert [unmarked(n.body) for n in fake.issue(PROJECT, iid).notes if not n.system] == [
         "Pushed the fix.\n\n- commit: 9f2c1e7\n- branch: fix/parser"
     ]
-    assert [(e["kind"], e["ref"]) for e in updated["evidence"]] == [
+    assert [(e["kind"], e["ref"]) for e in record["evidence"]] == [
         ("commit", "9f2c1e7"),
         ("branch", "fix/parser"),
     ]
-    assert updated["status"] == "claimed"
+    assert record["status"] == "claimed"
 
 
 async def test_a_new_brief_edits_the_description(gl: GitLabEndpoint) -> None:
     fake = gl.fake
-    (iid,) = await imported(gl, 1)
-    await gl.client.claim(BUILDER, task_id(iid))
-    mark = len(fake.requests)
-    await gl.client.update(BUILDER, task_id(iid), brief="Now with a plan.")
-    (put,) = writes_to(fake, iid, mark)
+    iid = await claimed_issue(gl)
+    put, _ = await updated(gl, iid, brief="Now with a plan.")
     assert body(put) == {"description": "Now with a plan."}
     assert fake.issue(PROJECT, iid).description == "Now with a plan."
 
@@ -284,14 +289,13 @@ async def test_administer_unbind_unassigns_and_removes_the_labels(gl: GitLabEndp
 
 async def test_administer_reopens_a_closed_issue(gl: GitLabEndpoint) -> None:
     fake = gl.fake
-    (iid,) = await imported(gl, 1)
-    await gl.client.claim(BUILDER, task_id(iid))
+    iid = await claimed_issue(gl)
     await gl.client.update(BUILDER, task_id(iid), status="dropped")
-    mark = len(fake.requests)
 
-    reopened = await gl.client.administer(task_id(iid), status="open", unbind=True)
+    put, reopened = await written(
+        gl, iid, gl.client.administer(task_id(iid), status="open", unbind=True)
+    )
 
-    (put,) = writes_to(fake, iid, mark)
     assert body(put)["state_event"] == "reopen"
     assert body(put)["remove_labels"] == WONT_DO
     assert body(put)["assignee_ids"] == []
@@ -336,10 +340,7 @@ async def _record(heard: list[int], change: int) -> None:
 # -- refusals ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("status", "code"),
-    [(403, ErrorCode.PERMISSION_DENIED), (422, ErrorCode.FAILED_PRECONDITION)],
-)
+@REFUSED_WRITES
 async def test_a_refused_write_is_an_error_with_outcome_and_the_mirror_unchanged(
     gl: GitLabEndpoint, status: int, code: ErrorCode
 ) -> None:
