@@ -10,14 +10,21 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, TypedDict, Unpack
 
 import pytest
 from sqlalchemy import insert
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cotal_tasks.bridge.service.commands import Call, CommandService, SeatPresence
+from cotal_tasks.bridge.service.commands import (
+    Call,
+    CommandService,
+    NoPresence,
+    PresenceSource,
+    SeatPresence,
+    ServiceSettings,
+)
 from cotal_tasks.core import (
     ContractError,
     CreateTaskInput,
@@ -32,7 +39,7 @@ from cotal_tasks.core import (
 )
 from cotal_tasks.providers.board import normalize_url, tables
 from cotal_tasks.providers.store import TaskStore
-from tests.conftest import seat
+from tests.conftest import Clock, seat
 
 ALICE = seat("alice", 1)
 BOB = seat("bob", 2)
@@ -68,6 +75,14 @@ class DictPresence:
         return self.cards.get((owner, actor))
 
 
+class CallOptions(TypedDict, total=False):
+    """How a call is addressed beyond its command, caller and args (``Client.call``)."""
+
+    mode: Mode | None
+    target: Seat | None
+    envelope_id: str | None
+
+
 class Client:
     """Calls a ``CommandService`` the way an authenticated transport would."""
 
@@ -75,6 +90,21 @@ class Client:
         self.service = service
         self.store = store
         self._ids = itertools.count(1)
+
+    @classmethod
+    def over(
+        cls,
+        store: TaskStore,
+        clock: Clock,
+        *,
+        presence: PresenceSource | None = None,
+        **settings: Any,
+    ) -> Client:
+        """A client of a fresh service over ``store`` in space ``demo``; ``settings``
+        override the other service settings."""
+        service_settings = ServiceSettings(space="demo", **settings)
+        service = CommandService(store, service_settings, clock, presence=presence or NoPresence())
+        return cls(service, store)
 
     def fresh_id(self) -> str:
         return f"env-{next(self._ids):06d}"
@@ -105,16 +135,11 @@ class Client:
         command: str,
         caller: Seat,
         args: Mapping[str, Any] | None = None,
-        *,
-        mode: Mode | None = None,
-        target: Seat | None = None,
-        envelope_id: str | None = None,
+        **options: Unpack[CallOptions],
     ) -> ContractError:
         """Make the call, expect a refusal with ``code`` before any effect, return it."""
         with pytest.raises(ContractError) as caught:
-            await self.call(
-                command, caller, args, mode=mode, target=target, envelope_id=envelope_id
-            )
+            await self.call(command, caller, args, **options)
         error = caught.value
         assert error.code is code, error.message
         assert error.outcome == "not-executed"
@@ -140,6 +165,37 @@ class Client:
     async def administer(self, task_id: str, **fields: Any) -> Json:
         return await self.call("administer-task", OPERATOR, {"taskId": task_id, **fields})
 
+    async def refused_claim(self, code: ErrorCode, who: Seat, task_id: str) -> ContractError:
+        """``claim`` refused with ``code`` (see ``refused``)."""
+        return await self.refused(code, "claim-task", who, {"taskId": task_id}, mode="self")
+
+    async def refused_update(
+        self, code: ErrorCode, who: Seat, task_id: str, **fields: Any
+    ) -> ContractError:
+        """``update`` refused with ``code`` (see ``refused``)."""
+        args = {"taskId": task_id, **fields}
+        return await self.refused(code, "update-task", who, args, mode="self")
+
+    async def refused_bind(
+        self,
+        code: ErrorCode,
+        target: Seat,
+        task_id: str,
+        *,
+        mode: Mode = "any",
+        caller: Seat = OPERATOR,
+        **fields: Any,
+    ) -> ContractError:
+        """``bind`` refused with ``code``; ``fields`` add to the args (``expectedBinding``)."""
+        args = {"taskId": task_id, **fields}
+        return await self.refused(code, "bind-task", caller, args, mode=mode, target=target)
+
+    async def refused_administer(
+        self, code: ErrorCode, task_id: str, **fields: Any
+    ) -> ContractError:
+        """``administer`` refused with ``code`` (see ``refused``)."""
+        return await self.refused(code, "administer-task", OPERATOR, {"taskId": task_id, **fields})
+
     async def list_tasks(self, **args: Any) -> Json:
         return await self.call("list-tasks", OPERATOR, args)
 
@@ -153,15 +209,24 @@ class Client:
         self, command: str, caller: Seat, args: Mapping[str, Any], *, mode: Mode | None = None
     ) -> list[Json]:
         """Follow ``nextCursor`` to the end; return every page."""
-        pages: list[Json] = []
-        cursor: str | None = None
-        while True:
-            page_args = dict(args) if cursor is None else {**args, "cursor": cursor}
-            page = await self.call(command, caller, page_args, mode=mode)
-            pages.append(page)
-            cursor = page.get("nextCursor")
-            if cursor is None:
-                return pages
+        return await follow_cursor(
+            lambda page_args: self.call(command, caller, page_args, mode=mode), args
+        )
+
+
+async def follow_cursor(
+    fetch: Callable[[Json], Awaitable[Json]], args: Mapping[str, Any]
+) -> list[Json]:
+    """Fetch the first page with ``args``, then each next one with ``args`` and the last
+    page's ``nextCursor``, to the page without one; return every page."""
+    pages: list[Json] = []
+    cursor: str | None = None
+    while True:
+        page = await fetch(dict(args) if cursor is None else {**args, "cursor": cursor})
+        pages.append(page)
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return pages
 
 
 def task_ids(pages: Sequence[Json]) -> list[str]:

@@ -84,45 +84,57 @@ def test_the_shipped_examples_load(example: Path) -> None:
         assert provider(endpoint.provider).settings is type(endpoint.settings)
 
 
-def test_an_unknown_provider_names_the_valid_ones(tmp_path: Path) -> None:
-    message = refusal(tmp_path, '[[endpoints]]\nprovider = "jira"\n')
-    assert "endpoints.0: provider 'jira' is not known" in message
-    assert "Set provider to one of board, github, gitlab or tower-do" in message
-
-
-def test_a_tracker_without_its_section_is_refused(tmp_path: Path) -> None:
-    message = refusal(tmp_path, '[[endpoints]]\nprovider = "github"\n')
-    assert "provider 'github' needs an [endpoints.github] section. Add it" in message
-
-
-def test_a_section_of_another_provider_is_refused(tmp_path: Path) -> None:
-    message = refusal(
-        tmp_path,
-        '[[endpoints]]\nprovider = "github"\n[endpoints.github]\nrepository = "a/b"\n'
-        '[endpoints.gitlab]\nproject = "acme/widgets"\n',
-    )
-    assert "an [endpoints.gitlab] section belongs to provider = 'gitlab', not 'github'" in message
-    assert "Remove the section or set the provider" in message
-
-
-def test_a_board_takes_no_tracker_section(tmp_path: Path) -> None:
-    message = refusal(tmp_path, '[[endpoints]]\n[endpoints.tower_do]\nboard = "b.jsonl"\n')
-    assert "belongs to provider = 'tower-do', not 'board'" in message
-
-
-def test_a_bad_value_is_located_where_the_file_has_it(tmp_path: Path) -> None:
-    message = refusal(
-        tmp_path,
-        '[[endpoints]]\nprovider = "tower-do"\n[endpoints.tower_do]\n'
-        'board = "b.jsonl"\npoll_interval_s = 0\n',
-    )
-    assert "endpoints.0.tower_do.poll_interval_s:" in message
-    assert ".settings." not in message
-    unknown = refusal(
-        tmp_path,
-        '[[endpoints]]\nprovider = "github"\n[endpoints.github]\nrepository = "a/b"\nrepo = 1\n',
-    )
-    assert "endpoints.0.github.repo: Extra inputs are not permitted" in unknown
+@pytest.mark.parametrize(
+    ("endpoints", "expected"),
+    [
+        pytest.param(
+            '[[endpoints]]\nprovider = "jira"\n',
+            [
+                "endpoints.0: provider 'jira' is not known",
+                "Set provider to one of board, github, gitlab or tower-do",
+            ],
+            id="an unknown provider names the valid ones",
+        ),
+        pytest.param(
+            '[[endpoints]]\nprovider = "github"\n',
+            ["provider 'github' needs an [endpoints.github] section. Add it"],
+            id="a tracker without its section",
+        ),
+        pytest.param(
+            '[[endpoints]]\nprovider = "github"\n[endpoints.github]\nrepository = "a/b"\n'
+            '[endpoints.gitlab]\nproject = "acme/widgets"\n',
+            [
+                "an [endpoints.gitlab] section belongs to provider = 'gitlab', not 'github'",
+                "Remove the section or set the provider",
+            ],
+            id="a section of another provider",
+        ),
+        pytest.param(
+            '[[endpoints]]\n[endpoints.tower_do]\nboard = "b.jsonl"\n',
+            ["belongs to provider = 'tower-do', not 'board'"],
+            id="a board takes no tracker section",
+        ),
+        pytest.param(
+            '[[endpoints]]\nprovider = "tower-do"\n[endpoints.tower_do]\n'
+            'board = "b.jsonl"\npoll_interval_s = 0\n',
+            ["endpoints.0.tower_do.poll_interval_s:"],
+            id="a bad value is located where the file has it",
+        ),
+        pytest.param(
+            '[[endpoints]]\nprovider = "github"\n[endpoints.github]\n'
+            'repository = "a/b"\nrepo = 1\n',
+            ["endpoints.0.github.repo: Extra inputs are not permitted"],
+            id="an unknown key is located where the file has it",
+        ),
+    ],
+)
+def test_a_refusal_names_the_key_and_the_remedy(
+    tmp_path: Path, endpoints: str, expected: list[str]
+) -> None:
+    message = refusal(tmp_path, endpoints)
+    for part in expected:
+        assert part in message
+    assert ".settings." not in message  # located in the file's own terms
 
 
 def test_settings_given_as_a_model_need_no_provider_key() -> None:

@@ -16,13 +16,12 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.process.broker import free_port
-from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+from cotal_tasks.bridge.wire.grants import caller_rows
 from cotal_tasks.client import Seat, TasksClient
 from cotal_tasks.core import COMMANDS, json_schema
 from tests.conformance.conftest import open_mesh
-from tests.conformance.permissioned import permissioned_bridge_config, permissioned_users
+from tests.conformance.permissioned import seat_on_a_permissioned_bridge
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
 
@@ -143,25 +142,18 @@ async def test_tools_follow_the_seat_grants(
 ) -> None:
     """The tools are the ones the broker carries for the seat: without tasks.write the
     create-task probe is refused, so create_task is withheld (and so on)."""
-    serve = serve_rows(SPACE, ENDPOINT, "*").as_nats()
     agent_rows = caller_rows(SPACE, ENDPOINT, AGENT, capabilities).as_nats()
-    operator_rows = caller_rows(SPACE, ENDPOINT, seat("operator"), ["tasks.write"]).as_nats()
-    passwords, conf = permissioned_users(tmp_path, monkeypatch, serve, agent_rows, operator_rows)
-    async with broker(tmp_path, config_file=conf) as server:
-        await set_up_space(server.url, user="admin", password=passwords["admin"])
-        config = permissioned_bridge_config(
-            server.url, tmp_path / "bridge", EndpointConfig(name=ENDPOINT)
-        )
-        async with bridge_on(config):
-            as_seat = f"nats://seat:{passwords['seat']}@127.0.0.1:{server.port}"
-            async with agent_tools(as_seat, tmp_path) as agent:
-                listed = await agent.list_tools()
-                assert {tool.name for tool in listed.tools} == expected
-                refused = refusal(await agent.call_tool("create_task", {"title": "Not mine"}))
-                assert (refused["code"], refused["outcome"]) == ("not-found", "not-executed")
-                assert "broker refuses this seat's create-task" in refused["message"]
-                mine = structured(await agent.call_tool("my_tasks", {}))
-                assert mine["tasks"] == []
+    async with (
+        seat_on_a_permissioned_bridge(tmp_path, monkeypatch, agent_rows) as as_seat,
+        agent_tools(as_seat, tmp_path) as agent,
+    ):
+        listed = await agent.list_tools()
+        assert {tool.name for tool in listed.tools} == expected
+        refused = refusal(await agent.call_tool("create_task", {"title": "Not mine"}))
+        assert (refused["code"], refused["outcome"]) == ("not-found", "not-executed")
+        assert "broker refuses this seat's create-task" in refused["message"]
+        mine = structured(await agent.call_tool("my_tasks", {}))
+        assert mine["tasks"] == []
 
 
 async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:

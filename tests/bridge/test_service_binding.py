@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
 from tests.bridge._support import (
@@ -16,6 +15,7 @@ from tests.bridge._support import (
     OPERATOR,
     Client,
     DictPresence,
+    Json,
     bound_triple,
     triple,
 )
@@ -27,16 +27,8 @@ from tests.conftest import Clock, seat
 async def test_a_new_incarnation_cannot_touch_the_old_binding(client: Client) -> None:
     task_id = (await client.create())["taskId"]
     claimed = await client.claim(ALICE, task_id)
-    await client.refused(
-        ErrorCode.PERMISSION_DENIED,
-        "update-task",
-        ALICE_REBORN,
-        {"taskId": task_id, "status": "done"},
-        mode="self",
-    )
-    await client.refused(
-        ErrorCode.CONFLICT, "claim-task", ALICE_REBORN, {"taskId": task_id}, mode="self"
-    )
+    await client.refused_update(ErrorCode.PERMISSION_DENIED, ALICE_REBORN, task_id, status="done")
+    await client.refused_claim(ErrorCode.CONFLICT, ALICE_REBORN, task_id)
     assert (await client.my_tasks(ALICE_REBORN))["tasks"] == []
     task = await client.get(task_id)
     assert task == claimed
@@ -61,17 +53,30 @@ REFUSED_ENVIRONMENTS = [
 ]
 
 
+def short(environment: str) -> str:
+    """A test id for an environment: a long one by its length."""
+    return environment if len(environment) <= 64 else f"{len(environment)} characters"
+
+
+async def bind_with_card(client: Client, presence: DictPresence, environment: str) -> Json:
+    """Bind a seat whose fresh card carries ``environment``; the task as bound and stored."""
+    who = seat("env", 1)
+    presence.put(who, environment=environment)
+    task_id = (await client.create())["taskId"]
+    bound = await client.bind(who, task_id)
+    assert bound["status"] == "claimed"
+    assert bound_triple(bound) == triple(who)
+    assert (await client.get(task_id))["binding"] == bound["binding"]
+    return bound
+
+
+@pytest.mark.parametrize("environment", ADMITTED_ENVIRONMENTS, ids=short)
 async def test_bind_records_an_admitted_environment_verbatim(
-    client: Client, presence: DictPresence
+    client: Client, presence: DictPresence, environment: str
 ) -> None:
-    for n, environment in enumerate(ADMITTED_ENVIRONMENTS):
-        who = seat(f"env{n}", n)
-        presence.put(who, environment=environment)
-        task_id = (await client.create())["taskId"]
-        bound = await client.bind(who, task_id)
-        assert bound["binding"]["environment"].encode() == environment.encode()
-        assert "environmentWithheld" not in bound["binding"]
-        assert (await client.get(task_id))["binding"] == bound["binding"]
+    binding = (await bind_with_card(client, presence, environment))["binding"]
+    assert binding["environment"].encode() == environment.encode()
+    assert "environmentWithheld" not in binding
 
 
 @pytest.mark.parametrize(
@@ -96,19 +101,13 @@ async def test_bind_without_a_current_environment_omits_both_fields(
     assert bound["binding"]["boundBy"] == OPERATOR.principal
 
 
+@pytest.mark.parametrize("environment", REFUSED_ENVIRONMENTS, ids=short)
 async def test_bind_withholds_a_refused_environment_and_still_binds(
-    client: Client, presence: DictPresence
+    client: Client, presence: DictPresence, environment: str
 ) -> None:
-    for n, environment in enumerate(REFUSED_ENVIRONMENTS):
-        who = seat(f"env{n}", n)
-        presence.put(who, environment=environment)
-        task_id = (await client.create())["taskId"]
-        bound = await client.bind(who, task_id)
-        assert bound["status"] == "claimed", environment
-        assert bound_triple(bound) == triple(who)
-        assert bound["binding"]["environmentWithheld"] is True, environment
-        assert "environment" not in bound["binding"]
-        assert (await client.get(task_id))["binding"] == bound["binding"]
+    binding = (await bind_with_card(client, presence, environment))["binding"]
+    assert binding["environmentWithheld"] is True
+    assert "environment" not in binding
 
 
 async def test_claim_reads_the_callers_own_card(client: Client, presence: DictPresence) -> None:
@@ -134,21 +133,11 @@ async def test_require_presence_refuses_a_target_without_a_fresh_matching_card(
     presence = DictPresence()
     if card is not None:
         presence.put(ALICE, environment="env:a", fresh=card[0], lifecycle_uid=card[1])
-    settings = ServiceSettings(space="demo", require_presence=True)
-    client = Client(CommandService(board, settings, clock, presence=presence), board)
+    client = Client.over(board, clock, presence=presence, require_presence=True)
     task = await client.create()
     seq = await client.change_seq()
-    await client.refused(
-        ErrorCode.FAILED_PRECONDITION,
-        "bind-task",
-        OPERATOR,
-        {"taskId": task["taskId"]},
-        mode="any",
-        target=ALICE,
-    )
-    await client.refused(
-        ErrorCode.FAILED_PRECONDITION, "claim-task", ALICE, {"taskId": task["taskId"]}, mode="self"
-    )
+    await client.refused_bind(ErrorCode.FAILED_PRECONDITION, ALICE, task["taskId"])
+    await client.refused_claim(ErrorCode.FAILED_PRECONDITION, ALICE, task["taskId"])
     assert await client.get(task["taskId"]) == task
     assert await client.change_seq() == seq
 
@@ -158,8 +147,7 @@ async def test_require_presence_binds_a_target_with_a_fresh_matching_card(
 ) -> None:
     presence = DictPresence()
     presence.put(ALICE, environment="env:a")
-    settings = ServiceSettings(space="demo", require_presence=True)
-    client = Client(CommandService(board, settings, clock, presence=presence), board)
+    client = Client.over(board, clock, presence=presence, require_presence=True)
     task_id = (await client.create())["taskId"]
     bound = await client.bind(ALICE, task_id)
     assert bound["binding"]["environment"] == "env:a"

@@ -9,7 +9,6 @@ import logging
 
 import pytest
 
-from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
 from tests.bridge._support import ALICE, BOB, OPERATOR, Client, Json
@@ -105,7 +104,7 @@ async def test_administer_task_replay_does_not_unbind_a_second_time(client: Clie
 
 
 async def test_replays_survive_a_restart(board: BoardStore, board_url: str, clock: Clock) -> None:
-    client = Client(CommandService(board, ServiceSettings(space="demo"), clock), board)
+    client = Client.over(board, clock)
     created = await client.call("create-task", OPERATOR, {"title": "durable"}, envelope_id="c-1")
     task_id = created["taskId"]
     await client.claim(ALICE, task_id)
@@ -119,7 +118,7 @@ async def test_replays_survive_a_restart(board: BoardStore, board_url: str, cloc
     reopened = await BoardStore.open(board_url)
     try:
         clock.advance_ms(60_000)
-        again = Client(CommandService(reopened, ServiceSettings(space="demo"), clock), reopened)
+        again = Client.over(reopened, clock)
         replay = await again.call("create-task", OPERATOR, {"title": "durable"}, envelope_id="c-1")
         assert replay == created
         replay = await again.call("update-task", ALICE, update_args, mode="self", envelope_id="u-1")
@@ -138,8 +137,7 @@ RETENTION_MS = 60_000
 
 
 def retaining(board: BoardStore, clock: Clock) -> Client:
-    settings = ServiceSettings(space="demo", retention_ms=RETENTION_MS)
-    return Client(CommandService(board, settings, clock), board)
+    return Client.over(board, clock, retention_ms=RETENTION_MS)
 
 
 async def test_an_envelope_id_is_remembered_for_the_whole_retention_window(
@@ -295,17 +293,15 @@ async def test_change_seq_stays_put_on_replays_refusals_no_ops_and_reads(
     await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="c-1")
     await client.call("update-task", ALICE, note, mode="self", envelope_id="u-1")
     # Refusals.
-    await client.refused(ErrorCode.CONFLICT, "claim-task", BOB, {"taskId": task_id}, mode="self")
-    await client.refused(
-        ErrorCode.PERMISSION_DENIED, "update-task", BOB, {"taskId": task_id}, mode="self"
-    )
+    await client.refused_claim(ErrorCode.CONFLICT, BOB, task_id)
+    await client.refused_update(ErrorCode.PERMISSION_DENIED, BOB, task_id)
     await client.refused(
         ErrorCode.BAD_REQUEST, "create-task", OPERATOR, {"title": "x", "status": "claimed"}
     )
     await client.refused(
         ErrorCode.CONFLICT, "create-task", OPERATOR, {"title": "y"}, envelope_id="c-1"
     )
-    await client.refused(ErrorCode.BAD_REQUEST, "administer-task", OPERATOR, {"taskId": task_id})
+    await client.refused_administer(ErrorCode.BAD_REQUEST, task_id)
     # No-ops: the rule returns the record unchanged.
     await client.claim(ALICE, task_id)
     await client.bind(ALICE, task_id)
@@ -377,7 +373,7 @@ async def test_history_lists_each_write_in_order_with_its_caller_and_note(
     created_at = clock.ms
     clock.advance_ms(10)
     await client.claim(ALICE, task_id)
-    await client.refused(ErrorCode.CONFLICT, "claim-task", BOB, {"taskId": task_id}, mode="self")
+    await client.refused_claim(ErrorCode.CONFLICT, BOB, task_id)
     clock.advance_ms(10)
     await client.update(ALICE, task_id, status="blocked", note="waiting on review")
     clock.advance_ms(10)

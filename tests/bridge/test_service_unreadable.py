@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cotal_tasks.bridge.service.commands import Call, CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import Call
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker
 from cotal_tasks.providers.board import BoardStore, normalize_url
 from tests.bridge._support import ALICE, OPERATOR, Client
@@ -30,35 +30,33 @@ async def read_all_refused(client: Client, code: ErrorCode) -> None:
     await client.refused(code, "get-task", OPERATOR, {"taskId": "t-1"})
 
 
+async def reads_unavailable_when_opened_as_is(url: str, clock: Clock) -> None:
+    """Open the board at ``url`` without migrating it: every read is unavailable."""
+    store = await BoardStore.open(url, migrate=False)
+    try:
+        await read_all_refused(Client.over(store, clock), ErrorCode.UNAVAILABLE)
+    finally:
+        await store.close()
+
+
 async def test_a_garbage_sqlite_file_is_unavailable_not_empty(tmp_path: Path, clock: Clock) -> None:
     url = garbage_file(tmp_path / "board.db")
     with pytest.raises(ContractError) as caught:
         await BoardStore.open(url)
     assert caught.value.code is ErrorCode.UNAVAILABLE
-    store = await BoardStore.open(url, migrate=False)
-    try:
-        client = Client(CommandService(store, ServiceSettings(space="demo"), clock), store)
-        await read_all_refused(client, ErrorCode.UNAVAILABLE)
-    finally:
-        await store.close()
+    await reads_unavailable_when_opened_as_is(url, clock)
 
 
 async def test_a_board_file_corrupted_after_use_is_unavailable(
     sqlite_url: str, tmp_path: Path, clock: Clock
 ) -> None:
     store = await BoardStore.open(sqlite_url)
-    client = Client(CommandService(store, ServiceSettings(space="demo"), clock), store)
-    await client.create()
+    await Client.over(store, clock).create()
     await store.close()
     for leftover in tmp_path.glob("board.db-*"):
         leftover.unlink()
     garbage_file(tmp_path / "board.db")
-    reopened = await BoardStore.open(sqlite_url, migrate=False)
-    try:
-        client = Client(CommandService(reopened, ServiceSettings(space="demo"), clock), reopened)
-        await read_all_refused(client, ErrorCode.UNAVAILABLE)
-    finally:
-        await reopened.close()
+    await reads_unavailable_when_opened_as_is(sqlite_url, clock)
 
 
 async def execute(url: str, statement: str) -> None:
@@ -97,7 +95,7 @@ class StaleBoard(BoardStore):
 async def test_a_degraded_store_labels_every_page_stale(board_url: str, clock: Clock) -> None:
     store = await StaleBoard.open(board_url)
     try:
-        client = Client(CommandService(store, ServiceSettings(space="demo"), clock), store)
+        client = Client.over(store, clock)
         expected = {"staleAsOf": 1_779_999_990_000, "reason": "replica is 10 s behind"}
         empty = await client.list_tasks()
         assert empty["tasks"] == []

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from cotal_tasks.core import ErrorCode
-from tests.bridge._support import ALICE, BOB, OPERATOR, Client, bound_triple, triple
+from tests.bridge._support import ALICE, BOB, Client, bound_triple, triple
 from tests.conftest import Clock
 
 # update-task
@@ -19,12 +19,8 @@ async def test_update_task_by_another_seat_is_denied_and_changes_nothing(client:
     task_id = (await client.create())["taskId"]
     claimed = await client.claim(ALICE, task_id)
     seq = await client.change_seq()
-    await client.refused(
-        ErrorCode.PERMISSION_DENIED,
-        "update-task",
-        BOB,
-        {"taskId": task_id, "status": "done", "note": "mine now"},
-        mode="self",
+    await client.refused_update(
+        ErrorCode.PERMISSION_DENIED, BOB, task_id, status="done", note="mine now"
     )
     assert await client.get(task_id) == claimed
     assert await client.change_seq() == seq
@@ -32,34 +28,20 @@ async def test_update_task_by_another_seat_is_denied_and_changes_nothing(client:
 
 async def test_update_task_of_an_unbound_task_is_denied(client: Client) -> None:
     task = await client.create()
-    await client.refused(
-        ErrorCode.PERMISSION_DENIED,
-        "update-task",
-        ALICE,
-        {"taskId": task["taskId"], "status": "done"},
-        mode="self",
-    )
+    await client.refused_update(ErrorCode.PERMISSION_DENIED, ALICE, task["taskId"], status="done")
     assert await client.get(task["taskId"]) == task
 
 
 async def test_update_task_to_open_is_a_bad_request(client: Client) -> None:
     task_id = (await client.create())["taskId"]
     claimed = await client.claim(ALICE, task_id)
-    error = await client.refused(
-        ErrorCode.BAD_REQUEST,
-        "update-task",
-        ALICE,
-        {"taskId": task_id, "status": "open"},
-        mode="self",
-    )
+    error = await client.refused_update(ErrorCode.BAD_REQUEST, ALICE, task_id, status="open")
     assert "administer-task" in error.message
     assert await client.get(task_id) == claimed
 
 
 async def test_update_task_of_an_absent_task_is_not_found(client: Client) -> None:
-    await client.refused(
-        ErrorCode.NOT_FOUND, "update-task", ALICE, {"taskId": "t-absent"}, mode="self"
-    )
+    await client.refused_update(ErrorCode.NOT_FOUND, ALICE, "t-absent")
 
 
 async def test_update_task_refuses_evidence_past_the_record_bound(client: Client) -> None:
@@ -67,13 +49,7 @@ async def test_update_task_refuses_evidence_past_the_record_bound(client: Client
     more = [{"kind": "run", "ref": f"r{n}"} for n in range(20)]
     task_id = (await client.create(evidence=first))["taskId"]
     claimed = await client.claim(ALICE, task_id)
-    await client.refused(
-        ErrorCode.BAD_REQUEST,
-        "update-task",
-        ALICE,
-        {"taskId": task_id, "evidence": more},
-        mode="self",
-    )
+    await client.refused_update(ErrorCode.BAD_REQUEST, ALICE, task_id, evidence=more)
     assert await client.get(task_id) == claimed
 
 
@@ -130,7 +106,7 @@ async def test_administer_task_refusals_on_a_claimed_task(
 ) -> None:
     task_id = (await client.create())["taskId"]
     claimed = await client.claim(ALICE, task_id)
-    await client.refused(code, "administer-task", OPERATOR, {"taskId": task_id, **fields})
+    await client.refused_administer(code, task_id, **fields)
     assert await client.get(task_id) == claimed
 
 
@@ -139,15 +115,8 @@ async def test_administer_task_cannot_assert_a_bound_status_on_an_unbound_task(
 ) -> None:
     task = await client.create()
     for status in ("claimed", "blocked"):
-        await client.refused(
-            ErrorCode.BAD_REQUEST,
-            "administer-task",
-            OPERATOR,
-            {"taskId": task["taskId"], "status": status},
-        )
-    await client.refused(
-        ErrorCode.NOT_FOUND, "administer-task", OPERATOR, {"taskId": "t-absent", "unbind": True}
-    )
+        await client.refused_administer(ErrorCode.BAD_REQUEST, task["taskId"], status=status)
+    await client.refused_administer(ErrorCode.NOT_FOUND, "t-absent", unbind=True)
     assert await client.get(task["taskId"]) == task
 
 

@@ -99,15 +99,13 @@ async def test_claim_task_by_a_second_seat_is_a_conflict(client: Client) -> None
     task_id = (await client.create())["taskId"]
     claimed = await client.claim(ALICE, task_id)
     seq = await client.change_seq()
-    await client.refused(ErrorCode.CONFLICT, "claim-task", BOB, {"taskId": task_id}, mode="self")
+    await client.refused_claim(ErrorCode.CONFLICT, BOB, task_id)
     assert await client.get(task_id) == claimed
     assert await client.change_seq() == seq
 
 
 async def test_claim_task_of_an_absent_task_is_not_found(client: Client) -> None:
-    await client.refused(
-        ErrorCode.NOT_FOUND, "claim-task", ALICE, {"taskId": "t-absent"}, mode="self"
-    )
+    await client.refused_claim(ErrorCode.NOT_FOUND, ALICE, "t-absent")
 
 
 @pytest.mark.parametrize("status", ["done", "dropped"])
@@ -115,9 +113,7 @@ async def test_claim_task_of_a_terminal_task_is_a_failed_precondition(
     client: Client, status: str
 ) -> None:
     task = await client.create(status=status)
-    await client.refused(
-        ErrorCode.FAILED_PRECONDITION, "claim-task", ALICE, {"taskId": task["taskId"]}, mode="self"
-    )
+    await client.refused_claim(ErrorCode.FAILED_PRECONDITION, ALICE, task["taskId"])
     assert await client.get(task["taskId"]) == task
 
 
@@ -136,34 +132,20 @@ async def test_bind_task_binds_the_target_and_records_the_caller_as_binder(
     assert await client.get(task_id) == bound
 
 
-async def test_bind_task_with_expected_binding_null_on_a_bound_task_is_a_conflict(
-    client: Client,
+@pytest.mark.parametrize(
+    "expected",
+    [
+        pytest.param(None, id="null on a bound task"),
+        pytest.param(triple(BOB), id="stale: another seat"),
+        pytest.param(triple(ALICE_REBORN), id="stale: another incarnation"),
+    ],
+)
+async def test_bind_task_with_an_expected_binding_that_does_not_hold_is_a_conflict(
+    client: Client, expected: dict[str, str] | None
 ) -> None:
     task_id = (await client.create())["taskId"]
     claimed = await client.claim(ALICE, task_id)
-    await client.refused(
-        ErrorCode.CONFLICT,
-        "bind-task",
-        OPERATOR,
-        {"taskId": task_id, "expectedBinding": None},
-        mode="any",
-        target=BOB,
-    )
-    assert await client.get(task_id) == claimed
-
-
-async def test_bind_task_with_a_stale_expected_binding_is_a_conflict(client: Client) -> None:
-    task_id = (await client.create())["taskId"]
-    claimed = await client.claim(ALICE, task_id)
-    for expected in (triple(BOB), triple(ALICE_REBORN)):
-        await client.refused(
-            ErrorCode.CONFLICT,
-            "bind-task",
-            OPERATOR,
-            {"taskId": task_id, "expectedBinding": expected},
-            mode="any",
-            target=BOB,
-        )
+    await client.refused_bind(ErrorCode.CONFLICT, BOB, task_id, expectedBinding=expected)
     assert await client.get(task_id) == claimed
 
 
@@ -204,16 +186,7 @@ async def test_bind_task_without_expected_binding_is_the_operator_override(
 
 
 async def test_bind_task_refuses_absent_and_terminal_tasks(client: Client) -> None:
-    await client.refused(
-        ErrorCode.NOT_FOUND, "bind-task", OPERATOR, {"taskId": "t-absent"}, mode="any", target=BOB
-    )
+    await client.refused_bind(ErrorCode.NOT_FOUND, BOB, "t-absent")
     done = await client.create(status="done")
-    await client.refused(
-        ErrorCode.FAILED_PRECONDITION,
-        "bind-task",
-        OPERATOR,
-        {"taskId": done["taskId"]},
-        mode="any",
-        target=BOB,
-    )
+    await client.refused_bind(ErrorCode.FAILED_PRECONDITION, BOB, done["taskId"])
     assert await client.get(done["taskId"]) == done

@@ -66,6 +66,20 @@ def _case(name: str, case: Case, *marks: pytest.MarkDecorator) -> Any:
     return pytest.param(case, id=name, marks=marks)
 
 
+def _on_seed(
+    code: str, change: Edit, command: str, mode: str | None = None, target_owner: str | None = None
+) -> Case:
+    """A call of ``command`` on the staged seed task (its args name it by ``taskId``)."""
+    return Case(
+        code,
+        change,
+        command=command,
+        args=lambda seed: {"taskId": seed},
+        mode=mode,
+        target_owner=target_owner,
+    )
+
+
 CASES = [
     # -- the body is not an envelope at all
     _case("non-json body", Case("bad-request", raw(b"{this is not json"), echo=False)),
@@ -133,35 +147,17 @@ CASES = [
     _case("body target on an untargeted command", Case("target-mismatch", with_target())),
     _case(
         "owner subject with no body target",
-        Case(
-            "target-mismatch",
-            edit({}),
-            command="bind-task",
-            args=lambda s: {"taskId": s},
-            mode="owner",
-            target_owner=WORKER.owner,
-        ),
+        _on_seed("target-mismatch", edit({}), "bind-task", "owner", WORKER.owner),
     ),
     _case(
         "owner subject with another target owner in the body",
-        Case(
-            "target-mismatch",
-            with_target(owner="someone_else"),
-            command="bind-task",
-            args=lambda s: {"taskId": s},
-            mode="owner",
-            target_owner=WORKER.owner,
+        _on_seed(
+            "target-mismatch", with_target(owner="someone_else"), "bind-task", "owner", WORKER.owner
         ),
     ),
     _case(
         "self subject with a body target",
-        Case(
-            "target-mismatch",
-            with_target(),
-            command="claim-task",
-            args=lambda s: {"taskId": s},
-            mode="self",
-        ),
+        _on_seed("target-mismatch", with_target(), "claim-task", "self"),
     ),
     # -- verb and class
     _case("class journal on a call", Case("bad-request", edit({"class": "journal"}))),
@@ -173,21 +169,9 @@ CASES = [
     _case("deadlineMs zero", Case("bad-request", edit({"deadlineMs": 0}))),
     _case("deadlineMs negative", Case("bad-request", edit({"deadlineMs": -5}))),
     # -- mode admission
-    _case(
-        "claim-task untargeted",
-        Case("permission-denied", edit({}), command="claim-task", args=lambda s: {"taskId": s}),
-    ),
+    _case("claim-task untargeted", _on_seed("permission-denied", edit({}), "claim-task")),
     _case("create-task in mode self", Case("permission-denied", edit({}), mode="self")),
-    _case(
-        "bind-task in mode self",
-        Case(
-            "permission-denied",
-            edit({}),
-            command="bind-task",
-            args=lambda s: {"taskId": s},
-            mode="self",
-        ),
-    ),
+    _case("bind-task in mode self", _on_seed("permission-denied", edit({}), "bind-task", "self")),
     _case(
         "my-tasks untargeted",
         Case("permission-denied", edit({}), command="my-tasks", args=lambda _s: {}),

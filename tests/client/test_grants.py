@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.bridge.config import EndpointConfig
-from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+from cotal_tasks.bridge.wire.grants import caller_rows
 from cotal_tasks.client import ErrorCode, Seat, TasksClient, TasksError
-from tests.conformance.permissioned import permissioned_bridge_config, permissioned_users
+from tests.conformance.permissioned import seat_on_a_permissioned_bridge
 from tests.conftest import seat
-from tests.support.bridge import ENDPOINT, SPACE, bridge_on, broker, set_up_space
+from tests.support.bridge import ENDPOINT, SPACE
 
 
 @asynccontextmanager
@@ -24,20 +23,11 @@ async def connected(
 ) -> AsyncIterator[TasksClient]:
     """A broker whose seat user holds ``rows`` (and an operator ``tasks.write``), a bridge
     serving on it, and ``worker`` connected as that seat user."""
-    serve = serve_rows(SPACE, ENDPOINT, "*").as_nats()
-    operator = caller_rows(SPACE, ENDPOINT, seat("operator"), ["tasks.write"]).as_nats()
-    passwords, conf = permissioned_users(tmp_path, monkeypatch, serve, rows, operator)
-    async with broker(tmp_path, config_file=conf) as server:
-        await set_up_space(server.url, user="admin", password=passwords["admin"])
-        config = permissioned_bridge_config(
-            server.url, tmp_path / "bridge", EndpointConfig(name=ENDPOINT)
-        )
-        url = f"nats://seat:{passwords['seat']}@127.0.0.1:{server.port}"
-        async with (
-            bridge_on(config),
-            TasksClient.connect(url, SPACE, ENDPOINT, seat=worker, timeout=60) as tasks,
-        ):
-            yield tasks
+    async with (
+        seat_on_a_permissioned_bridge(tmp_path, monkeypatch, rows) as url,
+        TasksClient.connect(url, SPACE, ENDPOINT, seat=worker, timeout=60) as tasks,
+    ):
+        yield tasks
 
 
 async def test_a_refused_publish_is_permission_denied(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -52,14 +53,25 @@ async def open_mesh(tmp_path: Path, **endpoint: object) -> AsyncIterator[Mesh]:
                 await nc.close()
 
 
-@pytest.fixture
-async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
-    async with open_mesh(tmp_path) as running:
-        yield running
+MeshOpener = Callable[..., AbstractAsyncContextManager[Mesh]]
 
 
-@pytest.fixture
-async def small_mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
-    """A mesh whose endpoint pages at most ``SMALL_PAGE_CEILING`` tasks."""
-    async with open_mesh(tmp_path, page_ceiling=SMALL_PAGE_CEILING) as running:
-        yield running
+def mesh_fixtures(opener: MeshOpener) -> tuple[Any, Any]:
+    """The ``mesh`` and ``small_mesh`` fixtures of a suite whose meshes ``opener`` opens
+    (``opener(tmp_path, **endpoint)``, as ``open_mesh``); bind them to those names."""
+
+    @pytest.fixture
+    async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
+        async with opener(tmp_path) as running:
+            yield running
+
+    @pytest.fixture
+    async def small_mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
+        """A mesh whose endpoint pages at most ``SMALL_PAGE_CEILING`` tasks."""
+        async with opener(tmp_path, page_ceiling=SMALL_PAGE_CEILING) as running:
+            yield running
+
+    return mesh, small_mesh
+
+
+mesh, small_mesh = mesh_fixtures(open_mesh)

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -19,12 +18,21 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.core import Seat
-from tests.support.bridge import ENDPOINT, SPACE, TEST_HTTP
+from tests.bridge.cli_support import cli_output
+from tests.conftest import seat
+from tests.support.bridge import (
+    ENDPOINT,
+    SPACE,
+    TEST_HTTP,
+    bridge_on,
+    broker,
+    set_up_space,
+)
 from tests.support.cotal import Space, TestCaller
 
 Json = dict[str, Any]
-CLI = Path(sys.executable).parent / "cotal-tasks"
 PREFIX = f"cotal.{SPACE}"
 
 
@@ -32,18 +40,7 @@ BRIDGE_PASSWORD_ENV = "COTAL_TASKS_TEST_BRIDGE_PASSWORD"
 
 
 async def _grants(config: Path, *args: str) -> Json:
-    proc = await asyncio.create_subprocess_exec(
-        str(CLI),
-        "grants",
-        *args,
-        "--config",
-        str(config),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    permissions: Json = json.loads(out)["permissions"]
+    permissions: Json = json.loads(await cli_output(config, "grants", *args))["permissions"]
     return permissions
 
 
@@ -142,6 +139,24 @@ def permissioned_bridge_config(url: str, data_dir: Path, endpoint: EndpointConfi
         nats_password_env=BRIDGE_PASSWORD_ENV,
         endpoints=(endpoint,),
     )
+
+
+@asynccontextmanager
+async def seat_on_a_permissioned_bridge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seat_rows: Json
+) -> AsyncIterator[str]:
+    """A broker whose ``seat`` user holds ``seat_rows`` (and an operator ``tasks.write``), a
+    board bridge serving on it under its ``--serve`` rows; yields the seat user's URL."""
+    serve = serve_rows(SPACE, ENDPOINT, "*").as_nats()
+    operator = caller_rows(SPACE, ENDPOINT, seat("operator"), ["tasks.write"]).as_nats()
+    passwords, conf = permissioned_users(tmp_path, monkeypatch, serve, seat_rows, operator)
+    async with broker(tmp_path, config_file=conf) as server:
+        await set_up_space(server.url, user="admin", password=passwords["admin"])
+        config = permissioned_bridge_config(
+            server.url, tmp_path / "bridge", EndpointConfig(name=ENDPOINT)
+        )
+        async with bridge_on(config):
+            yield f"nats://seat:{passwords['seat']}@127.0.0.1:{server.port}"
 
 
 @asynccontextmanager

@@ -33,7 +33,7 @@ from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.fold import fold_text
 from tests.conformance import hosted
-from tests.conformance.conftest import SMALL_PAGE_CEILING, Mesh, open_mesh
+from tests.conformance.conftest import Mesh, mesh_fixtures, open_mesh
 from tests.conformance.test_section6 import (  # noqa: F401  (collected here, on tower-do)
     passes,
     permissioned_context,
@@ -56,16 +56,7 @@ async def tower_do_mesh(tmp_path: Path, **endpoint: object) -> AsyncIterator[Mes
         assert fold_text(board.read_text(encoding="utf-8")).skipped == 0
 
 
-@pytest.fixture
-async def mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
-    async with tower_do_mesh(tmp_path) as running:
-        yield running
-
-
-@pytest.fixture
-async def small_mesh(tmp_path: Path) -> AsyncIterator[Mesh]:
-    async with tower_do_mesh(tmp_path, page_ceiling=SMALL_PAGE_CEILING) as running:
-        yield running
+mesh, small_mesh = mesh_fixtures(tower_do_mesh)
 
 
 def _statuses(board: Path, subject: str) -> list[str]:

@@ -4,7 +4,7 @@ each command's table is written in."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from cotal_tasks.core import (
@@ -95,6 +95,17 @@ def outcome_of(task: Task, apply: Apply) -> str:
     assert result.createdAt == task.createdAt
     assert result.updatedAt == max(NOW, task.updatedAt)
     return f"{result.status}/{bound_seat(result)}"
+
+
+def table_cases(
+    table: Mapping[str, Sequence[str]], columns: Sequence[str]
+) -> list[tuple[str, str, str]]:
+    """Every ``(start cell, column, expected outcome)`` of a command's table, row by row."""
+    return [
+        (start, column, row[index])
+        for start, row in table.items()
+        for index, column in enumerate(columns)
+    ]
 
 
 VALID_CELLS = ["open/-", "claimed/A", "blocked/A", "done/-", "done/A", "dropped/-", "dropped/A"]

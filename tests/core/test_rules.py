@@ -40,6 +40,7 @@ from tests.core.rules_support import (
     cell,
     make,
     outcome_of,
+    table_cases,
 )
 
 # --- the invariant itself: 5 statuses x bound/unbound --------------------------------
@@ -210,12 +211,7 @@ BIND_TABLE: dict[str, tuple[str, str, str, str]] = {
 
 
 @pytest.mark.parametrize(
-    ("start", "variant", "expected"),
-    [
-        (start, variant, row[index])
-        for start, row in BIND_TABLE.items()
-        for index, variant in enumerate(EXPECTED_VARIANTS)
-    ],
+    ("start", "variant", "expected"), table_cases(BIND_TABLE, EXPECTED_VARIANTS)
 )
 def test_bind_task(start: str, variant: str, expected: str) -> None:
     task = cell(start)

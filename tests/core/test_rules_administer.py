@@ -36,6 +36,7 @@ from tests.core.rules_support import (
     cell,
     make,
     outcome_of,
+    table_cases,
     update_input,
 )
 
@@ -83,14 +84,10 @@ ADMIN_TABLE: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize(
-    ("start", "action", "expected"),
-    [
-        (start, action, row[index])
-        for start, row in ADMIN_TABLE.items()
-        for index, action in enumerate(ADMIN_ACTIONS)
-    ],
-)
+ADMIN_CASES = table_cases(ADMIN_TABLE, ADMIN_ACTIONS)
+
+
+@pytest.mark.parametrize(("start", "action", "expected"), ADMIN_CASES)
 def test_administer_task(start: str, action: str, expected: str) -> None:
     args = admin_input(action)
     result = outcome_of(cell(start), lambda t: administer_task(t, args, now=NOW))
@@ -99,12 +96,7 @@ def test_administer_task(start: str, action: str, expected: str) -> None:
 
 @pytest.mark.parametrize(
     ("start", "action"),
-    [
-        (start, action)
-        for start, row in ADMIN_TABLE.items()
-        for index, action in enumerate(ADMIN_ACTIONS)
-        if row[index] == "same"
-    ],
+    [(start, action) for start, action, expected in ADMIN_CASES if expected == "same"],
 )
 def test_administer_no_op_with_a_note_is_a_write(start: str, action: str) -> None:
     task = cell(start)
@@ -116,12 +108,7 @@ def test_administer_no_op_with_a_note_is_a_write(start: str, action: str) -> Non
 
 @pytest.mark.parametrize(
     ("start", "action", "expected"),
-    [
-        (start, action, row[index])
-        for start, row in ADMIN_TABLE.items()
-        for index, action in enumerate(ADMIN_ACTIONS)
-        if row[index] != "same"
-    ],
+    [case for case in ADMIN_CASES if case[2] != "same"],
 )
 def test_administer_note_does_not_change_the_outcome(
     start: str, action: str, expected: str

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig, HttpToken
@@ -156,7 +157,8 @@ async def _close_quietly(nc: NATS) -> None:
         await nc.close()
 
 
-def set_secrets(monkeypatch: Any) -> None:
+def set_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every token's secret in the environment, for this test."""
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
 

@@ -27,6 +27,7 @@ from tests.bridge.http._support import (
     HttpMesh,
     bearer,
     open_http_mesh,
+    set_secrets,
 )
 
 READ_PATHS = (
@@ -41,8 +42,7 @@ OPEN_PATHS = ("/", "/static/dashboard.js", "/v1/openapi.json", "/healthz", "/met
 
 @pytest.fixture
 async def mesh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[HttpMesh]:
-    for name, value in SECRETS.items():
-        monkeypatch.setenv(name, value)
+    set_secrets(monkeypatch)
     async with open_http_mesh(tmp_path, tokens=TOKENS) as running:
         yield running
 

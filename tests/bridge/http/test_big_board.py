@@ -10,19 +10,19 @@ import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.core import Task
-from tests.bridge._support import mixed_board, seed_board
+from tests.bridge._support import follow_cursor, mixed_board, seed_board, task_ids
 from tests.bridge.http._support import (
     ACME,
     BUILDER,
     OTHER,
     READER_ENV,
     SEAT_ENV,
-    SECRETS,
     TOKENS,
     HttpMesh,
     bearer,
     empty_board,
     open_http_mesh,
+    set_secrets,
 )
 
 COUNT = 10_000
@@ -35,27 +35,15 @@ def board_of(count: int) -> list[Task]:
 
 
 async def page_all(mesh: HttpMesh, path: str, headers: dict[str, str], **params: str) -> list[Json]:
-    pages: list[Json] = []
-    cursor: str | None = None
-    while True:
-        query = dict(params) if cursor is None else {**params, "cursor": cursor}
-        page = await mesh.ok(path, params=query, headers=headers)
-        pages.append(page)
-        cursor = page.get("nextCursor")
-        if cursor is None:
-            return pages
-
-
-def ids(pages: list[Json]) -> list[str]:
-    return [task["taskId"] for page in pages for task in page["tasks"]]
+    """Every page of ``path`` over HTTP, to the end."""
+    return await follow_cursor(lambda query: mesh.ok(path, params=query, headers=headers), params)
 
 
 @pytest.mark.timeout(240)
 async def test_a_board_of_10000_tasks_pages_over_http(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name, value in SECRETS.items():
-        monkeypatch.setenv(name, value)
+    set_secrets(monkeypatch)
     tasks = board_of(COUNT)
 
     async def seed(config: BridgeConfig) -> None:
@@ -67,20 +55,21 @@ async def test_a_board_of_10000_tasks_pages_over_http(
 
         pages = await page_all(mesh, path, reader, limit="1000")
         assert len(pages) == COUNT // 100
-        assert ids(pages) == [task.taskId for task in tasks]
+        assert task_ids(pages) == [task.taskId for task in tasks]
         assert all(page["appliedLimit"] == 100 for page in pages)
         assert all(len(page["tasks"]) == 100 for page in pages)
         assert all("stale" not in page for page in pages)
 
         done = await page_all(mesh, path, reader, status="done,blocked", limit="100")
         expected = [t.taskId for t in tasks if t.status in ("done", "blocked")]
-        assert ids(done) == expected
+        assert task_ids(done) == expected
         assert len(expected) == 2000
         assert {task["status"] for page in done for task in page["tasks"]} == {"done", "blocked"}
 
         mine = await page_all(mesh, f"/v1/endpoints/{ACME}/my-tasks", bearer(SEAT_ENV))
-        assert ids(mine) == [t.taskId for t in tasks if t.binding and t.binding.actor == "builder"]
-        assert len(ids(mine)) == 1000
+        builders = [t.taskId for t in tasks if t.binding and t.binding.actor == "builder"]
+        assert task_ids(mine) == builders
+        assert len(builders) == 1000
 
         # The board feed pages the same way, with the full records the cards show.
         board = await mesh.ok(

@@ -30,6 +30,7 @@ from tests.bridge.http._support import (
     damage_board,
     make_stale,
     open_http_mesh,
+    set_secrets,
 )
 from tests.conftest import seat
 
@@ -240,8 +241,7 @@ async def test_a_token_is_asked_for_and_an_unavailable_endpoint_marked(
 ) -> None:
     from playwright.async_api import expect
 
-    for name, value in SECRETS.items():
-        monkeypatch.setenv(name, value)
+    set_secrets(monkeypatch)
     async with open_http_mesh(tmp_path, names=(ACME, OPS), tokens=TOKENS) as mesh:
         operator = mesh.caller(OPERATOR, ACME)
         task = await operator.ok("create-task", {"title": "Write the runbook"})

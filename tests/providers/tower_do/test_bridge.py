@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -19,13 +18,13 @@ from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower
+from tests.bridge.cli_support import cli_output
 from tests.providers.tower_do._support import tower_of
 from tests.providers.tower_do.test_store import agent_event
 from tests.support.polling import eventually
 
 TOKEN_ENV = "CT_TOWER_DO_READER"
 TOKEN = "reader-" + "t" * 40
-CLI = Path(sys.executable).parent / "cotal-tasks"
 
 
 @pytest.fixture
@@ -131,19 +130,7 @@ seats = {{ "coder-1" = "local.worker" }}
         encoding="utf-8",
     )
     before = board_file.read_bytes()
-    proc = await asyncio.create_subprocess_exec(
-        str(CLI),
-        "check-config",
-        "--config",
-        str(config),
-        "--preview",
-        "5",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    assert proc.returncode == 0, err.decode()
-    text = out.decode()
+    text = await cli_output(config, "check-config", "--preview", "5")
     assert f"tower-do board {board_file}, 1 seats" in text
     assert "gemm: Speed up GEMM" in text
     # No seat is present to give a lifecycle uid, so the invariant says open.
@@ -151,15 +138,6 @@ seats = {{ "coder-1" = "local.worker" }}
     assert board_file.read_bytes() == before  # nothing written
     assert json.loads(before)["key"] == "gemm"
     # `sync` folds the board into the mirror once, with the bridge stopped.
-    proc = await asyncio.create_subprocess_exec(
-        str(CLI),
-        "sync",
-        "--config",
-        str(config),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    assert proc.returncode == 0, err.decode()
-    assert out.decode().strip() == f"com.acme.agents: caught up with {board_file}"
+    synced = await cli_output(config, "sync")
+    assert synced.strip() == f"com.acme.agents: caught up with {board_file}"
     assert board_file.read_bytes() == before
