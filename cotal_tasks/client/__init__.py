@@ -16,7 +16,6 @@ from cotal_tasks.client.client import UNCHECKED, TasksClient
 from cotal_tasks.client.contract import CommandContract, Service
 from cotal_tasks.client.errors import TasksError
 from cotal_tasks.client.events import BoardWatch
-from cotal_tasks.client.session import Mode
 from cotal_tasks.client.subjects import Responder
 from cotal_tasks.client.wire import Answer, new_id
 from cotal_tasks.core import (
@@ -33,6 +32,7 @@ from cotal_tasks.core import (
     TaskStatus,
     TaskSummary,
 )
+from cotal_tasks.core.commands import Mode
 
 __all__ = [
     "UNCHECKED",

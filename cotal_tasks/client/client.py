@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from cotal_tasks.client.errors import TasksError, usage_error
 from cotal_tasks.client.events import BoardWatch
 from cotal_tasks.client.refusals import validation_message
-from cotal_tasks.client.session import Mode, Session, as_seat
+from cotal_tasks.client.session import Session, as_seat
 from cotal_tasks.client.subjects import board_changed_filter
 from cotal_tasks.core import (
     AdministerTaskInput,
@@ -43,6 +43,7 @@ from cotal_tasks.core import (
     TaskSummary,
     UpdateTaskInput,
 )
+from cotal_tasks.core.commands import Mode
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ envelope id, which the contract makes idempotent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from nats.aio.client import Client as NATS
 from typing_extensions import Unpack
@@ -23,7 +23,7 @@ from cotal_tasks.client.refusals import args_refused
 from cotal_tasks.client.subjects import CallerRail
 from cotal_tasks.client.wire import Answer, exchange, new_id, nonce
 from cotal_tasks.core import ContractError, ErrorCode, Seat, endpoint_token
-from cotal_tasks.core.commands import mode_refusal
+from cotal_tasks.core.commands import Mode, mode_refusal
 from cotal_tasks.core.identity import ID_TOKEN
 
 DESCRIBE_RETRY_S = 0.25
@@ -32,7 +32,6 @@ BIND_REFUSED = "ai.cotal.ep.bind-refused"
 # re-issue is a first attempt (the refusal says nothing ran), so this bounds a loop in a
 # space whose instances keep splitting the describe and the call, never a duplicate.
 BIND_REISSUES = 16
-Mode = Literal["self", "owner", "any"]
 
 
 class CallOptions(TypedDict, total=False):

@@ -28,6 +28,8 @@ from cotal_tasks.core.messages import (
 from cotal_tasks.core.models import Record, Task
 
 Mode = Literal["self", "owner", "any"]
+# The modes of the ai.cotal.tasks commands, by their name on the wire.
+MODES: dict[str, Mode] = {"self": "self", "owner": "owner", "any": "any"}
 Effect = Literal["read", "write"]
 IdempotencyKey = Literal["none", "envelope-id", "task-and-target", "task-and-caller"]
 

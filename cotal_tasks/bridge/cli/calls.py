@@ -23,6 +23,7 @@ from cotal_tasks.bridge.cli.common import (
 from cotal_tasks.bridge.process.connection import broker_url
 from cotal_tasks.client import Mode, TasksError
 from cotal_tasks.core import ErrorCode
+from cotal_tasks.core.commands import MODES
 
 
 @click.command()
@@ -55,7 +56,7 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
 @click.argument("command")
 @click.option("--args", "args_json", default=None, help="The command's args as a JSON object.")
 @click.option("--as", "as_seat", default=DEFAULT_CALLER, show_default=True, help="Caller seat.")
-@click.option("--mode", type=click.Choice(["self", "owner", "any"]), default=None)
+@click.option("--mode", type=click.Choice(list(MODES)), default=None)
 @click.option("--target", default=None, help="Target seat OWNER.ACTOR/UID (modes owner, any).")
 @click.option("--id", "request_id", default=None, help="Pin the envelope id (idempotency).")
 @endpoint_option

@@ -29,7 +29,7 @@ from cotal_tasks.core import (
     Seat,
     contract_artifacts,
 )
-from cotal_tasks.core.commands import mode_refusal
+from cotal_tasks.core.commands import MODES, mode_refusal
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ class Admission:
             caller=subject.caller,
             envelope_id=request.id,
             args=request.args,
-            mode=subject.mode,  # type: ignore[arg-type]
+            mode=None if subject.mode is None else MODES[subject.mode],  # admitted above
             target=target,
             admitted=parsed,
         )

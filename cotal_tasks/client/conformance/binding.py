@@ -21,8 +21,8 @@ from cotal_tasks.client.conformance.context import (
     triple,
 )
 from cotal_tasks.client.errors import TasksError
-from cotal_tasks.client.session import Mode
 from cotal_tasks.core import Seat
+from cotal_tasks.core.commands import Mode
 
 ADMISSIBLE_ENVIRONMENT = "k8s://cluster-a/ns/team-7 · räum ✓"
 REFUSED_ENVIRONMENT = "https://user:pass@host/x"

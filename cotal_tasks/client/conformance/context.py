@@ -23,9 +23,9 @@ from nats.aio.client import Client as NATS
 
 from cotal_tasks.client.client import TasksClient
 from cotal_tasks.client.errors import TasksError
-from cotal_tasks.client.session import Mode
 from cotal_tasks.client.wire import Answer
 from cotal_tasks.core import Seat, space_token
+from cotal_tasks.core.commands import Mode
 
 Json = dict[str, Any]
 # The role a check asks for, and the credential role that plays it on a broker with
