@@ -12,10 +12,9 @@ envelope id, which the contract makes idempotent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict
+from typing import Any, TypedDict, Unpack
 
 from nats.aio.client import Client as NATS
-from typing_extensions import Unpack
 
 from cotal_tasks.client.contract import CommandContract, ContractStore, Service, resolve
 from cotal_tasks.client.errors import TasksError, from_reply, usage_error
