@@ -64,11 +64,6 @@ class Errors:
     async def record(self, exc: Exception) -> None:
         self.seen.append(exc)
 
-    def denied_publish(self, subject: str) -> bool:
-        # nats-py lowercases the server's -ERR text, subject included.
-        wanted = f'permissions violation for publish to "{subject.lower()}"'
-        return any(wanted in str(e).lower() for e in self.seen)
-
 
 @asynccontextmanager
 async def _connected(url: str, user: str, password: str, errors: Errors) -> AsyncIterator[NATS]:

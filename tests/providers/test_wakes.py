@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from cotal_tasks.providers.board.state import MirrorState
@@ -95,9 +96,18 @@ async def test_on_sqlite_nothing_is_sent_and_nothing_listened(tmp_path: Path) ->
     engine = create_async_engine(normalize_url(f"sqlite:///{tmp_path / 'mirror.db'}"))
     try:
         state = MirrorState(engine)
-        listener = wakes.Listener(state, KEY, "leader", Woken())
+        woken = Woken()
+        listener = wakes.Listener(state, KEY, "leader", woken)
         await listener.ensure()
         assert not listener.listening
+        statements: list[str] = []
+        event.listen(
+            engine.sync_engine,
+            "before_cursor_execute",
+            lambda conn, cursor, statement, *rest: statements.append(statement),
+        )
         await wakes.send(state, KEY, "follower", {1})  # a no-op, not an error
+        assert statements == []  # nothing reached the database
+        assert woken.calls == []
     finally:
         await engine.dispose()

@@ -111,20 +111,6 @@ class FakeGitHub(FakeGitHubMutations):
     def issue_json(self, repo: str, number: int) -> JSON:
         return self.shapes().issue(self.issue(repo, number), single=True)
 
-    def pull_json(self, repo: str, number: int) -> JSON:
-        return self.shapes().pull(self.issue(repo, number))
-
-    def repository_json(self, repo: str) -> JSON:
-        return self.shapes().repository(self.repos[repo])
-
-    def user_json(self, login: str) -> JSON:
-        return self.shapes().user(login)
-
-    def comment_json(self, repo: str, number: int, comment_id: int) -> JSON:
-        issue = self.issue(repo, number)
-        comment = next(c for c in issue.comments if c.id == comment_id)
-        return self.shapes().comment(issue, comment)
-
     def add_issue(
         self,
         repo: str,
@@ -264,9 +250,6 @@ class FakeGitHub(FakeGitHubMutations):
         commit_id: str | None = None,
     ) -> None:
         self.set_state(self.issue(repo, number), "closed", reason, by, commit_id=commit_id)
-
-    def reopen_issue(self, repo: str, number: int, *, by: str = "octocat") -> None:
-        self.set_state(self.issue(repo, number), "open", None, by)
 
     def add_comment(self, repo: str, number: int, body: str, *, user: str = "octocat") -> JSON:
         issue = self.issue(repo, number)

@@ -211,9 +211,6 @@ class FakeGitLab(FakeGitLabRecords):
     def close_issue(self, project: int | str, iid: int, *, by: str = "alice") -> None:
         self.set_state(self.issue(project, iid), "closed", self.add_user(by).username)
 
-    def reopen_issue(self, project: int | str, iid: int, *, by: str = "alice") -> None:
-        self.set_state(self.issue(project, iid), "opened", self.add_user(by).username)
-
     def add_note(self, project: int | str, iid: int, body: str, *, author: str = "alice") -> JSON:
         """A comment on the issue (bumps its ``updated_at``); the note's JSON."""
         issue = self.issue(project, iid)

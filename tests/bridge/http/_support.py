@@ -8,7 +8,6 @@ listener plus a NATS connection playing the space (presence cards, wire callers)
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -161,11 +160,6 @@ def set_secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every token's secret in the environment, for this test."""
     for name, value in SECRETS.items():
         monkeypatch.setenv(name, value)
-
-
-def clear_secrets() -> None:
-    for name in SECRETS:
-        os.environ.pop(name, None)
 
 
 async def empty_board(config: BridgeConfig, name: str = ACME) -> str:
