@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict, Unpack
 
 import pytest
@@ -40,6 +40,7 @@ from cotal_tasks.core import (
 from cotal_tasks.providers.board import normalize_url, tables
 from cotal_tasks.providers.store import TaskStore
 from tests.conftest import Clock, seat
+from tests.support.paging import follow_cursor
 
 ALICE = seat("alice", 1)
 BOB = seat("bob", 2)
@@ -212,25 +213,6 @@ class Client:
         return await follow_cursor(
             lambda page_args: self.call(command, caller, page_args, mode=mode), args
         )
-
-
-async def follow_cursor(
-    fetch: Callable[[Json], Awaitable[Json]], args: Mapping[str, Any]
-) -> list[Json]:
-    """Fetch the first page with ``args``, then each next one with ``args`` and the last
-    page's ``nextCursor``, to the page without one; return every page."""
-    pages: list[Json] = []
-    cursor: str | None = None
-    while True:
-        page = await fetch(dict(args) if cursor is None else {**args, "cursor": cursor})
-        pages.append(page)
-        cursor = page.get("nextCursor")
-        if cursor is None:
-            return pages
-
-
-def task_ids(pages: Sequence[Json]) -> list[str]:
-    return [task["taskId"] for page in pages for task in page["tasks"]]
 
 
 async def seed_board(url: str, tasks: Sequence[Task]) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 from cotal_tasks.bridge.wiring.process import Bridge
 from tests.support.bridge import ENDPOINT, SPACE
 from tests.support.cotal import Bound, TestCaller, nonce
+from tests.support.paging import follow_cursor, tasks_of
 
 Json = dict[str, Any]
 
@@ -98,22 +99,15 @@ async def answered(caller: TestCaller, command: str, args: Json, **kw: Any) -> A
 
 async def all_tasks(reader: TestCaller, via: Incarnation | None = None) -> tuple[int, list[Json]]:
     """(changeSeq, every task summary), read through one instance when ``via`` is given."""
-    tasks: list[Json] = []
-    change_seq: int | None = None
-    args: Json = {"limit": 100}
-    while True:
+
+    async def fetch(args: Json) -> Json:
         answer = await answered(
-            reader,
-            "list-tasks",
-            args,
-            bind=via,
-            via=None if via is None else via.instance_id,
+            reader, "list-tasks", args, bind=via, via=None if via is None else via.instance_id
         )
-        page = answer.data
         if via is not None:
             assert answer.responder == via
-        change_seq = page["changeSeq"] if change_seq is None else change_seq
-        tasks += page["tasks"]
-        if page.get("nextCursor") is None:
-            return change_seq, tasks
-        args = {"limit": 100, "cursor": page["nextCursor"]}
+        page: Json = answer.data
+        return page
+
+    pages = await follow_cursor(fetch, {"limit": 100})
+    return pages[0]["changeSeq"], tasks_of(pages)

@@ -33,6 +33,7 @@ from cotal_tasks.core.rules import check_invariant
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, broker, client, set_up_space
 from tests.support.cotal import TestCaller, nonce
+from tests.support.paging import follow_cursor, tasks_of
 from tests.support.polling import eventually
 
 Json = dict[str, Any]
@@ -227,12 +228,4 @@ def _mode(sent: Sent) -> str | None:
 
 
 async def all_tasks(reader: TestCaller) -> list[Json]:
-    tasks: list[Json] = []
-    cursor: str | None = None
-    while True:
-        args: Json = {"limit": 100} if cursor is None else {"limit": 100, "cursor": cursor}
-        page = await reader.ok("list-tasks", args)
-        tasks += page["tasks"]
-        cursor = page.get("nextCursor")
-        if cursor is None:
-            return tasks
+    return tasks_of(await follow_cursor(lambda args: reader.ok("list-tasks", args), {"limit": 100}))

@@ -11,8 +11,9 @@ from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
 from cotal_tasks.bridge.service.paging import encode_cursor
 from cotal_tasks.core import ContractError, ErrorCode, Task
 from cotal_tasks.providers.board import BoardStore
-from tests.bridge._support import ALICE, BOB, OPERATOR, Client, mixed_board, seed_board, task_ids
+from tests.bridge._support import ALICE, BOB, OPERATOR, Client, mixed_board, seed_board
 from tests.conftest import Clock
+from tests.support.paging import task_ids
 
 # Paging
 

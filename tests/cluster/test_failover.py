@@ -41,6 +41,7 @@ from tests.support import polling
 from tests.support.cluster import BridgeProcess, NatsCluster
 from tests.support.cotal import TestCaller, nonce
 from tests.support.fake_github import FakeGitHub, serve_fake_github
+from tests.support.paging import follow_cursor, tasks_of
 
 SPACE = "demo"
 BOARD = "com.acme.tasks"
@@ -138,17 +139,15 @@ async def reader_loop(nc: NATS, endpoint: str, tally: Tally, stopping: asyncio.E
 async def every_task(nc: NATS, endpoint: str) -> list[Json]:
     reader = TestCaller(nc, SPACE, endpoint, seat("auditor", 98))
     await reader.describe()
-    tasks: list[Json] = []
-    cursor = None
-    while True:
-        args: Json = {"limit": 100} if cursor is None else {"limit": 100, "cursor": cursor}
+
+    async def fetch(args: Json) -> Json:
         reply = await call(reader, "list-tasks", args, secrets.token_urlsafe(9))
         assert reply is not None
         assert reply["ok"], reply
-        tasks += reply["data"]["tasks"]
-        cursor = reply["data"].get("nextCursor")
-        if cursor is None:
-            return tasks
+        page: Json = reply["data"]
+        return page
+
+    return tasks_of(await follow_cursor(fetch, {"limit": 100}))
 
 
 def bridge_toml(

@@ -10,7 +10,7 @@ import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.core import Task
-from tests.bridge._support import follow_cursor, mixed_board, seed_board, task_ids
+from tests.bridge._support import mixed_board, seed_board
 from tests.bridge.http._support import (
     ACME,
     BUILDER,
@@ -24,6 +24,7 @@ from tests.bridge.http._support import (
     open_http_mesh,
     set_secrets,
 )
+from tests.support.paging import follow_cursor, task_ids
 
 COUNT = 10_000
 Json = dict[str, Any]

@@ -21,6 +21,7 @@ from tests.bridge.http._support import (
     make_stale,
     open_http_mesh,
 )
+from tests.support.paging import follow_cursor, task_ids
 
 Json = dict[str, Any]
 
@@ -96,19 +97,12 @@ async def test_endpoints_are_kept_apart(mesh: HttpMesh) -> None:
 
 async def test_pages_follow_cursors_and_report_the_ceiling(mesh: HttpMesh) -> None:
     made = [(await create(mesh, f"task {n}"))["taskId"] for n in range(12)]
-    seen: list[str] = []
-    cursor: str | None = None
-    while True:
-        params: dict[str, str] = {"limit": "500"}
-        if cursor is not None:
-            params["cursor"] = cursor
-        page = await mesh.ok(tasks_path(), params=params)
-        assert page["appliedLimit"] == 5  # asked for 500, narrowed to the ceiling, and told so
-        seen += [task["taskId"] for task in page["tasks"]]
-        cursor = page.get("nextCursor")
-        if cursor is None:
-            break
-    assert seen == made
+    pages = await follow_cursor(
+        lambda params: mesh.ok(tasks_path(), params=params), {"limit": "500"}
+    )
+    # asked for 500, narrowed to the ceiling, and told so on every page
+    assert [page["appliedLimit"] for page in pages] == [5, 5, 5]
+    assert task_ids(pages) == made
     small = await mesh.ok(tasks_path(), params={"limit": "2"})
     assert small["appliedLimit"] == 2
     assert len(small["tasks"]) == 2
