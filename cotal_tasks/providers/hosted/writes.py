@@ -245,12 +245,16 @@ class Writes:
         )
 
     async def _earlier_create(self, resume: Intent, marker: str) -> TrackedIssue | None:
+        """The issue an earlier attempt of this create made, if it is still there (one
+        deleted or moved since is no answer to this create: it is made again)."""
         try:
             if resume.number is not None:
-                return await self.tracker.fetch(resume.number)
-            return await self.tracker.find_marked(marker, resume.created_at)
+                issue = await self.tracker.fetch(resume.number)
+            else:
+                issue = await self.tracker.find_marked(marker, resume.created_at)
         except TrackerHttpError as exc:
             raise self.error(exc, "unknown") from exc
+        return None if issue is None or issue.gone else issue
 
     async def _update(
         self, write: Write, key: str, task_id: str, resume: Intent | None, job: _Job

@@ -137,6 +137,25 @@ async def test_a_retried_create_after_a_crash_makes_one_issue(
     assert unmarked(b.fake.issue(REPO, 1).body) == "Failover first."
 
 
+async def test_a_retried_create_whose_issue_was_deleted_meanwhile_makes_it_again(
+    pair: tuple[GitHubEndpoint, GitHubEndpoint], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The earlier attempt's issue answers 410 now: that is no answer to this create, so
+    the retry makes the issue again instead of writing to a deleted one."""
+    a, b = pair
+    args = {"title": "Write the runbook", "brief": "Failover first."}
+    crash_after_the_tracker(a, monkeypatch)
+    with pytest.raises(Crash):
+        await a.client.call("create-task", BUILDER, args, envelope_id="e-gone")
+    a.fake.delete_issue(REPO, 1)
+
+    created = await b.client.call("create-task", BUILDER, args, envelope_id="e-gone")
+
+    assert (created["taskId"], created["status"]) == (task_id(2), "open")
+    assert created["brief"] == "Failover first."
+    assert unmarked(b.fake.issue(REPO, 2).body) == "Failover first."
+
+
 async def test_a_retried_create_finds_its_issue_behind_a_hundred_newer_ones(
     pair: tuple[GitHubEndpoint, GitHubEndpoint], monkeypatch: pytest.MonkeyPatch
 ) -> None:
