@@ -12,7 +12,7 @@ envelope id, which the contract makes idempotent.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypedDict, Unpack
+from typing import Any
 
 from nats.aio.client import Client as NATS
 
@@ -31,15 +31,6 @@ BIND_REFUSED = "ai.cotal.ep.bind-refused"
 # re-issue is a first attempt (the refusal says nothing ran), so this bounds a loop in a
 # space whose instances keep splitting the describe and the call, never a duplicate.
 BIND_REISSUES = 16
-
-
-class CallOptions(TypedDict, total=False):
-    """How one call is made; each may be left out."""
-
-    target: Seat | str | None  # the target seat of a targeted command
-    mode: Mode | None  # default with a target: owner for a seat of the same owner, else any
-    envelope_id: str | None  # default: a new id; the same id repeats the same effect once
-    timeout: float | None  # seconds, sent as deadlineMs; default: the session's
 
 
 def as_seat(value: Seat | str, what: str = "seat") -> Seat:
@@ -153,8 +144,11 @@ class Session:
         command: str,
         args: Mapping[str, Any] | None = None,
         *,
+        target: Seat | str | None = None,
+        mode: Mode | None = None,
+        envelope_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109  (the wire deadline, deadlineMs)
         check_args: bool = True,
-        **call: Unpack[CallOptions],
     ) -> Answer:
         """Invoke ``command`` and return the attributed reply, ``ok`` or not.
 
@@ -164,12 +158,11 @@ class Session:
         args the input schema refuses, for probes and conformance checks that want the
         endpoint's own refusal.
         """
-        wait_s = call.get("timeout") or self.timeout
-        envelope_id, target = call.get("envelope_id"), call.get("target")
+        wait_s = timeout or self.timeout
         service = await self.service()
         row = self._row(service, command)
         target_seat = None if target is None else as_seat(target, "target")
-        mode, target_seat = self._route(row, call.get("mode"), target_seat)
+        mode, target_seat = self._route(row, mode, target_seat)
         payload = {} if args is None else dict(args)
         if check_args and not row.args.is_valid(payload):
             raise usage_error(args_refused(command, payload, row.args))
@@ -227,11 +220,21 @@ class Session:
             return answer
 
     async def invoke(
-        self, command: str, args: Mapping[str, Any] | None = None, **call: Unpack[CallOptions]
+        self,
+        command: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        target: Seat | str | None = None,
+        mode: Mode | None = None,
+        envelope_id: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109  (the wire deadline, deadlineMs)
     ) -> Any:
         """Invoke ``command`` and return its result (the reply's ``data``); a refusal is
-        raised as ``TasksError``."""
-        answer = await self.invoke_answer(command, args, **call)
+        raised as ``TasksError``. The options are ``invoke_answer``'s, named (a misspelt
+        one is a ``TypeError``, never dropped: a lost ``envelope_id`` would apply twice)."""
+        answer = await self.invoke_answer(
+            command, args, target=target, mode=mode, envelope_id=envelope_id, timeout=timeout
+        )
         if not answer.ok:
             raise from_reply(answer.reply)
         return answer.reply.get("data")

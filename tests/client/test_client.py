@@ -127,6 +127,20 @@ async def test_usage_errors_are_refused_before_sending(board: Board) -> None:
     assert sent == []
 
 
+async def test_a_misspelt_call_option_is_refused_not_dropped(board: Board) -> None:
+    """A dropped ``envelope_id`` would send a fresh id, and a retried write would apply
+    twice: an option the call does not take is a TypeError before anything is sent."""
+    operator = board.client("operator")
+    sent = await spy_requests(board, "create-task")
+    options: dict[str, Any] = {"envelope_Id": "create-once-2"}
+    with pytest.raises(TypeError, match="envelope_Id"):
+        await operator.invoke("create-task", {"title": "Once"}, **options)
+    with pytest.raises(TypeError, match="envelope_Id"):
+        await operator.invoke_answer("create-task", {"title": "Once"}, **options)
+    await board.nc.flush()
+    assert sent == []
+
+
 async def test_the_same_envelope_id_applies_once(board: Board) -> None:
     operator = board.client("operator")
     first = await operator.create_task("Once", envelope_id="create-once-1")
