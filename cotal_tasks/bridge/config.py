@@ -55,8 +55,13 @@ class EndpointConfig(Closed):
     @classmethod
     def _provider_section(cls, data: Any) -> Any:
         """``provider`` and its ``[endpoints.<section>]`` table -> ``settings``."""
-        if not isinstance(data, dict) or "settings" in data:
-            return data
+        if not isinstance(data, dict) or isinstance(data.get("settings"), BaseModel):
+            return data  # settings given as a provider's model (in code, not in a file)
+        if "settings" in data:
+            raise ValueError(
+                "settings is not a config key. Set provider and its [endpoints.<section>] "
+                "table instead"
+            )
         data = dict(data)
         name = data.pop("provider", "board")
         entry = registry.BY_NAME.get(name) if isinstance(name, str) else None

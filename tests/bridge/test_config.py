@@ -126,6 +126,11 @@ def test_the_shipped_examples_load(example: Path) -> None:
             ["endpoints.0.github.repo: Extra inputs are not permitted"],
             id="an unknown key is located where the file has it",
         ),
+        pytest.param(
+            '[[endpoints]]\n[endpoints.settings]\nprovider = "tower-do"\nboard = "b.jsonl"\n',
+            ["endpoints.0: settings is not a config key. Set provider and its"],
+            id="a settings table is no way around the provider's section",
+        ),
     ],
 )
 def test_a_refusal_names_the_key_and_the_remedy(
