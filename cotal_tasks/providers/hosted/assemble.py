@@ -8,6 +8,7 @@ the endpoint's runner; the bridge runs it under leader election (``Hosted``).
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,8 @@ from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.hosted.webhook import HookTarget
 from cotal_tasks.providers.hosted.writeback import WritePlan
 from cotal_tasks.providers.provider import BuildContext, Built, Provider, Webhook
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -108,6 +111,13 @@ def assemble(
             lambda requests, reads: metrics.reconciled(name, requests, reads)
         )
     webhook = secret(cfg.webhook_secret_env, "the webhook secret", required=False)
+    if webhook is None and cfg.webhook_secret_env is not None:
+        log.warning(
+            "%s: %s is not set, so every webhook delivery is refused (401); the poll still "
+            "syncs. Export it and restart to take deliveries",
+            name,
+            cfg.webhook_secret_env,
+        )
     target = HookTarget(
         name, path, webhook.encode() if webhook is not None else None, store, sync, ctx.clock
     )

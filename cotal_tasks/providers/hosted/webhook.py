@@ -27,7 +27,10 @@ from cotal_tasks.providers.provider import Receive, WebhookReceiver, WebhookRepl
 log = logging.getLogger(__name__)
 
 NOT_AN_OBJECT = "the body is not a JSON object. Send the tracker's JSON webhook payload"
-NO_SECRET = "this endpoint has no webhook secret configured; set webhook_secret_env"
+NO_SECRET = (
+    "this endpoint has no webhook secret: webhook_secret_env is unset, or the variable it "
+    "names is not in the bridge's environment. Set it, export the variable and restart"
+)
 DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
 UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
