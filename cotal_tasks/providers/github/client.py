@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 import httpx
 
+from cotal_tasks.providers.github.mapping import is_pull_request
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
@@ -218,7 +219,7 @@ class GitHubClient:
                 newest = max(newest or 0, event_id)
                 issue = as_dict(as_dict(item).get("issue"))
                 number = as_int(issue.get("number"))
-                if item.get("event") == "referenced" and number and not _is_pull(issue):
+                if item.get("event") == "referenced" and number and not is_pull_request(issue):
                     referenced.add(number)
             following = response.links.get("next", {}).get("url")
             if reached or following is None or seen is None or page + 1 == EVENT_PAGES:
@@ -272,7 +273,9 @@ class GitHubClient:
         numbers = {
             item["number"]
             for item in items
-            if isinstance(item, dict) and isinstance(item.get("number"), int) and not _is_pull(item)
+            if isinstance(item, dict)
+            and isinstance(item.get("number"), int)
+            and not is_pull_request(item)
         }
         return numbers, requests
 
@@ -363,10 +366,3 @@ class GitHubClient:
         await self.http.request(
             "POST", self._path(f"/issues/{number}/comments"), json={"body": body}
         )
-
-
-def _is_pull(item: Mapping[str, Any]) -> bool:
-    """A pull request as the issues listing shows it (an issue from before 2013 carries
-    ``pull_request`` with no URL: an issue)."""
-    pull = as_dict(item.get("pull_request"))
-    return bool(pull.get("html_url") or pull.get("url"))

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cotal_tasks.core import MAX_EVIDENCE
-from cotal_tasks.providers.hosted.boundary import Reason, at_path
+from cotal_tasks.providers.hosted.boundary import Reason, as_list, at_path
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, epoch_ms
 
@@ -119,10 +119,6 @@ def _when(stamp: Any) -> int:
         return 0
 
 
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
 Refused = Callable[[Reason, str, str], None]  # what the boundary records (``note``)
 
 
@@ -147,7 +143,7 @@ def read(
             found.linked[ask.number] = pull_links(repository, ask.number, node)
             continue
         evidence = found.evidence.setdefault(ask.number, [])
-        nodes = _list(at_path(node, "timelineItems", "nodes"))
+        nodes = as_list(at_path(node, "timelineItems", "nodes"))
         odd = [n for n in nodes if not isinstance(n, Mapping)]
         if odd and refused is not None:
             refused("evidence-refused", f"timeline of {ask.number}", f"{len(odd)} odd nodes")
@@ -163,12 +159,12 @@ def pull_links(repository: str, number: int, pull: Mapping[str, Any]) -> set[int
     """Issues of ``repository`` a pull request names: its closing references (the body's
     closing keywords and Development links) and mentions in its latest comments."""
     linked: set[int] = set()
-    for issue in _list(at_path(pull, "closingIssuesReferences", "nodes")):
+    for issue in as_list(at_path(pull, "closingIssuesReferences", "nodes")):
         owner = at_path(issue, "repository", "nameWithOwner")
         found = at_path(issue, "number")
         if isinstance(found, int) and str(owner).lower() == repository.lower():
             linked.add(found)
-    comments = _list(at_path(pull, "comments", "nodes"))
+    comments = as_list(at_path(pull, "comments", "nodes"))
     texts = [at_path(pull, "body"), *(at_path(c, "body") for c in comments)]
     for text in texts:
         if isinstance(text, str):

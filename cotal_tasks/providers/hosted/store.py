@@ -12,11 +12,22 @@ tracker is failing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task, TaskStatus
+from cotal_tasks.core import (
+    NEEDS_BINDING,
+    STATUSES,
+    TERMINAL,
+    ContractError,
+    ErrorCode,
+    Outcome,
+    StaleMarker,
+    Task,
+    TaskStatus,
+    TaskSummary,
+)
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.config import HostedConfig
@@ -42,7 +53,7 @@ from cotal_tasks.providers.store import (
 log = logging.getLogger(__name__)
 
 _SYNC_ATTEMPTS = 5
-UNFINISHED: frozenset[TaskStatus] = frozenset({"open", "claimed", "blocked"})
+UNFINISHED: frozenset[TaskStatus] = frozenset(STATUSES) - TERMINAL
 
 ChangeHook = Callable[[int], Awaitable[None]]
 
@@ -125,6 +136,19 @@ class MirroredReads:
 
     async def sync_state(self) -> SyncState | None:
         return self.health.state()
+
+    async def mirrored(
+        self, statuses: frozenset[TaskStatus] | None = None
+    ) -> AsyncIterator[TaskSummary]:
+        """Every mirrored task (of ``statuses``), read a page of 500 at a time."""
+        after: int | None = None
+        while True:
+            page = await self.mirror.page(PageQuery(500, after, statuses))
+            for task in page.tasks:
+                yield task
+            if not page.more:
+                return
+            after = page.last
 
     async def close(self) -> None:
         await self.mirror.close()
@@ -237,7 +261,7 @@ class HostedStore(MirroredReads):
         riding = {
             label.casefold()
             for status, label in self.plan.labels.items()
-            if status in ("claimed", "blocked")
+            if status in NEEDS_BINDING
         }
         assigned = {seats.get(login) for login in issue.assignees}
         if principal in assigned or not labels & riding:
@@ -258,17 +282,8 @@ class HostedStore(MirroredReads):
     # -- sync: the tracker's view into the mirror ---------------------------------------
     async def unfinished_numbers(self) -> set[int]:
         """The issue numbers of the mirrored tasks not yet done or dropped."""
-        numbers: set[int] = set()
-        after: int | None = None
-        while True:
-            page = await self.mirror.page(PageQuery(500, after, UNFINISHED))
-            for task in page.tasks:
-                number = self.tracker.number_of(task.taskId)
-                if number is not None:
-                    numbers.add(number)
-            if not page.more:
-                return numbers
-            after = page.last
+        numbers = {self.tracker.number_of(task.taskId) async for task in self.mirrored(UNFINISHED)}
+        return {number for number in numbers if number is not None}
 
     async def read_mark(self) -> int:
         """Take before reading the tracker; hand to ``upsert_page`` with what was read."""

@@ -23,7 +23,6 @@ from cotal_tasks.providers.provider import SeatUids, no_uids
 from cotal_tasks.providers.store import (
     Committed,
     IdempotencyKeyTaken,
-    PageQuery,
     RevisionConflict,
     Write,
 )
@@ -122,15 +121,7 @@ class TowerDoStore(MirroredReads):
 
     async def _known_keys(self) -> set[str]:
         if self._live_keys is None:
-            keys: set[str] = set()
-            after: int | None = None
-            while True:
-                page = await self.mirror.page(PageQuery(limit=500, after=after))
-                keys.update(t.taskId for t in page.tasks if t.status != "dropped")
-                if not page.more:
-                    break
-                after = page.last
-            self._live_keys = keys
+            self._live_keys = {t.taskId async for t in self.mirrored() if t.status != "dropped"}
         return self._live_keys
 
     async def _mirror_fold(self) -> int:
