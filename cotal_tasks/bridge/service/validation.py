@@ -15,16 +15,16 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from cotal_tasks.core import COMMANDS, CommandSpec, ContractError, ErrorCode, Input
+from cotal_tasks.core import CommandSpec, ContractError, ErrorCode, Input
 
 # Command-specific remedies for refusals whose reason is a contract rule, not a typo.
 _HINTS: dict[tuple[str, str], str] = {
     ("create-task", "status"): (
-        "a new task is unbound, so it can only be open, done or dropped; create it, then "
+        "A new task is unbound, so it can only be open, done or dropped. Create it, then "
         "claim-task or bind-task binds it"
     ),
     ("update-task", "status"): (
-        "a bound task cannot be open; to return it to the board, an operator sends "
+        "A bound task cannot be open. To return it to the board, an operator sends "
         "administer-task with unbind"
     ),
 }
@@ -132,17 +132,3 @@ def _validate(spec: CommandSpec, args: Any) -> Input:
             ErrorCode.BAD_REQUEST,
             f"{spec.name} args nest too deeply to check. Send the flat object the schema names",
         ) from None
-
-
-def args_refusal(command: str, args: Any) -> str:
-    """The message for args the command's schema refused.
-
-    The schema validator's own text quotes the refused value, which may be a secret, so
-    the message comes from the command's input model instead (``parse_args``): the same
-    shape, with remedy-naming text that never echoes a value.
-    """
-    try:
-        parse_args(COMMANDS[command], args)
-    except ContractError as exc:
-        return exc.message
-    return f"{command} args do not fit its input schema. Describe the endpoint for the schema"
