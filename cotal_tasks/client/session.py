@@ -23,10 +23,10 @@ from cotal_tasks.client.subjects import CallerRail
 from cotal_tasks.client.wire import Answer, exchange, new_id, nonce
 from cotal_tasks.core import ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.core.commands import Mode, mode_refusal
+from cotal_tasks.core.errors import BIND_REFUSED
 from cotal_tasks.core.identity import ID_TOKEN
 
 DESCRIBE_RETRY_S = 0.25
-BIND_REFUSED = "ai.cotal.ep.bind-refused"
 # How often a call refused by the bind fence is re-issued after a fresh describe. Each
 # re-issue is a first attempt (the refusal says nothing ran), so this bounds a loop in a
 # space whose instances keep splitting the describe and the call, never a duplicate.

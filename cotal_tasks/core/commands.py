@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from cotal_tasks.core.errors import ErrorCode
 from cotal_tasks.core.messages import (
@@ -29,7 +29,7 @@ from cotal_tasks.core.models import Record, Task
 
 Mode = Literal["self", "owner", "any"]
 # The modes of the ai.cotal.tasks commands, by their name on the wire.
-MODES: dict[str, Mode] = {"self": "self", "owner": "owner", "any": "any"}
+MODES: dict[str, Mode] = {mode: mode for mode in get_args(Mode)}
 Effect = Literal["read", "write"]
 IdempotencyKey = Literal["none", "envelope-id", "task-and-target", "task-and-caller"]
 

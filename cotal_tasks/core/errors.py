@@ -12,6 +12,8 @@ from enum import StrEnum
 from typing import Any, Literal
 
 Outcome = Literal["executed", "not-executed", "unknown"]
+# The kind of the error detail a bind-fenced refusal carries (its fenced instance/epoch).
+BIND_REFUSED = "ai.cotal.ep.bind-refused"
 
 
 class ErrorCode(StrEnum):

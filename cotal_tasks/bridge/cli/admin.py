@@ -183,6 +183,3 @@ def history(task_id: str, endpoint: str | None, limit: int, config_path: Path | 
             click.echo(f"{when}  {entry.command:<15} {entry.status:<8} {entry.actor}{note}")
 
     run(work)
-
-
-# -- conformance ------------------------------------------------------------------------------

@@ -142,6 +142,10 @@ def conformance(
     try:
         passed = asyncio.run(work())
     except (OSError, NatsError) as exc:
-        click.echo(f"cotal-tasks: cannot reach {nats_url}: {exc}", err=True)
+        click.echo(
+            f"cotal-tasks: cannot reach {nats_url}: {exc}. Check --nats, that the broker runs, "
+            "and the --creds file",
+            err=True,
+        )
         sys.exit(2)
     sys.exit(0 if passed else 1)

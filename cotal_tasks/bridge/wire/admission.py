@@ -30,12 +30,12 @@ from cotal_tasks.core import (
     contract_artifacts,
 )
 from cotal_tasks.core.commands import MODES, mode_refusal
+from cotal_tasks.core.errors import BIND_REFUSED
 
 log = logging.getLogger(__name__)
 
 TargetCheck = Literal["lifecycle", "presence", "none"]
 DESCRIBE = "describe"
-BIND_REFUSED = "ai.cotal.ep.bind-refused"
 
 
 @dataclass(frozen=True, slots=True)

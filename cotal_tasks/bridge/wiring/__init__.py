@@ -15,7 +15,6 @@ from cotal_tasks.bridge.wiring.endpoints import (
     Endpoint,
     open_endpoint,
     open_store,
-    wall_clock_ms,
 )
 
-__all__ = ["Endpoint", "open_endpoint", "open_store", "wall_clock_ms"]
+__all__ = ["Endpoint", "open_endpoint", "open_store"]
