@@ -77,6 +77,16 @@ class WebhookReceiver(Protocol):
         ...
 
 
+class SyncRole(Protocol):
+    """Whether this instance runs a mirrored source's sync loop, and since when."""
+
+    @property
+    def role(self) -> str: ...
+
+    @property
+    def since_ms(self) -> int | None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class WebhookReply:
     status: int
@@ -106,7 +116,8 @@ class Built:
     """One endpoint as its provider built it.
 
     ``store`` is what the command service serves (its ``close`` closes the mirror too);
-    ``runner`` a loop to run while serving (a sync loop, a file follower); ``webhook`` the
+    ``runner`` a loop to run while serving (a sync loop, a file follower); ``sync_role``
+    this instance's part in that loop, where instances elect who syncs; ``webhook`` the
     endpoint's receiver for its provider's route; ``parts`` the provider's own parts, for
     its tools and tests; ``catch_up`` brings the store up to date once (``sync``);
     ``close`` releases what ``build`` opened besides the store (an HTTP client).
@@ -117,6 +128,7 @@ class Built:
     webhook: WebhookReceiver | None = None
     parts: object | None = None
     catch_up: Callable[[], Awaitable[str]] | None = None
+    sync_role: SyncRole | None = None
     close: Callable[[], Awaitable[None]] = field(default=_nothing)
 
 

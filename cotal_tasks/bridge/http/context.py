@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import cast
 
 from starlette.requests import Request
 from starlette.routing import BaseRoute
@@ -19,18 +19,9 @@ from cotal_tasks.bridge.http.presence import BrokerState, NoPresenceView, Presen
 from cotal_tasks.bridge.service.commands import CommandService
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.providers.provider import SyncRole
 
 KEEPALIVE_S = 15.0
-
-
-class SyncRole(Protocol):
-    """Whether this instance runs a mirrored tracker's sync loop, and since when."""
-
-    @property
-    def role(self) -> str: ...
-
-    @property
-    def since_ms(self) -> int | None: ...
 
 
 @dataclass(frozen=True, slots=True)

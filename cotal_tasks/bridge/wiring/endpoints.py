@@ -2,8 +2,8 @@
 mirror) and its command service, built through the provider registry.
 
 No provider is named here: the endpoint's ``provider`` finds its registry entry, whose
-``build`` gets the endpoint's local board store (the board itself, or a mirror). A hosted
-tracker's sync loop is run under leader election (``process.leader``), attached here.
+``build`` gets the endpoint's local board store (the board itself, or a mirror), and runs
+what it builds as built (a hosted tracker's runner is its sync under leader election).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.bridge.process.leader import Election
 from cotal_tasks.bridge.service.commands import (
     CommandService,
     NoPresence,
@@ -30,6 +29,7 @@ from cotal_tasks.providers.provider import (
     Built,
     Runner,
     SeatUids,
+    SyncRole,
     WebhookReceiver,
     no_uids,
 )
@@ -53,15 +53,12 @@ class Endpoint:
     webhook: WebhookReceiver | None = None  # its side of the provider's webhook route
     parts: object | None = None  # the provider's own parts (for its tools and tests)
     catch_up: Callable[[], Awaitable[str]] | None = None
+    sync_role: SyncRole | None = None  # this instance's part in an elected sync
 
     @property
     def hosted(self) -> Hosted | None:
         """A hosted tracker's parts (store, sync loop, client), else ``None``."""
         return self.parts if isinstance(self.parts, Hosted) else None
-
-    @property
-    def election(self) -> Election | None:
-        return self.runner if isinstance(self.runner, Election) else None
 
 
 def presence_uids(presence: PresenceSource | None) -> SeatUids:
@@ -103,15 +100,6 @@ async def build_endpoint(
     return await provider(endpoint.provider).build(endpoint.settings, context)
 
 
-def _runner(built: Built) -> Runner | None:
-    """A hosted sync loop runs on the elected instance only; other runners run as built."""
-    if isinstance(built.runner, Hosted):
-        hosted = built.runner
-        interval = hosted.tracker_config.poll_interval_s
-        return Election(hosted.sync, interval, wall_clock_ms, hosted.sync.holder)
-    return built.runner
-
-
 @asynccontextmanager
 async def open_endpoint(
     config: BridgeConfig,
@@ -148,10 +136,11 @@ async def open_endpoint(
             store,
             service,
             board.label,
-            _runner(built),
+            built.runner,
             built.webhook,
             built.parts,
             built.catch_up,
+            built.sync_role,
         )
     finally:
         await built.close()

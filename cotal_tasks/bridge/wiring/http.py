@@ -41,7 +41,7 @@ class HttpApp:
 
 def served_endpoint(endpoint: Endpoint) -> ServedEndpoint:
     """What the routes read of an endpoint: a hosted one adds its sync election's role."""
-    return ServedEndpoint(endpoint.config, endpoint.service, endpoint.election)
+    return ServedEndpoint(endpoint.config, endpoint.service, endpoint.sync_role)
 
 
 def build_http_app(

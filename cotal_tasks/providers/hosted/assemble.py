@@ -17,9 +17,9 @@ from typing import TypeVar
 import httpx
 
 from cotal_tasks.core import ContractError, ErrorCode, Task
-from cotal_tasks.providers.board.state import MirrorState as MirrorState  # for the election
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
+from cotal_tasks.providers.hosted.leader import Election
 from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
@@ -33,18 +33,21 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Hosted:
-    """A hosted endpoint's parts: the store over the mirror, the sync loop, the tracker's
-    HTTP client, its settings and its webhook receiver (with the secret, if configured)."""
+    """A hosted endpoint's parts: the store over the mirror, the sync loop and its leader
+    election, the tracker's HTTP client, its settings and its webhook receiver (with the
+    secret, if configured)."""
 
     store: HostedStore
     sync: SyncEngine
+    election: Election
     http: TrackerHttp
     tracker_config: HostedConfig
     webhook: HookTarget
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Sync every poll interval until ``stop`` (one instance: no election)."""
-        await self.sync.run(self.tracker_config.poll_interval_s, stop)
+        """Sync every poll interval until ``stop``, on the instance the election makes
+        leader (on SQLite, one instance: always this one)."""
+        await self.election.run(stop)
 
     async def close(self) -> None:
         await self.http.client.aclose()
@@ -121,8 +124,11 @@ def assemble(
     target = HookTarget(
         name, path, webhook.encode() if webhook is not None else None, store, sync, ctx.clock
     )
-    hosted = Hosted(store, sync, http, cfg, target)
-    return Built(store, runner=hosted, webhook=target, parts=hosted, close=hosted.close)
+    election = Election(sync, cfg.poll_interval_s, ctx.clock, sync.holder)
+    hosted = Hosted(store, sync, election, http, cfg, target)
+    return Built(
+        store, runner=hosted, webhook=target, parts=hosted, sync_role=election, close=hosted.close
+    )
 
 
 def describe(provider: str, cfg: HostedConfig) -> list[str]:

@@ -20,8 +20,8 @@ from starlette.applications import Starlette
 
 from cotal_tasks.bridge.http.health import _probe as probe
 from cotal_tasks.bridge.http.webhooks import webhook_routes
-from cotal_tasks.bridge.process.leader import Election
 from cotal_tasks.bridge.wiring.http import served_endpoint
+from cotal_tasks.providers.hosted.leader import Election
 from tests.bridge._support import DictPresence
 from tests.conftest import _asyncpg_dsn
 from tests.providers.github._support import (
@@ -73,8 +73,8 @@ async def pair(
 
 
 def election(end: GitHubEndpoint) -> Election:
-    assert end.endpoint.election is not None
-    return end.endpoint.election
+    assert end.endpoint.sync_role is end.hosted.election
+    return end.hosted.election
 
 
 async def test_two_instances_elect_one_leader_and_fail_over(

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cotal_tasks.core import ContractError
-from cotal_tasks.providers.hosted.assemble import MirrorState
+from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.ledger import Leases
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
