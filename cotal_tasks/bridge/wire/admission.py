@@ -189,14 +189,11 @@ class Admission:
             details=(detail,),
         )
 
-    async def _current_target(
-        self, subject: RequestSubject, request: envelope.Request
-    ) -> Seat | None:
-        if subject.mode == "self":
-            return subject.caller
+    async def _current_target(self, subject: RequestSubject, request: envelope.Request) -> Seat:
+        """The body target of an owner- or any-mode request, if it is current (a targeted
+        form without a body target was refused by ``check_agreement``)."""
         t = request.target
-        if t is None:
-            return None
+        assert t is not None, "check_agreement admits no targeted form without a target"
         seat = Seat(t.owner, t.actor, t.lifecycleUid)
         if self.target_check == "lifecycle":
             if self.lifecycle is None:

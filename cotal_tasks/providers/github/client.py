@@ -170,10 +170,11 @@ class GitHubClient:
         items: list[dict[str, Any]] = response.json()
         return items
 
-    async def get_issue(self, number: int) -> dict[str, Any] | None:
-        """The issue, or ``None`` when it does not exist. A 404 is read as deleted only
-        while the repository's issue listing reads (a token that lost access, or a wrong
-        ``repository``, is an error, never a deletion)."""
+    async def get_issue(self, number: int) -> dict[str, Any]:
+        """The issue (its JSON as GitHub sent it: the caller's boundary checks its shape);
+        ``IssueGone`` when it was deleted (410, or a 404 while the repository's issue
+        listing reads: a token that lost access, or a wrong ``repository``, is an error,
+        never a deletion) or transferred (301)."""
         try:
             response = await self.http.request("GET", self._path(f"/issues/{number}"))
         except TrackerHttpError as exc:
