@@ -95,7 +95,11 @@ def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractErr
         401: (ErrorCode.UNAVAILABLE, "Check the token in the endpoint's token_env"),
         403: (ErrorCode.PERMISSION_DENIED, "Give the token write access to the repository"),
         404: (ErrorCode.NOT_FOUND, "Check the repository or project and the issue exist"),
-        410: (ErrorCode.NOT_FOUND, "The issue was deleted on the tracker: drop the task"),
+        410: (
+            ErrorCode.NOT_FOUND,
+            "The issue was deleted on the tracker. Leave the task: the sync marks it dropped "
+            "when it reads the issue gone (a webhook, or the reconcile sweep)",
+        ),
         422: (ErrorCode.FAILED_PRECONDITION, "Fix what the tracker names, then retry"),
     }.get(status or 0, (ErrorCode.UNAVAILABLE, "Retry once the tracker answers again"))
     return ContractError(code, f"{what} ({detail}). {remedy}", outcome=outcome)
