@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.bridge.cli_support import run_cli as cli
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
+from tests.support.cli import run_cli as cli
 
 
 async def test_describe_and_invoke(tmp_path: Path) -> None:

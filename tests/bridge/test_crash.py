@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from cotal_tasks.core import Task
 from cotal_tasks.core.rules import check_invariant
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, broker, client, set_up_space
+from tests.support.cli import CLI
 from tests.support.cotal import TestCaller, nonce
 from tests.support.paging import follow_cursor, tasks_of
 from tests.support.polling import eventually
@@ -108,7 +108,7 @@ async def writer(caller: TestCaller, w: int, storm: Storm) -> None:
 @asynccontextmanager
 async def bridge_process(config: Path) -> AsyncIterator[asyncio.subprocess.Process]:
     process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "cotal-tasks"),
+        str(CLI),
         "serve",
         "--config",
         str(config),

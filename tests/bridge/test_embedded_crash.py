@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from cotal_tasks.bridge.process.broker import BrokerError, EmbeddedNats
+from tests.support.cli import CLI
 from tests.support.polling import eventually
-
-CLI = Path(sys.executable).parent / "cotal-tasks"
 
 
 def config(tmp_path: Path) -> Path:

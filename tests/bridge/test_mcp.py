@@ -5,7 +5,6 @@ of another seat's task."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,8 +23,8 @@ from tests.conformance.conftest import open_mesh
 from tests.conformance.permissioned import seat_on_a_permissioned_bridge
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
+from tests.support.cli import CLI
 
-CLI = str(Path(sys.executable).parent / "cotal-tasks")
 AGENT = seat("agent", 5)
 SEAT_TOOLS = {"my_tasks", "get_task", "claim_task", "update_task"}
 
@@ -33,7 +32,7 @@ SEAT_TOOLS = {"my_tasks", "get_task", "claim_task", "update_task"}
 @asynccontextmanager
 async def agent_tools(url: str, cwd: Path, as_seat: Seat = AGENT) -> AsyncIterator[Client]:
     params = StdioServerParameters(
-        command=CLI,
+        command=str(CLI),
         args=["mcp", "--as", str(as_seat), "--nats", url, "--space", SPACE, "--endpoint", ENDPOINT],
         cwd=cwd,
     )
@@ -162,7 +161,7 @@ async def test_streamable_http_serves_the_same_tools(tmp_path: Path) -> None:
         async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
             port = free_port()
             process = await asyncio.create_subprocess_exec(
-                CLI,
+                str(CLI),
                 *("mcp", "--as", str(AGENT), "--nats", server.url),
                 *("--space", SPACE, "--endpoint", ENDPOINT, "--http", f"127.0.0.1:{port}"),
                 cwd=tmp_path,

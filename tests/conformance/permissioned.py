@@ -20,7 +20,6 @@ from nats.aio.msg import Msg
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.core import Seat
-from tests.bridge.cli_support import cli_output
 from tests.conftest import seat
 from tests.support.bridge import (
     ENDPOINT,
@@ -30,6 +29,7 @@ from tests.support.bridge import (
     broker,
     set_up_space,
 )
+from tests.support.cli import cli_output
 from tests.support.cotal import Space, TestCaller
 
 Json = dict[str, Any]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +21,8 @@ from cotal_tasks.client.conformance import CHECKS
 from cotal_tasks.core import ContractError, ErrorCode
 from tests.conformance.conftest import Mesh
 from tests.support.bridge import ENDPOINT, SPACE
+from tests.support.cli import CLI
 
-CLI = Path(sys.executable).parent / "cotal-tasks"
 LINE = re.compile(r"^(PASS|FAIL|SKIP) (\S+) — (.+)$")
 SUMMARY = re.compile(r"^conformance: (\d+) passed, (\d+) failed, (\d+) skipped$")
 

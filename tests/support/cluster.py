@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,8 +17,7 @@ import nats
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.process.broker import EmbeddedNats, free_port
-
-CLI = Path(sys.executable).parent / "cotal-tasks"
+from tests.support.cli import CLI
 
 
 @dataclass

@@ -3,10 +3,8 @@ subprocess of the installed command) against the fake GitHub on loopback."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +12,8 @@ import pytest
 
 from cotal_tasks.providers.board import BoardStore
 from tests.providers.github._support import ENDPOINT_NAME, REPO, SEAT_LOGIN, TOKEN_ENV
+from tests.support.cli import run
 from tests.support.fake_github import FakeGitHub
-
-CLI = Path(sys.executable).parent / "cotal-tasks"
 
 
 @dataclass
@@ -27,16 +24,7 @@ class Run:
 
 
 async def cotal_tasks(*args: str) -> Run:
-    proc = await asyncio.create_subprocess_exec(
-        str(CLI),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "COLUMNS": "100"},
-    )
-    out, err = await asyncio.wait_for(proc.communicate(), timeout=60)
-    assert proc.returncode is not None
-    return Run(proc.returncode, out.decode(), err.decode())
+    return Run(*await run(*args, env={**os.environ, "COLUMNS": "100"}))
 
 
 @pytest.fixture

@@ -4,25 +4,30 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 CLI = Path(sys.executable).parent / "cotal-tasks"
 
 
-async def run_cli(config: Path, *args: str) -> tuple[int, str, str]:
-    """Run ``cotal-tasks <args> --config <config>`` (within a minute); its exit code,
+async def run(*args: str, env: Mapping[str, str] | None = None) -> tuple[int, str, str]:
+    """Run ``cotal-tasks <args>`` (within a minute), with ``env`` if given; its exit code,
     stdout and stderr."""
     process = await asyncio.create_subprocess_exec(
         str(CLI),
         *args,
-        "--config",
-        str(config),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=None if env is None else dict(env),
     )
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def run_cli(config: Path, *args: str) -> tuple[int, str, str]:
+    """``run`` of ``cotal-tasks <args> --config <config>``."""
+    return await run(*args, "--config", str(config))
 
 
 async def cli_output(config: Path, *args: str) -> str:
