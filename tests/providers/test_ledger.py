@@ -28,13 +28,17 @@ async def test_a_lease_has_one_holder_until_it_expires_or_is_released(board: Boa
 async def test_the_ledger_records_writes_and_their_echo_marks(board: BoardStore) -> None:
     ledger = Ledger(board.state().engine)
     key = "local.builder/u1:e-1"
-    pending = await ledger.pending(key, "o/r#1", 1, "i1", NOW, 10_000)
-    assert (pending.state, pending.marker) == (PENDING, marker_of(key))
+    await ledger.pending(key, "o/r#1", 1, "i1", NOW, 10_000)
+    pending = await ledger.get(key)
+    assert pending is not None
+    assert (pending.state, pending.marker, pending.created_at) == (PENDING, marker_of(key), NOW)
     assert await ledger.echoes(["o/r#1", "o/r#2"], 0, NOW) == {"o/r#1"}  # in flight
     assert await ledger.echoes(["o/r#1"], 0, NOW + 20_000) == set()  # held too long: stale
 
-    again = await ledger.pending(key, "o/r#1", 1, "i2", NOW + 1, 10_000)  # a retry takes over
-    assert again.marker == pending.marker
+    await ledger.pending(key, "o/r#1", 1, "i2", NOW + 1, 10_000)  # a retry takes over
+    again = await ledger.get(key)
+    assert again is not None
+    assert (again.marker, again.created_at) == (pending.marker, NOW)  # the first attempt's
     await ledger.done(key, "o/r#1", 42)
     found = await ledger.get(key)
     assert found is not None

@@ -130,11 +130,11 @@ class Ledger:
         holder: str,
         now: int,
         hold_ms: int,
-    ) -> Intent:
-        """Record the write as pending (or take over the row of an earlier attempt); the
-        sync leaves its task alone for ``hold_ms`` unless the write finishes first."""
+    ) -> None:
+        """Record the write as pending (or take over the row of an earlier attempt, which
+        keeps when that attempt began); the sync leaves its task alone for ``hold_ms``
+        unless the write finishes first."""
         i = tables.intents
-        intent = Intent(key, marker_of(key), task_id, number, PENDING, None, now)
         keep: dict[str, object] = {"task_id": task_id} if task_id is not None else {}
         if number is not None:
             keep["number"] = number
@@ -155,7 +155,7 @@ class Ledger:
                     await conn.execute(
                         insert(i).values(
                             key=key,
-                            marker=intent.marker,
+                            marker=marker_of(key),
                             task_id=task_id,
                             number=number,
                             state=PENDING,
@@ -166,7 +166,6 @@ class Ledger:
                     )
         except (SQLAlchemyError, OSError) as exc:
             raise mirror_unavailable("write ledger", exc) from exc
-        return intent
 
     async def located(self, key: str, task_id: str, number: int) -> None:
         """The tracker numbered the issue a pending create made: remember where it is."""
