@@ -149,6 +149,27 @@ class HistoryEntry:
     note: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryQuery:
+    """A keyset page of the append-only history, oldest first: the entries after ``after``
+    (a position from an earlier page), of one task when ``task_id`` is given, else of every
+    task of the endpoint."""
+
+    limit: int
+    after: int | None = None
+    task_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    """``entries`` in position order; ``last`` is the position to continue after (also
+    when ``more`` is false: entries appended later come after it)."""
+
+    entries: Sequence[HistoryEntry]
+    last: int | None
+    more: bool
+
+
 class RevisionConflict(Exception):
     """The task changed (or came to exist) since it was read: re-read and re-apply."""
 
@@ -195,6 +216,11 @@ class TaskStore(Protocol):
 
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
         """The task's append-only history, oldest first."""
+        ...
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        """A keyset page of the history (one task's, or the endpoint's); cost independent
+        of position."""
         ...
 
     async def sync_state(self) -> SyncState | None:

@@ -28,6 +28,8 @@ from cotal_tasks.core import (
     create_task,
 )
 from cotal_tasks.providers.store import (
+    HistoryPage,
+    HistoryQuery,
     IdempotencyKey,
     IdempotencyKeyTaken,
     JsonReads,
@@ -298,6 +300,39 @@ async def test_history_is_append_only_and_ordered(harness: StoreHarness) -> None
         ("claim-task", "claimed", "taking it"),
     ]
     assert entries[1].actor == "local.alice/1"
+
+
+async def test_history_pages_by_position_for_one_task_or_the_endpoint(
+    harness: StoreHarness,
+) -> None:
+    store = harness.store
+    first, second = await harness.create(1), await harness.create(2)
+    task = (await store.get(first)).task
+    claimed = claim_task(task, seat("alice", 1), environment=None, now=NOW + 5)
+    await store.commit(Write(claimed, 1, "claim-task", "local.alice/1", note="taking it"))
+
+    whole = await store.history_page(HistoryQuery(limit=2))
+    assert [(e.task_id, e.command) for e in whole.entries] == [
+        (first, "create-task"),
+        (second, "create-task"),
+    ]
+    assert whole.more
+    assert whole.last is not None
+    rest = await store.history_page(HistoryQuery(limit=2, after=whole.last))
+    assert [(e.task_id, e.command, e.note) for e in rest.entries] == [
+        (first, "claim-task", "taking it")
+    ]
+    assert not rest.more
+    assert rest.last is not None
+    # Past the end: nothing yet, and the position to follow from stays where it was.
+    assert await store.history_page(HistoryQuery(limit=2, after=rest.last)) == HistoryPage(
+        [], rest.last, False
+    )
+
+    one = await store.history_page(HistoryQuery(limit=10, task_id=first))
+    assert [e.status for e in one.entries] == ["open", "claimed"]
+    assert list(one.entries) == list(await store.history(first))
+    assert (await store.history_page(HistoryQuery(limit=10, task_id="absent"))).entries == []
 
 
 async def test_change_seq_and_records_survive_a_reopen(harness: StoreHarness) -> None:

@@ -21,6 +21,7 @@ from cotal_tasks.bridge.http.auth import READ, SELF, Grant, require
 from cotal_tasks.bridge.http.context import HttpContext, context_of, tokens_of
 from cotal_tasks.bridge.http.events import event_stream
 from cotal_tasks.bridge.http.feed import record_page
+from cotal_tasks.bridge.http.history import history_page
 from cotal_tasks.bridge.http.responses import error_answer, json_answer
 from cotal_tasks.bridge.service.commands import Call
 from cotal_tasks.core import ContractError, ErrorCode, Mode, Seat
@@ -175,6 +176,25 @@ async def board(request: Request, ctx: HttpContext) -> Response:
     page["endpoint"] = name
     page["presence"] = snapshot.to_json()
     page["liveness"] = {key: snapshot.liveness(seat) for key, seat in seats.items()}
+    return json_answer(page)
+
+
+async def history(request: Request, ctx: HttpContext) -> Response:
+    """GET /v1/endpoints/{name}/history: the append-only history, of one task (``taskId``)
+    or of the whole endpoint, oldest first."""
+    authorize(request, READ)
+    args = query_args(request, "GET history", ("cursor", "limit", "taskId"))
+    task_ids = request.query_params.getlist("taskId")
+    if len(task_ids) > 1:
+        raise ContractError(
+            ErrorCode.BAD_REQUEST, f"taskId is given {len(task_ids)} times. Give it once"
+        )
+    if task_ids:
+        args["taskId"] = task_ids[0]
+    name = request.path_params["name"]
+    service = ctx.endpoint(name).service
+    page = await counted(ctx, name, "history", history_page(service, args))
+    page["endpoint"] = name
     return json_answer(page)
 
 

@@ -14,6 +14,7 @@ first; ``create_app`` only reads it, and mounts:
 ``/v1/endpoints/{name}/tasks[/{taskId}]``      list-tasks, get-task
 ``/v1/endpoints/{name}/my-tasks``              my-tasks
 ``/v1/endpoints/{name}/board``                 the dashboard feed
+``/v1/endpoints/{name}/history``               the append-only history (a task's, or all)
 ``/v1/events``                                 board-changed as server-sent events
 ``/healthz``, ``/metrics``                     health and Prometheus metrics
 =============================================  =====================================
@@ -118,6 +119,7 @@ def create_app(context: HttpContext) -> Starlette:
         ),
         Route("/v1/endpoints/{name}/my-tasks", api.guarded(api.my_tasks), methods=["GET"]),
         Route("/v1/endpoints/{name}/board", api.guarded(api.board), methods=["GET"]),
+        Route("/v1/endpoints/{name}/history", api.guarded(api.history), methods=["GET"]),
         Route("/v1/events", api.guarded(api.events), methods=["GET"]),
         *contributed,
     ]

@@ -87,6 +87,40 @@ def _schemas() -> Json:
     )
     board["required"] = [*board["required"], "endpoint", "presence", "liveness"]
     out["Board"] = board
+    out["HistoryEntry"] = {
+        "type": "object",
+        "description": "One committed change: when, who, which command, the status it "
+        "left the task in, and the note the command carried.",
+        "additionalProperties": False,
+        "required": ["taskId", "at", "command", "actor", "status"],
+        "properties": {
+            "taskId": {"type": "string"},
+            "at": {"type": "integer", "description": "Epoch ms."},
+            "command": {"type": "string"},
+            "actor": {"type": "string", "description": "The caller, or the sync's name."},
+            "status": {"enum": ["open", "claimed", "blocked", "done", "dropped"]},
+            "note": {"type": "string"},
+        },
+    }
+    out["HistoryPage"] = {
+        "type": "object",
+        "description": "A page of the append-only history, oldest first.",
+        "required": ["endpoint", "entries", "appliedLimit", "observedAt", "changeSeq"],
+        "properties": {
+            "endpoint": {"type": "string"},
+            "entries": {"type": "array", "items": {"$ref": _REF + "HistoryEntry"}},
+            "appliedLimit": {"type": "integer", "minimum": 1},
+            "nextCursor": {"type": "string", "description": "Present when there is more."},
+            "followCursor": {
+                "type": "string",
+                "description": "The position after the last entry: pass it later to read "
+                "only what was appended since.",
+            },
+            "observedAt": {"type": "integer"},
+            "changeSeq": {"type": "integer", "minimum": 0},
+            "stale": out["TaskPage"]["properties"]["stale"],
+        },
+    }
     out["BoardChanged"] = {
         "type": "object",
         "description": "The data of one 'board-changed' server-sent event.",
@@ -193,6 +227,22 @@ def _paths() -> Json:
                 "parameters": [_NAME, *_PAGE, _STATUS],
                 "responses": {
                     **_ok("A board page", {"$ref": _REF + "Board"}),
+                    **_errors(400, 401, 403, 404, 503),
+                },
+            }
+        },
+        "/v1/endpoints/{name}/history": {
+            "get": {
+                "summary": "The append-only history (tasks.read): one task's (taskId) or the "
+                "endpoint's, oldest first, at most 1000 entries a page.",
+                "security": _READ,
+                "parameters": [
+                    _NAME,
+                    *_PAGE,
+                    {"name": "taskId", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    **_ok("A history page", {"$ref": _REF + "HistoryPage"}),
                     **_errors(400, 401, 403, 404, 503),
                 },
             }

@@ -35,6 +35,8 @@ from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
+    HistoryPage,
+    HistoryQuery,
     IdempotencyRecord,
     JsonPage,
     Page,
@@ -329,6 +331,26 @@ class BoardStore:
             HistoryEntry(row.task_id, row.at, row.command, row.actor, row.status, row.note)
             for row in rows
         ]
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        h = tables.history
+        stmt = select(h).order_by(h.c.id).limit(query.limit + 1)
+        if query.after is not None:
+            stmt = stmt.where(h.c.id > query.after)
+        if query.task_id is not None:
+            stmt = stmt.where(h.c.task_id == query.task_id)
+        try:
+            async with self._engine.connect() as conn:
+                rows = (await conn.execute(stmt)).all()
+        except (SQLAlchemyError, OSError, TimeoutError) as exc:
+            raise _unavailable("reading history", exc) from exc
+        more = len(rows) > query.limit
+        rows = rows[: query.limit]
+        entries = [
+            HistoryEntry(row.task_id, row.at, row.command, row.actor, row.status, row.note)
+            for row in rows
+        ]
+        return HistoryPage(entries, int(rows[-1].id) if rows else query.after, more)
 
     async def close(self) -> None:
         if isinstance(self._hot, SqliteFile):

@@ -40,6 +40,8 @@ from cotal_tasks.providers.provider import SeatUids, no_uids
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
+    HistoryPage,
+    HistoryQuery,
     IdempotencyRecord,
     Page,
     PageQuery,
@@ -137,6 +139,9 @@ class MirroredReads:
 
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
         return await self.mirror.history(task_id, limit)
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        return await self.mirror.history_page(query)
 
     async def sync_state(self) -> SyncState | None:
         return self.health.state()

@@ -26,6 +26,8 @@ from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
+    HistoryPage,
+    HistoryQuery,
     IdempotencyRecord,
     Page,
     PageQuery,
@@ -203,6 +205,9 @@ class StaleStore:
 
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
         return await self.inner.history(task_id, limit)
+
+    async def history_page(self, query: HistoryQuery) -> HistoryPage:
+        return await self.inner.history_page(query)
 
     async def sync_state(self) -> SyncState | None:
         return await self.inner.sync_state()
