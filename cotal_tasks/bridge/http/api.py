@@ -17,6 +17,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.http.auth import READ, SELF, Grant, require
 from cotal_tasks.bridge.http.context import HttpContext, context_of, tokens_of
 from cotal_tasks.bridge.http.events import event_stream
@@ -121,15 +122,20 @@ async def list_endpoints(request: Request, ctx: HttpContext) -> Response:
         {
             "space": ctx.config.space,
             "endpoints": [
-                {
-                    "name": name,
-                    "provider": endpoint.config.provider,
-                    "pageCeiling": endpoint.config.page_ceiling,
-                }
-                for name, endpoint in ctx.endpoints.items()
+                describe_endpoint(name, endpoint.config) for name, endpoint in ctx.endpoints.items()
             ],
         }
     )
+
+
+def describe_endpoint(name: str, config: EndpointConfig) -> Json:
+    out: Json = {"name": name, "provider": config.provider, "pageCeiling": config.page_ceiling}
+    # A tracker's settings may say where a task's own page is (``{number}``: the number
+    # after ``#`` in the task id); the dashboard links each card there.
+    link = getattr(config.settings, "task_link", None)
+    if isinstance(link, str):
+        out["taskLink"] = link
+    return out
 
 
 async def list_tasks(request: Request, ctx: HttpContext) -> Response:

@@ -67,3 +67,11 @@ class GitHubConfig(HostedConfig):
     @property
     def location(self) -> str:
         return self.repository
+
+    @property
+    def task_link(self) -> str:
+        """The web page of a task's issue, ``{number}`` standing for the issue number (the
+        dashboard links each card to it). github.com, or GitHub Enterprise Server's host."""
+        base = self.api_url.rstrip("/")
+        web = "https://github.com" if base == "https://api.github.com" else base
+        return f"{web.removesuffix('/api/v3')}/{self.repository}/issues/{{number}}"

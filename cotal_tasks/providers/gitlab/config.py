@@ -49,3 +49,12 @@ class GitLabConfig(HostedConfig):
     @property
     def location(self) -> str:
         return self.project
+
+    @property
+    def task_link(self) -> str | None:
+        """The web page of a task's issue, ``{number}`` standing for its iid (the dashboard
+        links each card to it); ``None`` when the project is named by its numeric id."""
+        if self.project.isdigit():
+            return None
+        web = self.api_url.rstrip("/").removesuffix("/api/v4")
+        return f"{web}/{self.project}/-/issues/{{number}}"

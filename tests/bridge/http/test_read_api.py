@@ -216,3 +216,26 @@ async def test_a_stale_store_labels_every_page(mesh: HttpMesh) -> None:
     board = await mesh.ok(f"/v1/endpoints/{ACME}/board")
     assert board["stale"] == marker.to_json()
     assert "stale" not in await mesh.ok(tasks_path(OPS))
+
+
+def test_a_tracker_endpoint_says_where_its_tasks_pages_are() -> None:
+    from cotal_tasks.bridge.config import EndpointConfig
+    from cotal_tasks.bridge.http.api import describe_endpoint
+    from cotal_tasks.providers.github.config import GitHubConfig
+    from cotal_tasks.providers.gitlab.config import GitLabConfig
+
+    def link(settings: Any) -> str | None:
+        described = describe_endpoint("x", EndpointConfig(name="x", settings=settings))
+        found: str | None = described.get("taskLink")
+        return found
+
+    assert link(GitHubConfig(repository="acme/widgets")) == (
+        "https://github.com/acme/widgets/issues/{number}"
+    )
+    enterprise = GitHubConfig(repository="acme/widgets", api_url="https://git.acme.test/api/v3")
+    assert link(enterprise) == "https://git.acme.test/acme/widgets/issues/{number}"
+    assert link(GitLabConfig(project="acme/platform/api")) == (
+        "https://gitlab.com/acme/platform/api/-/issues/{number}"
+    )
+    assert link(GitLabConfig(project="4242")) is None  # no path to build a page from
+    assert "taskLink" not in describe_endpoint("b", EndpointConfig(name="b"))  # a board
