@@ -1,7 +1,9 @@
 """The dashboard in headless Chromium (Debian's ``chromium``, driven by Playwright; no
-browser download): two endpoints in the right columns, a claim made over the wire showing
-up without a reload, a stale and an unavailable endpoint marked, a token asked for, and a
-screenshot saved under ``test-artifacts/``.
+browser download), one browser for the module: cards in the right columns with what matters
+on them, the task detail opened by click, keyboard and deep link and kept current by a claim
+over the wire, the flow chart's counts checked against the history, the sync panel, an
+accessibility scan with axe-core in the page, and screenshots at 1400 and 360 px wide
+written to ``test-artifacts/dashboard/`` (git-ignored) for a reviewer to look at.
 
 Without ``/usr/bin/chromium`` (or Playwright) these tests skip, and fail instead when
 ``COTAL_TASKS_REQUIRE_BROWSER=1`` (CI sets it).
@@ -12,14 +14,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
 import pytest
+import pytest_asyncio
 
 from cotal_tasks.core import Seat, StaleMarker
+from cotal_tasks.providers.store import SyncState, TaskStore
 from tests.bridge.http._support import (
     ACME,
     OPS,
@@ -27,6 +33,7 @@ from tests.bridge.http._support import (
     SECRETS,
     TOKENS,
     HttpMesh,
+    StaleStore,
     damage_board,
     make_stale,
     open_http_mesh,
@@ -37,11 +44,12 @@ from tests.conftest import seat
 if TYPE_CHECKING:
     from playwright.async_api import Browser, ConsoleMessage, Locator, Page
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.asyncio(loop_scope="module")]
 
 CHROMIUM = Path("/usr/bin/chromium")
 REQUIRE_ENV = "COTAL_TASKS_REQUIRE_BROWSER"
-ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[3] / "test-artifacts" / "dashboard"
+AXE = Path(__file__).with_name("vendor") / "axe-core" / "axe.min.js"
 LAUNCH_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -53,7 +61,19 @@ LAUNCH_ARGS = [
 OPERATOR = seat("operator", 9)
 BUILDER = seat("builder", 1)
 REVIEWER = seat("reviewer", 2)
+STATUSES = ("open", "claimed", "blocked", "done", "dropped")
+EMPTY = "com.acme.empty"
+HOUR_MS = 3_600_000
+LONG_TITLE = (
+    "Move the nightly export off the shared runner, split the archive step from the upload, "
+    "retry the upload with backoff, and page the on-call only after the third failure"
+)
 Json = dict[str, Any]
+READ_ROWS = """rows => rows.map(row => ({
+  at: Number(row.dataset.at),
+  counts: Object.fromEntries(
+    [...row.querySelectorAll('td')].map(td => [td.dataset.status, Number(td.textContent)])),
+}))"""
 
 
 def _unusable(reason: str) -> None:
@@ -62,7 +82,7 @@ def _unusable(reason: str) -> None:
     pytest.skip(f"{reason}; install Debian's chromium (apt-get install -y chromium) to run")
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def browser() -> AsyncIterator[Browser]:
     if not CHROMIUM.is_file():
         _unusable(f"no Chromium at {CHROMIUM}")
@@ -70,6 +90,7 @@ async def browser() -> AsyncIterator[Browser]:
         from playwright.async_api import async_playwright
     except ImportError:
         _unusable("Playwright for Python is not installed (pip install -e '.[dev]')")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     async with async_playwright() as playwright:
         launched = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
         try:
@@ -78,15 +99,26 @@ async def browser() -> AsyncIterator[Browser]:
             await launched.close()
 
 
-async def keep_present(mesh: HttpMesh, who: Seat) -> None:
+@contextlib.asynccontextmanager
+async def kept_present(mesh: HttpMesh, who: Seat) -> AsyncIterator[None]:
     """Republish a seat's card well within the presence time to live, as a live seat does."""
-    while True:
-        await mesh.space.present(who, environment="env://builder-1")
-        await asyncio.sleep(2)
+
+    async def keep() -> None:
+        while True:
+            await mesh.space.present(who, environment="env://builder-1")
+            await asyncio.sleep(2)
+
+    keeper = asyncio.create_task(keep())
+    try:
+        yield
+    finally:
+        keeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await keeper
 
 
-async def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
-    page = await browser.new_page(viewport={"width": 1440, "height": 960})
+async def open_page(browser: Browser, url: str, width: int = 1400) -> tuple[Page, list[str]]:
+    page = await browser.new_page(viewport={"width": width, "height": 900})
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
 
@@ -102,7 +134,7 @@ async def open_page(browser: Browser, url: str) -> tuple[Page, list[str]]:
 
 
 def lane(page: Page, endpoint: str) -> Locator:
-    return page.locator(f'section.lane[data-endpoint="{endpoint}"]')
+    return page.locator(f'#board section.lane[data-endpoint="{endpoint}"]')
 
 
 def card(page: Page, endpoint: str, status: str, task_id: str) -> Locator:
@@ -110,130 +142,331 @@ def card(page: Page, endpoint: str, status: str, task_id: str) -> Locator:
     return column.locator(f'article.card[data-task-id="{task_id}"]')
 
 
-async def test_two_endpoints_live_updates_and_a_stale_endpoint(
-    tmp_path: Path, browser: Browser
-) -> None:
+async def serious_violations(page: Page) -> list[str]:
+    """axe-core run in the page (evaluated over the debugging protocol, so the page's own
+    Content-Security-Policy stays in force): the serious and critical violations."""
+    await page.evaluate(AXE.read_text(encoding="utf-8"))
+    found: list[Json] = await page.evaluate(
+        "async () => (await axe.run(document, {resultTypes: ['violations']})).violations"
+    )
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes']][:3]}"
+        for v in found
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+async def shoot(page: Page, name: str, width: int | None = None, full: bool = True) -> None:
+    if width is not None:
+        await page.set_viewport_size({"width": width, "height": 900})
+        await page.wait_for_timeout(150)
+        overflow = await page.evaluate(
+            "document.documentElement.scrollWidth - document.documentElement.clientWidth"
+        )
+        assert overflow <= 0, f"the page scrolls sideways by {overflow} px at {width} px"
+    await page.evaluate("window.scrollTo(0, 0)")
+    await page.screenshot(path=str(ARTIFACTS / name), full_page=full)
+
+
+async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: Browser) -> None:
     from playwright.async_api import expect
 
-    async with open_http_mesh(tmp_path, names=(ACME, OPS)) as mesh:
+    async with (
+        open_http_mesh(tmp_path, names=(ACME, OPS)) as mesh,
+        kept_present(mesh, BUILDER),
+    ):
         acme, ops = mesh.caller(OPERATOR, ACME), mesh.caller(OPERATOR, OPS)
-        keeper = asyncio.create_task(keep_present(mesh, BUILDER))
-        try:
-            todo = await acme.ok(
-                "create-task",
-                {
-                    "title": "Rotate the staging TLS certificates",
-                    "brief": "They expire at the end of the month; update the deploy notes.",
-                },
-            )
-            doing = await acme.ok("create-task", {"title": "Add retries to the upload step"})
-            await mesh.caller(BUILDER, ACME).ok(
-                "claim-task", {"taskId": doing["taskId"]}, mode="self"
-            )
-            shipped = await acme.ok(
-                "create-task",
-                {
-                    "title": "Fix the flaky presence test",
-                    "status": "done",
-                    "evidence": [
-                        {"kind": "review", "ref": "https://github.com/example/app/pull/128"},
-                        {"kind": "commit", "ref": "9f2c1e7"},
-                    ],
-                },
-            )
-            rota = await ops.ok("create-task", {"title": "Renew the on-call rota"})
-            stuck = await ops.ok("create-task", {"title": "Move the board to PostgreSQL"})
-            reviewer = mesh.caller(REVIEWER, OPS)
-            await reviewer.ok("claim-task", {"taskId": stuck["taskId"]}, mode="self")
-            await reviewer.ok(
-                "update-task",
-                {"taskId": stuck["taskId"], "status": "blocked", "note": "waiting on ops"},
-                mode="self",
-            )
-            dropped = await ops.ok(
-                "create-task", {"title": "Evaluate a second broker", "status": "dropped"}
-            )
-            stale_since = int(time.time() * 1000) - 15 * 60_000
-            make_stale(
-                mesh,
-                OPS,
-                StaleMarker(staleAsOf=stale_since, reason="the GitHub sync is failing (502)"),
-            )
+        builder, reviewer = mesh.caller(BUILDER, ACME), mesh.caller(REVIEWER, OPS)
+        todo = await acme.ok(
+            "create-task",
+            {"title": LONG_TITLE, "brief": "The runner is shared with the release builds."},
+        )
+        doing = await acme.ok(
+            "create-task",
+            {
+                "title": "Add retries to the upload step",
+                "evidence": [{"kind": "branch", "ref": "retry-upload"}],
+            },
+        )
+        await builder.ok("claim-task", {"taskId": doing["taskId"]}, mode="self")
+        shipped = await acme.ok(
+            "create-task",
+            {
+                "title": "Fix the flaky presence test",
+                "status": "done",
+                "evidence": [
+                    {"kind": "review", "ref": "https://github.com/example/app/pull/128"},
+                    {"kind": "commit", "ref": "9f2c1e7"},
+                    {"kind": "commit", "ref": "0b71d2a"},
+                ],
+            },
+        )
+        await ops.ok("create-task", {"title": "Renew the on-call rota"})
+        stuck = await ops.ok("create-task", {"title": "Move the board to PostgreSQL"})
+        await reviewer.ok("claim-task", {"taskId": stuck["taskId"]}, mode="self")
+        await reviewer.ok(
+            "update-task",
+            {"taskId": stuck["taskId"], "status": "blocked", "note": "waiting on ops"},
+            mode="self",
+        )
+        dropped = await ops.ok(
+            "create-task", {"title": "Evaluate a second broker", "status": "dropped"}
+        )
+        make_stale(
+            mesh,
+            OPS,
+            StaleMarker(
+                staleAsOf=int(time.time() * 1000) - 15 * 60_000,
+                reason="the GitHub sync is failing (502)",
+            ),
+        )
 
-            page, errors = await open_page(browser, mesh.url + "/")
-            where = [
-                (ACME, "open", todo),
-                (ACME, "claimed", doing),
-                (ACME, "done", shipped),
-                (OPS, "open", rota),
-                (OPS, "blocked", stuck),
-                (OPS, "dropped", dropped),
+        page, errors = await open_page(browser, mesh.url + "/")
+        for endpoint, status, task in [
+            (ACME, "open", todo),
+            (ACME, "claimed", doing),
+            (ACME, "done", shipped),
+            (OPS, "blocked", stuck),
+            (OPS, "dropped", dropped),
+        ]:
+            await expect(card(page, endpoint, status, task["taskId"]).locator("h4")).to_have_text(
+                task["title"]
+            )
+        await expect(page.locator("#live")).to_have_attribute("data-state", "live")
+        await expect(lane(page, OPS)).to_have_attribute("data-stale", "true")
+        await expect(lane(page, OPS).locator(".banner.stale")).to_contain_text("(502)")
+        await expect(lane(page, ACME)).to_have_attribute("data-stale", "false")
+
+        # The long title is clamped to three lines, whole in its tooltip.
+        title = card(page, ACME, "open", todo["taskId"]).locator("h4")
+        await expect(title).to_have_attribute("title", LONG_TITLE)
+        lines = await title.evaluate(
+            "h => h.getBoundingClientRect().height / parseFloat(getComputedStyle(h).lineHeight)"
+        )
+        assert lines <= 3.05, f"the title takes {lines:.1f} lines"
+
+        # The seat as a short name, with a dot only because presence is populated.
+        claimed = card(page, ACME, "claimed", doing["taskId"])
+        await expect(claimed.locator(".seat .name")).to_have_text("builder")
+        await expect(claimed.locator(".seat .dot")).to_have_attribute("data-seat", "online")
+        tooltip = await claimed.locator(".seat").get_attribute("title")
+        assert tooltip is not None
+        assert tooltip.startswith("local.builder: online")
+        blocked = card(page, OPS, "blocked", stuck["taskId"])
+        await expect(blocked.locator(".seat .dot")).to_have_attribute("data-seat", "offline")
+        await expect(card(page, ACME, "open", todo["taskId"]).locator(".seat")).to_have_text(
+            "Unassigned"
+        )
+        # Evidence as icons with counts; no counters or raw uids on any card.
+        done = card(page, ACME, "done", shipped["taskId"])
+        await expect(done.locator('.ev[data-kind="review"]')).to_have_text("1")
+        await expect(done.locator('.ev[data-kind="commit"]')).to_have_text("2")
+        board_text = await page.locator("#board").inner_text()
+        for jargon in ("unpopulated", "changeSeq", "Not read", BUILDER.lifecycleUid):
+            assert jargon not in board_text
+
+        # Click a card: the detail has the full record and its history.
+        await page.evaluate("window.__sameDocument = true")
+        await card(page, ACME, "open", todo["taskId"]).locator("h4 a").click()
+        detail = page.locator("#detail")
+        await expect(detail).to_be_visible()
+        await expect(detail.locator("#detail-title")).to_have_text(LONG_TITLE)
+        await expect(detail.locator(".brief")).to_have_text(
+            "The runner is shared with the release builds."
+        )
+        assert f"task={quote(ACME + '/' + todo['taskId'], safe='')}" in page.url
+        events = detail.locator(".timeline .event")
+        await expect(events).to_have_count(1)
+
+        # A claim over the wire moves the card and lands in the open detail's history.
+        await builder.ok("claim-task", {"taskId": todo["taskId"]}, mode="self")
+        await expect(card(page, ACME, "claimed", todo["taskId"])).to_be_visible(timeout=8000)
+        await expect(card(page, ACME, "open", todo["taskId"])).to_have_count(0)
+        await expect(events).to_have_count(2, timeout=8000)
+        await expect(events.first).to_have_attribute("data-command", "claim-task")
+        await expect(events.first.locator(".actor")).to_have_text("builder")
+        await expect(detail.locator(".uid")).to_have_text(BUILDER.lifecycleUid)
+        await expect(detail.locator("dd code").first).to_be_visible()
+        assert await page.evaluate("window.__sameDocument") is True
+        await shoot(page, "detail-1400.png", full=False)
+        assert await serious_violations(page) == []
+
+        # Escape closes it and gives the focus back to the card it came from.
+        await page.keyboard.press("Escape")
+        await expect(detail).to_be_hidden()
+        moved = card(page, ACME, "claimed", todo["taskId"]).locator("h4 a")
+        await expect(moved).to_be_focused()
+        assert "task=" not in page.url
+        # From the keyboard: Enter on a card opens it, Escape comes back.
+        await card(page, ACME, "done", shipped["taskId"]).locator("h4 a").focus()
+        await page.keyboard.press("Enter")
+        await expect(detail.locator("#detail-title")).to_have_text(shipped["title"])
+        await expect(detail.locator(".evidence li")).to_have_count(3)
+        await expect(detail.locator(".evidence a")).to_have_attribute(
+            "rel", "noopener noreferrer nofollow"
+        )
+        await page.keyboard.press("Escape")
+        await expect(card(page, ACME, "done", shipped["taskId"]).locator("h4 a")).to_be_focused()
+
+        # The text filter narrows every column by title or id.
+        await page.fill("#f-text", "flaky")
+        await expect(card(page, ACME, "done", shipped["taskId"])).to_be_visible()
+        await expect(card(page, ACME, "claimed", doing["taskId"])).to_have_count(0)
+        await page.fill("#f-text", stuck["taskId"])
+        await expect(card(page, OPS, "blocked", stuck["taskId"])).to_be_visible()
+        await expect(lane(page, ACME).locator("article.card")).to_have_count(0)
+        await page.fill("#f-text", "")
+        await expect(card(page, ACME, "claimed", doing["taskId"])).to_be_visible()
+        # Seat, status and endpoint filters.
+        await page.select_option("#f-seat", str(BUILDER))
+        await expect(card(page, OPS, "blocked", stuck["taskId"])).to_have_count(0)
+        await page.select_option("#f-seat", "")
+        await page.locator('#f-status input[value="dropped"]').uncheck()
+        await expect(lane(page, OPS).locator('.column[data-status="dropped"]')).to_be_hidden()
+        await page.locator('#f-status input[value="dropped"]').check()
+        await page.select_option("#f-endpoint", OPS)
+        await expect(lane(page, ACME)).to_be_hidden()
+        await page.select_option("#f-endpoint", "")
+
+        assert await serious_violations(page) == []
+        await shoot(page, "board-1400.png")
+        await shoot(page, "board-360.png", width=360)
+        await card(page, ACME, "claimed", doing["taskId"]).locator("h4 a").click()
+        await expect(detail.locator("#detail-title")).to_have_text(doing["title"])
+        await shoot(page, "detail-360.png", full=False)
+        assert errors == []
+
+
+def flow_counts(entries: list[Json], times: list[int]) -> list[dict[str, int]]:
+    """Each task's status at each time: that of its last entry (by time) at or before it."""
+    ordered = sorted(enumerate(entries), key=lambda pair: (pair[1]["at"], pair[0]))
+    out = []
+    for at in times:
+        latest: dict[str, str] = {}
+        for _, entry in ordered:
+            if entry["at"] <= at:
+                latest[entry["taskId"]] = entry["status"]
+        out.append({status: list(latest.values()).count(status) for status in STATUSES})
+    return out
+
+
+@contextlib.contextmanager
+def backdated(mesh: HttpMesh, name: str, at_ms: int) -> Iterator[None]:
+    """Commit what runs inside as if at ``at_ms`` (the service's clock is injected)."""
+    service = mesh.endpoint(name).service
+    clock = service.clock
+    service.clock = lambda: at_ms
+    try:
+        yield
+    finally:
+        service.clock = clock
+
+
+class DegradedStore(StaleStore):
+    """A mirror's sync report: last success, and items mapped without a refused part."""
+
+    def __init__(self, inner: TaskStore, synced_ms: int) -> None:
+        super().__init__(inner, StaleMarker(staleAsOf=0, reason="unused"))
+        self.synced_ms = synced_ms
+
+    async def freshness(self) -> StaleMarker | None:
+        return None
+
+    async def sync_state(self) -> SyncState | None:
+        return SyncState(self.synced_ms)
+
+    def degradations(self) -> dict[str, Any]:
+        return {"counts": {"title-too-long": 3, "credential-shaped-brief": 1}, "recent": []}
+
+
+async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Browser) -> None:
+    from playwright.async_api import expect
+
+    async with open_http_mesh(tmp_path, names=(ACME, OPS, EMPTY)) as mesh:
+        now = int(time.time() * 1000)
+        acme, builder = mesh.caller(OPERATOR, ACME), mesh.caller(BUILDER, ACME)
+        ids = []
+        for n, (age_h, claimed_h, blocked_h, done_h) in enumerate(
+            [
+                (150, 140, 100, 60),
+                (120, 90, None, 30),
+                (80, 70, 50, None),
+                (40, 20, None, None),
+                (10, None, None, None),
             ]
-            for endpoint, status, task in where:
-                found = card(page, endpoint, status, task["taskId"])
-                await expect(found).to_be_visible()
-                await expect(found.locator("h4")).to_have_text(task["title"])
-            await expect(page.locator("#live")).to_have_attribute("data-state", "live")
+        ):
+            with backdated(mesh, ACME, now - age_h * HOUR_MS):
+                task_id = (await acme.ok("create-task", {"title": f"Flow task {n}"}))["taskId"]
+            ids.append(task_id)
+            if claimed_h is not None:
+                with backdated(mesh, ACME, now - claimed_h * HOUR_MS):
+                    await builder.ok("claim-task", {"taskId": task_id}, mode="self")
+            if blocked_h is not None:
+                with backdated(mesh, ACME, now - blocked_h * HOUR_MS):
+                    await builder.ok(
+                        "update-task",
+                        {"taskId": task_id, "status": "blocked", "note": "waiting"},
+                        mode="self",
+                    )
+            if done_h is not None:
+                with backdated(mesh, ACME, now - done_h * HOUR_MS):
+                    await builder.ok(
+                        "update-task", {"taskId": task_id, "status": "done"}, mode="self"
+                    )
+        service = mesh.endpoint(OPS).service
+        service.store = DegradedStore(service.store, now - 90_000)
 
-            # The stale endpoint is marked; the other is not.
-            await expect(lane(page, OPS)).to_have_attribute("data-stale", "true")
-            await expect(lane(page, OPS).locator(".banner.stale")).to_contain_text(
-                "the GitHub sync is failing (502)"
-            )
-            await expect(lane(page, ACME)).to_have_attribute("data-stale", "false")
+        # The deep link opens the detail on a fresh page.
+        target = ids[0]
+        url = f"{mesh.url}/#task={quote(ACME + '/' + target, safe='')}"
+        page, errors = await open_page(browser, url)
+        detail = page.locator("#detail")
+        await expect(detail.locator("#detail-title")).to_have_text("Flow task 0")
+        await expect(detail.locator(".timeline .event")).to_have_count(4)
+        await page.keyboard.press("Escape")
+        await expect(detail).to_be_hidden()
 
-            # Bindings with liveness: an offline seat stays bound, never "unassigned".
-            claimed = card(page, ACME, "claimed", doing["taskId"])
-            await expect(claimed.locator(".binding .who b")).to_have_text("local.builder")
-            await expect(claimed.locator(".uid")).to_have_text(BUILDER.lifecycleUid)
-            await expect(claimed.locator(".env")).to_have_text("env://builder-1")
-            badge = claimed.locator(".badge")
-            await expect(badge).to_have_attribute("data-view", "current")
-            await expect(badge).to_have_attribute("data-seat", "online")
-            blocked = card(page, OPS, "blocked", stuck["taskId"])
-            await expect(blocked.locator(".binding")).to_have_attribute("data-bound", "true")
-            await expect(blocked.locator(".badge")).to_have_attribute("data-seat", "offline")
-            await expect(blocked.locator(".binding .who b")).to_have_text("local.reviewer")
-            await expect(card(page, ACME, "open", todo["taskId"]).locator(".unbound")).to_have_text(
-                "unassigned"
-            )
+        # An endpoint with nothing yet says what it waits for.
+        await expect(lane(page, EMPTY).locator(".lane-empty")).to_contain_text("first task")
 
-            # Evidence: an https ref is a link, a commit ref is text.
-            done = card(page, ACME, "done", shipped["taskId"])
-            link = done.locator(".evidence a")
-            await expect(link).to_have_attribute("href", "https://github.com/example/app/pull/128")
-            await expect(link).to_have_attribute("rel", "noopener noreferrer nofollow")
-            await expect(done.locator(".evidence .ref")).to_have_text("9f2c1e7")
-
-            # A claim over the wire appears without a reload, woken by board-changed.
-            await page.evaluate("window.__sameDocument = true")
-            await mesh.caller(BUILDER, ACME).ok(
-                "claim-task", {"taskId": todo["taskId"]}, mode="self"
-            )
-            await expect(card(page, ACME, "claimed", todo["taskId"])).to_be_visible(timeout=8000)
-            await expect(card(page, ACME, "open", todo["taskId"])).to_have_count(0)
-            assert await page.evaluate("window.__sameDocument") is True
-
-            # Filters: by seat, by status, by endpoint.
-            await page.select_option("#f-seat", str(BUILDER))
-            await expect(card(page, OPS, "blocked", stuck["taskId"])).to_be_hidden()
-            await expect(card(page, ACME, "claimed", doing["taskId"])).to_be_visible()
-            await page.select_option("#f-seat", "")
-            await page.locator('#f-status input[value="dropped"]').uncheck()
-            await expect(lane(page, OPS).locator('.column[data-status="dropped"]')).to_be_hidden()
-            await page.locator('#f-status input[value="dropped"]').check()
-            await page.select_option("#f-endpoint", OPS)
-            await expect(lane(page, ACME)).to_be_hidden()
-            await page.select_option("#f-endpoint", "")
-            await expect(lane(page, ACME)).to_be_visible()
-
-            ARTIFACTS.mkdir(exist_ok=True)
-            await page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
-            assert errors == []
-        finally:
-            keeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await keeper
+        # The flow view: the chart's counts are the history's.
+        await page.click("#view-flow")
+        flow = page.locator(f'#flow section[data-endpoint="{ACME}"]')
+        await expect(flow.locator(".flow-table tbody tr")).to_have_count(29)
+        history = await mesh.ok(f"/v1/endpoints/{ACME}/history")
+        entries: list[Json] = history["entries"]
+        for window, points in (("7d", 29), ("24h", 25), ("30d", 31)):
+            await flow.locator(f'button[data-window="{window}"]').click()
+            rows = flow.locator(".flow-table tbody tr")
+            await expect(rows).to_have_count(points)
+            shown = await rows.evaluate_all(READ_ROWS)
+            expected = flow_counts(entries, [row["at"] for row in shown])
+            assert [row["counts"] for row in shown] == expected, window
+            assert any(sum(c.values()) for c in expected[:-1]), "the window has history in it"
+            legend = {
+                status: int(
+                    await flow.locator(f'.legend li[data-status="{status}"] b').inner_text()
+                )
+                for status in STATUSES
+            }
+            assert legend == expected[-1]
+        await flow.locator('button[data-window="7d"]').click()
+        # Time claimed: stints of 40 h (task 0), 60 h (1), 20 h (2) and 20 h so far (3).
+        claimed = flow.locator('.time-in[data-status="claimed"]')
+        await expect(claimed).to_have_attribute("data-n", "4")
+        await expect(claimed.locator('[data-stat="median"]')).to_have_text("20h")
+        await expect(claimed.locator('[data-stat="p90"]')).to_have_text("2.5d")
+        # The sync panel reads /healthz: the last sync, and degraded items by reason.
+        sync = page.locator(f'#flow .sync-tile[data-endpoint="{OPS}"]')
+        await expect(sync.locator('[data-fact="lag"]')).to_have_text(re.compile(r"^[1-4]m$"))
+        await expect(sync.locator('.reason[data-reason="title-too-long"] b')).to_have_text("3")
+        await expect(page.locator(f'#flow .sync-tile[data-endpoint="{ACME}"]')).to_contain_text(
+            "own source of truth"
+        )
+        assert await serious_violations(page) == []
+        await shoot(page, "flow-1400.png")
+        await shoot(page, "flow-360.png", width=360)
+        assert errors == []
 
 
 async def test_a_token_is_asked_for_and_an_unavailable_endpoint_marked(
@@ -264,18 +497,16 @@ async def test_a_token_is_asked_for_and_an_unavailable_endpoint_marked(
         await expect(banner).to_contain_text("retry")
         await expect(lane(page, ACME)).to_have_attribute("data-unavailable", "false")
         assert SECRETS[READER_ENV] not in page.url
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(
-            path=str(ARTIFACTS / "dashboard-token-unavailable.png"), full_page=True
-        )
 
-        # A long column shows its first page and loads the rest on request.
+        # A long column shows its first page and the rest on request, in the page's one scroll.
         column = lane(page, ACME).locator('.column[data-status="open"]')
         await expect(column.locator(".count")).to_have_text("50+")
         await expect(column.locator("article.card")).to_have_count(50)
+        scrolls = await column.locator(".cards").evaluate("c => c.scrollHeight > c.clientHeight")
+        assert scrolls is False, "a column scrolls on its own"
         await column.locator("button.more").click()
         await expect(column.locator("article.card")).to_have_count(55)
         await expect(column.locator(".count")).to_have_text("55")
         await expect(column.locator("button.more")).to_have_count(0)
-
+        await page.screenshot(path=str(ARTIFACTS / "token-unavailable-1400.png"))
         assert errors == []

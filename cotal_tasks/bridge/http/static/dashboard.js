@@ -1,122 +1,193 @@
 // The cotal-tasks dashboard: one page over every endpoint the bridge serves.
-// No build step and no dependency. Data comes from the read API (/v1/endpoints/{name}/board,
-// one request per status column); /v1/events wakes a refresh on board-changed, and the page
-// also refreshes on its own schedule, because a missed event must never mean "no change".
-// Drawing is in render.js.
+// No build step and no dependency. Data comes from the read API: the board feed
+// (/v1/endpoints/{name}/board, one request per status column), the history, get-task and
+// /healthz. /v1/events wakes a refresh on board-changed, and the page also refreshes on its
+// own schedule, because a missed event must never mean "no change".
+// Drawing is in render.js (board), detail.js (task panel) and health.js/flow.js (flow view).
 
-import { LABELS, STATUSES, clock, el, renderLane as draw, seatKey } from "./render.js";
+import { Detail } from "./detail.js";
+import { renderFlowView } from "./health.js";
+import { LABELS, STATUSES, clock, el, renderLane as draw, seatOptions } from "./render.js";
+import { api, AuthNeeded, followHistory, listen, readHealth, setToken, token } from "./session.js";
 
-const TOKEN_KEY = "cotal-tasks.token";
 const REFRESH_MS = 30000;
 const COLUMN_LIMIT = 50;
-const EVENT_SILENCE_MS = 45000; // three keep-alives missed: reconnect
 
 const state = {
-  token: sessionStorage.getItem(TOKEN_KEY),
   endpoints: [],
   lanes: new Map(),
-  filters: { endpoint: "", statuses: new Set(STATUSES), seat: "" },
+  history: new Map(),
+  health: null,
+  healthError: null,
+  filters: { endpoint: "", statuses: new Set(STATUSES), seat: "", text: "" },
+  view: "board",
+  window: "7d",
+  task: null,
   pending: new Map(),
+  live: false,
+  liveSince: 0,
 };
 
-class AuthNeeded extends Error {}
-class ApiError extends Error {
-  constructor(status, code, message) {
-    super(message);
-    this.status = status;
-    this.code = code;
-  }
-}
-
 const $ = (id) => document.getElementById(id);
+const detail = new Detail($("detail"), $("detail-body"), api, (name) => {
+  const lane = state.lanes.get(name);
+  return { endpoint: lane ? lane.endpoint : { name }, liveness: lane && lane.data ? lane.data.liveness : {} };
+});
+let opener = null; // the card link the detail was opened from, to return focus to
 
-function headers(accept) {
-  const out = { Accept: accept };
-  if (state.token) out.Authorization = `Bearer ${state.token}`;
-  return out;
-}
+// ---- the address bar's #fragment: filters, view, window and the open task ------------------
 
-async function api(path) {
-  let response;
-  try {
-    response = await fetch(path, { headers: headers("application/json"), cache: "no-store" });
-  } catch {
-    throw new ApiError(0, "unreachable", "the bridge did not answer; is it running?");
-  }
-  let body = null;
-  try {
-    body = await response.json();
-  } catch {
-    body = null;
-  }
-  const error = body && body.error ? body.error : {};
-  if (response.status === 401) throw new AuthNeeded(error.message || "a token is needed");
-  if (!response.ok) {
-    throw new ApiError(response.status, error.code || String(response.status), error.message || response.statusText);
-  }
-  return body;
-}
-
-// ---- filters (kept in the address bar's #fragment, so a reload keeps them) ----------------
-
-function readFilters() {
+function readHash() {
   const params = new URLSearchParams(location.hash.slice(1));
-  state.filters.endpoint = params.get("endpoint") || "";
-  state.filters.seat = params.get("seat") || "";
+  const f = state.filters;
+  f.endpoint = params.get("endpoint") || "";
+  f.seat = params.get("seat") || "";
+  f.text = (params.get("q") || "").slice(0, 200);
   const statuses = (params.get("status") || "").split(",").filter((s) => STATUSES.includes(s));
-  state.filters.statuses = new Set(statuses.length ? statuses : STATUSES);
+  f.statuses = new Set(statuses.length ? statuses : STATUSES);
+  state.view = params.get("view") === "flow" ? "flow" : "board";
+  state.window = params.get("window") || "7d";
+  const task = params.get("task");
+  const cut = task ? task.indexOf("/") : -1;
+  state.task = cut > 0 ? { endpoint: task.slice(0, cut), taskId: task.slice(cut + 1) } : null;
 }
 
-function writeFilters() {
-  const params = new URLSearchParams();
+function hashOf(changes = {}) {
   const f = state.filters;
+  const params = new URLSearchParams();
+  const view = "view" in changes ? changes.view : state.view;
+  if (view === "flow") params.set("view", "flow");
   if (f.endpoint) params.set("endpoint", f.endpoint);
   if (f.seat) params.set("seat", f.seat);
+  if (f.text) params.set("q", f.text);
   if (f.statuses.size !== STATUSES.length) params.set("status", [...f.statuses].join(","));
+  if (state.window !== "7d") params.set("window", state.window);
+  const task = "task" in changes ? changes.task : state.task;
+  if (task) params.set("task", `${task.endpoint}/${task.taskId}`);
   const hash = params.toString();
-  history.replaceState(null, "", hash ? `#${hash}` : location.pathname);
+  return hash ? `#${hash}` : location.pathname;
 }
 
-function setUpFilters() {
+function writeHash(changes = {}, push = false) {
+  const target = hashOf(changes);
+  if (push) history.pushState(null, "", target);
+  else history.replaceState(null, "", target);
+  applyHash();
+}
+
+function syncControls() {
+  const f = state.filters;
+  for (const input of $("f-status").querySelectorAll("input")) input.checked = f.statuses.has(input.value);
+  $("f-endpoint").value = f.endpoint;
+  if ($("f-text").value !== f.text) $("f-text").value = f.text;
+  refreshSeatOptions();
+  for (const link of document.querySelectorAll(".views a")) {
+    const current = link.dataset.view === state.view;
+    if (current) link.setAttribute("aria-current", "page");
+    else link.removeAttribute("aria-current");
+    link.href = hashOf({ view: link.dataset.view, task: null });
+  }
+}
+
+function applyHash() {
+  readHash();
+  syncControls();
+  $("board").hidden = state.view !== "board";
+  $("flow").hidden = state.view !== "flow";
+  renderAll();
+  if (state.view === "flow") loadFlow();
+  const want = state.task;
+  const open = detail.open;
+  if (!want && open) closeDetail(false);
+  else if (want && (!open || open.endpoint !== want.endpoint || open.taskId !== want.taskId)) {
+    $("scrim").hidden = false;
+    document.body.classList.add("has-detail");
+    detail.show(want.endpoint, want.taskId);
+  }
+}
+
+function closeDetail(updateHash = true) {
+  detail.hide();
+  $("scrim").hidden = true;
+  document.body.classList.remove("has-detail");
+  if (updateHash) writeHash({ task: null });
+  if (opener && document.contains(opener)) opener.focus();
+  else if (opener && opener.dataset) {
+    const again = document.querySelector(`article.card[data-task-id="${CSS.escape(opener.dataset.for || "")}"] a.open`);
+    if (again) again.focus();
+  }
+  opener = null;
+}
+
+// ---- controls --------------------------------------------------------------------------------
+
+function setUpControls() {
   const box = $("f-status");
   for (const status of STATUSES) {
     const input = el("input", { type: "checkbox", value: status, "data-status": status });
-    input.checked = state.filters.statuses.has(status);
-    box.append(el("label", { class: `chip s-${status}` }, input, LABELS[status]));
+    box.append(el("label", { class: `chip s-${status}` }, input, el("i", { class: "sdot", "aria-hidden": "true" }), LABELS[status]));
   }
-  $("filters").addEventListener("change", () => {
-    state.filters.endpoint = $("f-endpoint").value;
-    state.filters.seat = $("f-seat").value;
-    state.filters.statuses = new Set(
-      [...box.querySelectorAll("input:checked")].map((input) => input.value),
-    );
-    writeFilters();
-    renderAll();
+  $("filters").addEventListener("change", (event) => {
+    if (event.target.id === "f-text") return;
+    const f = state.filters;
+    f.endpoint = $("f-endpoint").value;
+    f.seat = $("f-seat").value;
+    f.statuses = new Set([...box.querySelectorAll("input:checked")].map((input) => input.value));
+    writeHash();
+  });
+  $("f-text").addEventListener("input", () => {
+    state.filters.text = $("f-text").value.trim().slice(0, 200);
+    writeHash();
   });
   $("filters").addEventListener("submit", (event) => event.preventDefault());
+  document.addEventListener("click", (event) => {
+    const link = event.target.closest ? event.target.closest("a.open") : null;
+    if (!link || event.ctrlKey || event.metaKey || event.shiftKey || event.button) return;
+    const card = link.closest("article.card");
+    event.preventDefault();
+    opener = link;
+    opener.dataset.for = card.dataset.taskId;
+    writeHash({ task: { endpoint: card.dataset.endpoint, taskId: card.dataset.taskId } }, true);
+  });
+  document.addEventListener("keydown", (event) => {
+    if (event.key === "Escape" && detail.open) {
+      event.preventDefault();
+      closeDetail();
+    } else if (event.key === "/" && !/INPUT|SELECT|TEXTAREA/.test(document.activeElement.tagName)) {
+      event.preventDefault();
+      $("f-text").focus();
+    } else if (event.key === "Tab" && detail.open) {
+      trapFocus(event);
+    }
+  });
+  $("scrim").addEventListener("click", () => closeDetail());
+  $("detail").addEventListener("close-detail", () => closeDetail());
+  window.addEventListener("hashchange", applyHash);
+  window.addEventListener("popstate", applyHash);
+}
+
+function trapFocus(event) {
+  const focusable = [...$("detail").querySelectorAll("a[href], button, [tabindex='0'], summary")];
+  if (!focusable.length) return;
+  const first = focusable[0];
+  const last = focusable[focusable.length - 1];
+  if (!$("detail").contains(document.activeElement)) {
+    event.preventDefault();
+    first.focus();
+  } else if (event.shiftKey && document.activeElement === first) {
+    event.preventDefault();
+    last.focus();
+  } else if (!event.shiftKey && document.activeElement === last) {
+    event.preventDefault();
+    first.focus();
+  }
 }
 
 function refreshSeatOptions() {
-  const select = $("f-seat");
-  const seats = new Set();
-  for (const lane of state.lanes.values()) {
-    for (const column of Object.values(lane.columns)) {
-      for (const task of column.tasks) if (task.binding) seats.add(seatKey(task.binding));
-    }
-  }
-  if (state.filters.seat && state.filters.seat !== "-") seats.add(state.filters.seat);
-  const wanted = ["", "-", ...[...seats].sort()];
-  const have = [...select.options].map((option) => option.value);
-  if (wanted.join("\n") === have.join("\n")) return;
-  select.replaceChildren(el("option", { value: "", text: "any" }), el("option", { value: "-", text: "unbound" }));
-  for (const key of [...seats].sort()) {
-    const [principal, uid] = key.split("/");
-    select.append(el("option", { value: key, text: `${principal} · ${uid.slice(0, 8)}…` }));
-  }
-  select.value = state.filters.seat;
+  seatOptions($("f-seat"), state.lanes, state.filters.seat);
 }
 
-// ---- loading ------------------------------------------------------------------------------
+// ---- loading ---------------------------------------------------------------------------------
 
 function emptyLane(endpoint) {
   const columns = {};
@@ -129,16 +200,15 @@ async function loadEndpoints() {
     const data = await api("/v1/endpoints");
     hideAuth();
     $("notice").hidden = true;
-    $("space").textContent = `space ${data.space}`;
+    $("space").textContent = data.space;
     state.endpoints = data.endpoints;
     const select = $("f-endpoint");
-    select.replaceChildren(el("option", { value: "", text: "all" }));
+    select.replaceChildren(el("option", { value: "", text: "All" }));
     for (const endpoint of data.endpoints) {
       if (!state.lanes.has(endpoint.name)) state.lanes.set(endpoint.name, emptyLane(endpoint));
       select.append(el("option", { value: endpoint.name, text: endpoint.name }));
     }
-    select.value = state.filters.endpoint;
-    renderAll();
+    applyHash();
     await refreshAll();
     return true;
   } catch (error) {
@@ -173,13 +243,12 @@ async function refreshEndpoint(name) {
     const liveness = Object.assign({}, ...pages.map((page) => page.liveness));
     const stale = pages.map((page) => page.stale).find(Boolean) || null;
     const presence = pages[pages.length - 1].presence;
-    const observedAt = Math.max(...pages.map((page) => page.observedAt));
-    const behind = changeSeq < lane.maxSeq; // never a rollback: an older answer, refresh again
+    const behind = changeSeq < lane.maxSeq; // never a rollback: an older answer, read again
     STATUSES.forEach((status, i) => {
       lane.columns[status] = { tasks: loaded[i].tasks, nextCursor: loaded[i].nextCursor, pages: loaded[i].pages };
     });
     lane.maxSeq = Math.max(lane.maxSeq, changeSeq);
-    lane.data = { changeSeq, liveness, stale, presence, observedAt, behind };
+    lane.data = { changeSeq, liveness, stale, presence, behind };
     lane.error = null;
     lane.readAt = Date.now();
     if (behind) scheduleRefresh(name, 1500);
@@ -192,7 +261,9 @@ async function refreshEndpoint(name) {
   }
   renderLane(lane);
   refreshSeatOptions();
-  $("refreshed").textContent = `refreshed ${clock(Date.now())}`;
+  $("refreshed").textContent = `updated ${clock(Date.now())}`;
+  if (detail.open && detail.open.endpoint === name) detail.refresh(name);
+  if (state.view === "flow") loadFlow(name);
 }
 
 async function refreshAll() {
@@ -201,136 +272,88 @@ async function refreshAll() {
 
 function scheduleRefresh(name, delay = 150) {
   if (state.pending.has(name)) return;
-  state.pending.set(
-    name,
-    setTimeout(() => {
-      state.pending.delete(name);
-      refreshEndpoint(name);
-    }, delay),
-  );
+  state.pending.set(name, setTimeout(() => {
+    state.pending.delete(name);
+    refreshEndpoint(name);
+  }, delay));
 }
 
-// ---- board-changed, read from /v1/events with fetch (so it can carry the bearer token) ----
-
-function setLive(stateName, text) {
-  const pill = $("live");
-  pill.dataset.state = stateName;
-  pill.textContent = text;
-}
-
-function handleBlock(block) {
-  let event = "message";
-  const data = [];
-  for (const line of block.split("\n")) {
-    if (!line || line.startsWith(":")) continue;
-    const colon = line.indexOf(":");
-    const field = colon < 0 ? line : line.slice(0, colon);
-    let value = colon < 0 ? "" : line.slice(colon + 1);
-    if (value.startsWith(" ")) value = value.slice(1);
-    if (field === "event") event = value;
-    else if (field === "data") data.push(value);
-  }
-  if (event !== "board-changed" || !data.length) return;
+async function loadHistory(name) {
+  if (!state.history.has(name)) state.history.set(name, { entries: [], follow: null, readAt: 0, loading: false });
   try {
-    const wake = JSON.parse(data.join("\n"));
-    if (state.lanes.has(wake.endpoint)) scheduleRefresh(wake.endpoint);
-  } catch {
-    // not JSON: ignore it; the schedule still refreshes
+    await followHistory(name, state.history.get(name));
+  } catch (error) {
+    if (error instanceof AuthNeeded) showAuth(error.message);
   }
 }
 
-async function listen() {
-  let delay = 1000;
-  let first = true;
-  for (;;) {
-    const abort = new AbortController();
-    let watchdog = null;
-    const arm = () => {
-      clearTimeout(watchdog);
-      watchdog = setTimeout(() => abort.abort(), EVENT_SILENCE_MS);
-    };
-    try {
-      arm();
-      const response = await fetch("/v1/events", {
-        headers: headers("text/event-stream"),
-        signal: abort.signal,
-        cache: "no-store",
-      });
-      if (response.status === 401) {
-        setLive("auth", "token needed");
-        showAuth("the event stream needs a token");
-        clearTimeout(watchdog);
-        await new Promise((resolve) => document.addEventListener("cotal-token", resolve, { once: true }));
-        continue;
-      }
-      if (!response.ok || !response.body) throw new Error(`events answered ${response.status}`);
-      setLive("live", "live");
-      delay = 1000;
-      if (!first) refreshAll(); // catch up on whatever changed while the stream was down
-      first = false;
-      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = "";
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        arm();
-        buffer = (buffer + value).replace(/\r\n?/g, "\n");
-        let cut;
-        while ((cut = buffer.indexOf("\n\n")) >= 0) {
-          handleBlock(buffer.slice(0, cut));
-          buffer = buffer.slice(cut + 2);
-        }
-      }
-    } catch {
-      // fall through to reconnect
-    }
-    clearTimeout(watchdog);
-    setLive("down", "reconnecting…");
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, 15000);
+async function loadHealth() {
+  try {
+    state.health = await readHealth();
+    state.healthError = null;
+  } catch (error) {
+    state.healthError = error.message || "the bridge did not answer";
   }
 }
 
-// ---- auth ---------------------------------------------------------------------------------
+async function loadFlow(name = null) {
+  const names = name ? [name] : state.endpoints.map((e) => e.name);
+  await Promise.all([...names.map(loadHistory), loadHealth()]);
+  renderFlow();
+}
+
+// ---- live state, auth and notices --------------------------------------------------------------
+
+function onLive(live) {
+  state.live = live;
+  const pill = $("live");
+  pill.dataset.state = live === "auth" ? "auth" : live ? "live" : "down";
+  pill.textContent = live === "auth" ? "Token needed" : live ? "Live" : "Reconnecting…";
+  const paused = $("paused");
+  if (live === true) {
+    paused.hidden = true;
+    if (state.liveSince) refreshAll(); // catch up on whatever changed while the stream was down
+    state.liveSince = Date.now();
+  } else if (state.liveSince) {
+    paused.textContent = `Live updates are paused while the bridge reconnects; the board shows what was read at ${$("refreshed").textContent.replace("updated ", "") || "the last read"}.`;
+    paused.hidden = false;
+  }
+  document.body.dataset.live = String(live === true);
+}
 
 function showAuth(reason) {
   $("auth-reason").textContent = reason;
   $("auth").hidden = false;
-  $("board").hidden = true;
-  if (state.token) {
-    state.token = null;
-    sessionStorage.removeItem(TOKEN_KEY);
-  }
+  $("content").hidden = true;
+  setToken(null);
   $("forget").hidden = true;
 }
 
 function hideAuth() {
   $("auth").hidden = true;
-  $("board").hidden = false;
-  $("forget").hidden = !state.token;
+  $("content").hidden = false;
+  $("forget").hidden = !token();
 }
 
 function setUpAuth() {
   $("auth-form").addEventListener("submit", async (event) => {
     event.preventDefault();
-    state.token = $("auth-token").value.trim();
+    setToken($("auth-token").value.trim());
     $("auth-token").value = "";
-    sessionStorage.setItem(TOKEN_KEY, state.token);
     if (await loadEndpoints()) document.dispatchEvent(new Event("cotal-token"));
   });
   $("forget").addEventListener("click", () => {
-    sessionStorage.removeItem(TOKEN_KEY);
+    setToken(null);
     location.reload();
   });
 }
 
 function showNotice(text) {
-  const notice = $("notice");
-  notice.textContent = text;
-  notice.hidden = false;
+  $("notice").textContent = text;
+  $("notice").hidden = false;
 }
 
-// ---- rendering ----------------------------------------------------------------------------
+// ---- rendering -------------------------------------------------------------------------------
 
 function renderLane(lane) {
   draw(lane, state.filters, $("board"), (status) => {
@@ -339,23 +362,36 @@ function renderLane(lane) {
   });
 }
 
-function renderAll() {
-  for (const lane of state.lanes.values()) renderLane(lane);
+function renderFlow() {
+  if (state.view !== "flow") return;
+  renderFlowView($("flow"), {
+    endpoints: state.endpoints,
+    filter: state.filters.endpoint,
+    history: state.history,
+    health: state.health,
+    healthError: state.healthError,
+    window: state.window,
+    onWindow: (key) => {
+      state.window = key;
+      writeHash();
+      const focus = $("flow").querySelector(`[data-window="${key}"]`);
+      if (focus) focus.focus();
+    },
+  });
 }
 
-// ---- start --------------------------------------------------------------------------------
+function renderAll() {
+  for (const lane of state.lanes.values()) renderLane(lane);
+  renderFlow();
+}
+
+// ---- start -----------------------------------------------------------------------------------
 
 async function start() {
-  readFilters();
-  setUpFilters();
+  setUpControls();
   setUpAuth();
-  window.addEventListener("hashchange", () => {
-    readFilters();
-    for (const input of $("f-status").querySelectorAll("input")) input.checked = state.filters.statuses.has(input.value);
-    $("f-endpoint").value = state.filters.endpoint;
-    $("f-seat").value = state.filters.seat;
-    renderAll();
-  });
+  readHash();
+  syncControls();
   while (!(await loadEndpoints())) {
     if (!$("auth").hidden) {
       await new Promise((resolve) => document.addEventListener("cotal-token", resolve, { once: true }));
@@ -363,7 +399,9 @@ async function start() {
     }
     await new Promise((resolve) => setTimeout(resolve, 5000));
   }
-  listen();
+  listen((wake) => {
+    if (state.lanes.has(wake.endpoint)) scheduleRefresh(wake.endpoint);
+  }, onLive, showAuth);
   setInterval(refreshAll, REFRESH_MS);
 }
 

@@ -1,9 +1,18 @@
-// Rendering for the cotal-tasks dashboard: lanes, columns, cards, badges, evidence.
-// Every value from the API is set as text (textContent); only http(s) evidence refs are links.
+// Rendering for the cotal-tasks board: lanes, columns and cards.
+// Every value from the API is set as text (textContent); only http(s) URLs become links.
+
+import { EVIDENCE_LABEL, icon } from "./icons.js";
 
 export const STATUSES = ["open", "claimed", "blocked", "done", "dropped"];
 export const LABELS = { open: "Open", claimed: "Claimed", blocked: "Blocked", done: "Done", dropped: "Dropped" };
-const EVIDENCE_SHOWN = 5;
+const PROVIDERS = { board: "Board", github: "GitHub", gitlab: "GitLab", "tower-do": "tower-do" };
+const EMPTY_COLUMN = {
+  open: "Nothing waiting",
+  claimed: "Nobody is on anything",
+  blocked: "Nothing blocked",
+  done: "Nothing finished yet",
+  dropped: "Nothing dropped",
+};
 
 export function el(tag, attrs = {}, ...children) {
   const node = document.createElement(tag);
@@ -11,7 +20,6 @@ export function el(tag, attrs = {}, ...children) {
     if (value === undefined || value === null || value === false) continue;
     if (key === "class") node.className = value;
     else if (key === "text") node.textContent = value;
-    else if (key.startsWith("data-")) node.setAttribute(key, String(value));
     else node.setAttribute(key, value === true ? "" : String(value));
   }
   for (const child of children) {
@@ -31,157 +39,261 @@ export function clock(ms) {
   return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", second: "2-digit" });
 }
 
+export function when(ms) {
+  if (!ms) return "never";
+  return new Date(ms).toLocaleString([], { dateStyle: "medium", timeStyle: "short" });
+}
+
+export function span(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
+  if (s < 60) return `${s}s`;
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.floor(m / 60);
+  if (h < 48) return m % 60 && h < 10 ? `${h}h ${m % 60}m` : `${h}h`;
+  const d = h / 24;
+  return d < 10 ? `${Math.round(d * 10) / 10}d` : `${Math.round(d)}d`;
+}
+
+export function ago(ms, now = Date.now()) {
+  return ms ? `${span(now - ms)} ago` : "never";
+}
+
 export function seatKey(binding) {
   return `${binding.owner}.${binding.actor}/${binding.lifecycleUid}`;
 }
 
-function visible(task, filters) {
+export function providerName(provider) {
+  return PROVIDERS[provider] || provider;
+}
+
+export function httpUrl(text) {
+  if (!/^https?:\/\//i.test(text)) return null;
+  try {
+    const url = new URL(text);
+    return url.protocol === "http:" || url.protocol === "https:" ? url.href : null;
+  } catch {
+    return null;
+  }
+}
+
+// The task's reference in its own tracker: the issue page when the endpoint names one.
+export function trackerRef(task, endpoint) {
+  const number = /#(\d{1,19})$/.exec(task.taskId);
+  const template = endpoint && endpoint.taskLink;
+  const href = number && template ? httpUrl(template.replace("{number}", number[1])) : null;
+  const kind = { github: "GitHub issue", gitlab: "GitLab issue", "tower-do": "tower-do key" }[endpoint && endpoint.provider];
+  return { text: task.taskId, href, kind: kind || "task id" };
+}
+
+export function refNode(task, endpoint, withIcon = true) {
+  const ref = trackerRef(task, endpoint);
+  if (!ref.href) return el("span", { class: "ref", title: ref.kind, text: ref.text });
+  return el(
+    "a",
+    { class: "ref", href: ref.href, target: "_blank", rel: "noopener noreferrer nofollow", title: `Open the ${ref.kind}` },
+    ref.text,
+    withIcon ? icon("external") : null,
+  );
+}
+
+export function taskHash(endpoint, taskId) {
+  return `#task=${encodeURIComponent(`${endpoint}/${taskId}`)}`;
+}
+
+// Liveness as a dot: only when presence is populated; the long form is the tooltip.
+export function livenessOf(liveness) {
+  if (!liveness || liveness.view === "unpopulated") return null;
+  const seat = liveness.seat === "unknown" ? "offline" : liveness.seat;
+  const long = {
+    online: "online: its presence card is current",
+    offline: "offline: no current presence card for this incarnation",
+    replaced: "replaced: a newer incarnation of this principal is online; the task stays with this one",
+  }[seat];
+  const stale = liveness.view === "stale";
+  const seen = liveness.lastSeen ? `; last card ${clock(liveness.lastSeen)}` : "";
+  return { seat, stale, text: stale ? `${seat} (as last read${seen})` : `${long}${seen}` };
+}
+
+function initials(name) {
+  const parts = name.split(/[-_.\s]+/).filter(Boolean);
+  const text = parts.length > 1 ? parts[0][0] + parts[1][0] : name.slice(0, 2);
+  return text.toUpperCase();
+}
+
+function hue(text) {
+  let h = 0;
+  for (const ch of text) h = (h * 31 + ch.codePointAt(0)) % 360;
+  return Math.floor(h / 30); // one of twelve palette slots
+}
+
+export function seatChip(binding, liveness) {
+  const principal = `${binding.owner}.${binding.actor}`;
+  const live = livenessOf(liveness);
+  const title = live ? `${principal}: ${live.text}` : principal;
+  return el(
+    "span",
+    { class: "seat", "data-bound": "true", title },
+    el("span", { class: `avatar h${hue(principal)}`, "aria-hidden": "true", text: initials(binding.actor) }),
+    el("span", { class: "name", text: binding.actor }),
+    live
+      ? el("i", { class: `dot ${live.seat}${live.stale ? " stale" : ""}`, "data-seat": live.seat, role: "img", "aria-label": live.seat })
+      : null,
+  );
+}
+
+export function evidenceCounts(evidence) {
+  const counts = {};
+  for (const entry of evidence || []) counts[entry.kind] = (counts[entry.kind] || 0) + 1;
+  const kinds = Object.keys(counts);
+  if (!kinds.length) return null;
+  const words = kinds.map((k) => `${counts[k]} ${EVIDENCE_LABEL[k] || k}${counts[k] > 1 ? "s" : ""}`);
+  const box = el("span", { class: "evidence-counts", role: "img", "aria-label": `Evidence: ${words.join(", ")}` });
+  kinds.forEach((kind, i) => {
+    box.append(el("span", { class: `ev ev-${kind}`, "data-kind": kind, title: words[i] }, icon(kind), String(counts[kind])));
+  });
+  return box;
+}
+
+function matches(task, filters) {
   const seat = filters.seat;
-  if (!seat) return true;
-  if (seat === "-") return !task.binding;
-  return Boolean(task.binding) && seatKey(task.binding) === seat;
+  if (seat === "-" && task.binding) return false;
+  if (seat && seat !== "-" && !(task.binding && seatKey(task.binding) === seat)) return false;
+  if (!filters.text) return true;
+  const text = filters.text.toLowerCase();
+  return task.title.toLowerCase().includes(text) || task.taskId.toLowerCase().includes(text);
+}
+
+function card(task, lane) {
+  const name = lane.endpoint.name;
+  const node = el("article", { class: `card s-${task.status}`, "data-task-id": task.taskId, "data-endpoint": name });
+  const meta = el("div", { class: "card-meta" }, refNode(task, lane.endpoint));
+  if (task.statusSource) meta.append(el("span", { class: "source", title: "its status in the tracker", text: task.statusSource }));
+  node.append(meta);
+  node.append(el("h4", { title: task.title }, el("a", { class: "open", href: taskHash(name, task.taskId), text: task.title })));
+  const foot = el("div", { class: "card-foot" });
+  foot.append(
+    task.binding
+      ? seatChip(task.binding, (lane.data && lane.data.liveness[seatKey(task.binding)]) || null)
+      : el("span", { class: "seat unbound", "data-bound": "false", text: "Unassigned" }),
+  );
+  const counts = evidenceCounts(task.evidence);
+  if (counts) foot.append(counts);
+  foot.append(el("time", { class: "age", datetime: new Date(task.updatedAt).toISOString(), title: `updated ${when(task.updatedAt)}`, text: span(Date.now() - task.updatedAt) }));
+  node.append(foot);
+  return node;
+}
+
+function skeleton() {
+  return el("div", { class: "skeleton", "aria-hidden": "true" }, el("i"), el("i"), el("i"));
+}
+
+function emptyLane(lane) {
+  const provider = lane.endpoint.provider;
+  const waiting = provider === "board"
+    ? "This board is waiting for its first task: one appears here as soon as a seat or an operator sends create-task."
+    : `Waiting for the first tasks from ${providerName(provider)}: they appear here once a sync has read them.`;
+  return el("div", { class: "lane-empty" }, el("b", { text: "No tasks yet" }), el("p", { text: waiting }));
+}
+
+function banners(lane) {
+  const out = [];
+  const data = lane.data;
+  if (lane.error) {
+    const shown = data ? ` The cards below are the last good read, from ${clock(lane.readAt)}, and may be out of date.` : "";
+    const label = lane.error.code === "unavailable" ? "Unavailable" : `Error (${lane.error.code})`;
+    out.push(el("div", { class: "banner unavailable", role: "alert" }, el("b", { text: label }), `: ${sentence(lane.error.message)}${shown}`));
+  }
+  if (data && data.stale) {
+    const since = data.stale.staleAsOf ? `Stale since ${clock(data.stale.staleAsOf)}` : "Stale";
+    out.push(el("div", { class: "banner stale", role: "status" }, el("b", { text: since }), `: ${sentence(data.stale.reason)} The tracker may have changed since.`));
+  }
+  if (data && data.behind) out.push(el("div", { class: "banner stale", text: "An older answer arrived; reading again." }));
+  return out;
 }
 
 // Draw (or redraw) one endpoint's lane into ``board``; ``onMore(status)`` loads another page.
 export function renderLane(lane, filters, board, onMore) {
   const name = lane.endpoint.name;
   if (!lane.el) {
-    lane.el = el("section", { class: "lane", "data-endpoint": name });
+    lane.el = el("section", { class: "lane", "data-endpoint": name, "aria-labelledby": `lane-${name}` });
     board.append(lane.el);
   }
   const section = lane.el;
+  const focused = section.contains(document.activeElement) ? document.activeElement.closest("[data-task-id]") : null;
   section.hidden = Boolean(filters.endpoint) && filters.endpoint !== name;
   const data = lane.data;
   section.dataset.stale = String(Boolean(data && data.stale));
   section.dataset.unavailable = String(Boolean(lane.error));
+  section.setAttribute("aria-busy", String(!data && !lane.error));
 
-  const meta = [lane.endpoint.provider];
-  if (data) meta.push(`changeSeq ${data.changeSeq}`, `read ${clock(data.observedAt)}`);
-  const presence = data ? data.presence : null;
+  let total = 0;
+  let more = false;
+  for (const status of STATUSES) {
+    total += lane.columns[status].tasks.length;
+    more = more || Boolean(lane.columns[status].nextCursor);
+  }
   const head = el(
     "header",
     { class: "lane-head" },
-    el("h2", { text: name }),
-    el("span", { class: "muted", text: meta.join(" · ") }),
-    presence
-      ? el("span", {
-          class: `pill view-${presence.view}`,
-          "data-presence": presence.view,
-          title: presence.reason || "",
-          text: `presence: ${presence.view}`,
-        })
-      : null,
+    el("h2", { id: `lane-${name}`, text: name }),
+    el("span", { class: `provider p-${lane.endpoint.provider}`, text: providerName(lane.endpoint.provider) }),
+    data ? el("span", { class: "muted", text: `${total}${more ? "+" : ""} task${total === 1 ? "" : "s"}` }) : null,
+    data ? el("span", { class: "muted read-at", title: "when this lane was last read", text: `read ${clock(lane.readAt)}` }) : null,
   );
-
-  const banners = [];
-  if (lane.error) {
-    const shown = data ? ` Showing the last good read, from ${clock(lane.readAt)}.` : "";
-    banners.push(
-      el("div", { class: "banner unavailable", role: "alert" },
-        el("b", { text: lane.error.code === "unavailable" ? "Unavailable" : `Error (${lane.error.code})` }),
-        `: ${sentence(lane.error.message)}${shown}`),
-    );
-  }
-  if (data && data.stale) {
-    banners.push(
-      el("div", { class: "banner stale", role: "status" },
-        el("b", { text: data.stale.staleAsOf ? `Stale since ${clock(data.stale.staleAsOf)}` : "Stale" }),
-        `: ${sentence(data.stale.reason)} The provider labels these reads as not current.`),
-    );
-  }
-  if (data && data.behind) {
-    banners.push(el("div", { class: "banner stale", text: "An older answer arrived; refreshing again." }));
-  }
 
   const columns = el("div", { class: `columns${lane.error ? " dimmed" : ""}` });
   for (const status of STATUSES) {
     const column = lane.columns[status];
-    const shown = column.tasks.filter((task) => visible(task, filters));
-    const more = column.nextCursor ? "+" : "";
-    const count = data ? `${shown.length}${more}` : "–";
+    const shown = column.tasks.filter((task) => matches(task, filters));
+    const count = data ? `${shown.length}${column.nextCursor ? "+" : ""}` : "";
     const list = el("div", { class: "cards" });
-    for (const task of shown) list.append(card(task, data ? data.liveness : {}));
-    if (!shown.length) list.append(el("p", { class: "empty muted", text: data ? "No tasks" : "Not read" }));
+    for (const task of shown) list.append(card(task, lane));
+    if (!data && !lane.error) list.append(skeleton());
+    else if (!shown.length) list.append(el("p", { class: "empty", text: filters.text || filters.seat ? "No match" : EMPTY_COLUMN[status] }));
     const box = el(
       "div",
-      { class: `column s-${status}`, "data-status": status },
-      el("h3", {}, LABELS[status], el("span", { class: "count", text: count })),
+      { class: `column s-${status}`, "data-status": status, role: "group", "aria-label": `${LABELS[status]}, ${name}` },
+      el("h3", {}, el("i", { class: "sdot", "aria-hidden": "true" }), LABELS[status], el("span", { class: "count", text: count })),
       list,
     );
     if (column.nextCursor) {
-      const button = el("button", { type: "button", class: "more", text: "Load more" });
+      const button = el("button", { type: "button", class: "more", text: "Show more" });
       button.addEventListener("click", () => onMore(status));
       box.append(button);
     }
     box.hidden = !filters.statuses.has(status);
     columns.append(box);
   }
-  section.replaceChildren(head, ...banners, columns);
+  const empty = data && !total && !lane.error && !filters.text && !filters.seat ? emptyLane(lane) : null;
+  section.replaceChildren(head, ...banners(lane), empty || columns);
+  if (focused) {
+    const again = [...section.querySelectorAll("article.card")].find((node) => node.dataset.taskId === focused.dataset.taskId);
+    if (again) again.querySelector("a.open").focus();
+  }
 }
 
-function livenessBadge(liveness) {
-  const view = liveness ? liveness.view : "unpopulated";
-  const seat = liveness ? liveness.seat : "unknown";
-  let text;
-  if (view === "unpopulated") text = "liveness unknown";
-  else if (view === "stale") text = seat === "unknown" ? "not seen" : `was ${seat === "replaced" ? "replaced" : seat}`;
-  else if (seat === "replaced") text = "offline · new incarnation";
-  else text = seat;
-  const title = liveness && liveness.lastSeen ? `last card ${clock(liveness.lastSeen)}` : "";
-  return el(
-    "span",
-    { class: `badge view-${view} seat-${seat}`, "data-view": view, "data-seat": seat, title },
-    el("i", { class: "dot" }),
-    text,
-    el("small", { text: view }),
-  );
-}
-
-function evidenceItem(entry) {
-  let target = null;
-  if (/^https?:\/\//i.test(entry.ref)) {
-    try {
-      const url = new URL(entry.ref);
-      if (url.protocol === "http:" || url.protocol === "https:") target = url.href;
-    } catch {
-      target = null;
+// The seat filter's options: every seat bound on a loaded card, by its short name.
+export function seatOptions(select, lanes, selected) {
+  const seats = new Map();
+  for (const lane of lanes.values()) {
+    for (const column of Object.values(lane.columns)) {
+      for (const task of column.tasks) if (task.binding) seats.set(seatKey(task.binding), task.binding);
     }
   }
-  const ref = target
-    ? el("a", { href: target, rel: "noopener noreferrer nofollow", target: "_blank", text: entry.ref })
-    : el("span", { class: "ref", text: entry.ref });
-  return el("li", {}, el("span", { class: "kind", text: entry.kind }), ref);
-}
-
-function card(task, liveness) {
-  const node = el("article", { class: "card", "data-task-id": task.taskId });
-  node.append(el("h4", { text: task.title }));
-  const ids = el("div", { class: "ids" }, el("code", { text: task.taskId }));
-  if (task.statusSource) ids.append(el("span", { class: "source", title: "the provider's own state", text: task.statusSource }));
-  node.append(ids);
-  if (task.brief) node.append(el("p", { class: "brief", text: task.brief }));
-  const binding = task.binding;
-  if (binding) {
-    const env = binding.environmentWithheld
-      ? el("span", { class: "env withheld", text: "environment withheld" })
-      : binding.environment
-        ? el("span", { class: "env", title: "environment", text: binding.environment })
-        : el("span", { class: "env muted", text: "environment unknown" });
-    node.append(
-      el("div", { class: "binding", "data-bound": "true" },
-        el("div", { class: "who" }, el("b", { text: `${binding.owner}.${binding.actor}` }), livenessBadge(liveness[seatKey(binding)])),
-        el("code", { class: "uid", title: "lifecycle uid", text: binding.lifecycleUid }),
-        env),
-    );
-  } else {
-    node.append(el("div", { class: "binding unbound", "data-bound": "false", text: "unassigned" }));
+  const keys = [...seats.keys()].sort();
+  if (selected && selected !== "-" && !seats.has(selected)) keys.push(selected);
+  const wanted = ["", "-", ...keys];
+  const have = [...select.options].map((option) => option.value);
+  if (wanted.join("\n") !== have.join("\n")) {
+    select.replaceChildren(el("option", { value: "", text: "Anyone" }), el("option", { value: "-", text: "Unassigned" }));
+    const counts = {};
+    for (const binding of seats.values()) counts[binding.actor] = (counts[binding.actor] || 0) + 1;
+    for (const key of keys) {
+      const binding = seats.get(key);
+      const text = !binding ? key : counts[binding.actor] > 1 ? `${binding.actor} (${binding.lifecycleUid.slice(-6)})` : binding.actor;
+      select.append(el("option", { value: key, text }));
+    }
   }
-  const evidence = task.evidence || [];
-  if (evidence.length) {
-    const list = el("ul", { class: "evidence" });
-    for (const entry of evidence.slice(-EVIDENCE_SHOWN)) list.append(evidenceItem(entry));
-    if (evidence.length > EVIDENCE_SHOWN) list.append(el("li", { class: "muted", text: `+${evidence.length - EVIDENCE_SHOWN} earlier` }));
-    node.append(list);
-  }
-  return node;
+  select.value = selected;
 }

@@ -1,0 +1,189 @@
+// Flow from the history: the cumulative flow of the five statuses over a window, and how
+// long tasks stay claimed or blocked. Computed here from /v1/endpoints/{name}/history;
+// drawn as inline SVG, with the same numbers in a table.
+
+import { icon, svgNode } from "./icons.js";
+import { LABELS, STATUSES, el, span } from "./render.js";
+
+export const WINDOWS = {
+  "24h": { label: "24 hours", ms: 24 * 3600e3, steps: 24 },
+  "7d": { label: "7 days", ms: 7 * 86400e3, steps: 28 },
+  "30d": { label: "30 days", ms: 30 * 86400e3, steps: 30 },
+};
+const STACK = ["done", "dropped", "blocked", "claimed", "open"]; // bottom to top
+const W = 720;
+const H = 240;
+const PAD = { left: 36, right: 12, top: 10, bottom: 26 };
+
+// Entries in time order; entries with the same time keep the log's order.
+function byTime(entries) {
+  return entries.map((entry, i) => [entry, i]).sort((a, b) => a[0].at - b[0].at || a[1] - b[1]).map(([entry]) => entry);
+}
+
+// The count of tasks in each status at each of ``steps + 1`` times from ``start`` to ``end``:
+// a task's status at t is that of its last entry at or before t.
+export function flowCounts(entries, start, end, steps) {
+  const times = [];
+  for (let i = 0; i <= steps; i += 1) times.push(Math.round(start + ((end - start) * i) / steps));
+  const sorted = byTime(entries);
+  const current = new Map();
+  const counts = Object.fromEntries(STATUSES.map((s) => [s, 0]));
+  const out = [];
+  let next = 0;
+  for (const t of times) {
+    while (next < sorted.length && sorted[next].at <= t) {
+      const entry = sorted[next];
+      const before = current.get(entry.taskId);
+      if (before) counts[before] -= 1;
+      counts[entry.status] += 1;
+      current.set(entry.taskId, entry.status);
+      next += 1;
+    }
+    out.push({ at: t, counts: { ...counts } });
+  }
+  return out;
+}
+
+function rank(sorted, q) {
+  return sorted[Math.max(0, Math.ceil(q * sorted.length) - 1)];
+}
+
+// Each stint a task spent claimed or blocked (from the entry that entered the status to the
+// next entry that left it, or now) that overlaps the window: count, median and p90.
+export function stints(entries, start, now) {
+  const perTask = new Map();
+  for (const entry of byTime(entries)) {
+    if (!perTask.has(entry.taskId)) perTask.set(entry.taskId, []);
+    perTask.get(entry.taskId).push(entry);
+  }
+  const found = { claimed: [], blocked: [] };
+  const ongoing = { claimed: 0, blocked: 0 };
+  for (const list of perTask.values()) {
+    let i = 0;
+    while (i < list.length) {
+      const status = list[i].status;
+      let j = i + 1;
+      while (j < list.length && list[j].status === status) j += 1;
+      if (status in found) {
+        const end = j < list.length ? list[j].at : now;
+        if (end >= start) {
+          found[status].push(end - list[i].at);
+          if (j >= list.length) ongoing[status] += 1;
+        }
+      }
+      i = j;
+    }
+  }
+  const out = {};
+  for (const status of Object.keys(found)) {
+    const sorted = found[status].sort((a, b) => a - b);
+    out[status] = sorted.length
+      ? { n: sorted.length, ongoing: ongoing[status], median: rank(sorted, 0.5), p90: rank(sorted, 0.9) }
+      : { n: 0, ongoing: 0, median: null, p90: null };
+  }
+  return out;
+}
+
+function tick(ms, windowKey) {
+  const date = new Date(ms);
+  if (windowKey === "24h") return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+  return date.toLocaleDateString([], { month: "short", day: "numeric" });
+}
+
+function chart(points, windowKey, name) {
+  const totals = points.map((p) => STATUSES.reduce((sum, s) => sum + p.counts[s], 0));
+  const step = Math.max(1, Math.ceil(Math.max(...totals) / 4));
+  const top = step * 4;
+  const x = (i) => PAD.left + ((W - PAD.left - PAD.right) * i) / (points.length - 1);
+  const y = (v) => H - PAD.bottom - ((H - PAD.top - PAD.bottom) * v) / top;
+  const id = `flow-title-${name}`;
+  const svg = svgNode("svg", { viewBox: `0 0 ${W} ${H}`, class: "flow-chart", role: "img", "aria-labelledby": id, preserveAspectRatio: "none" });
+  const title = svgNode("title", { id });
+  const last = points[points.length - 1].counts;
+  title.textContent = `Cumulative flow of ${name} over the last ${WINDOWS[windowKey].label}: now ${STATUSES.map((s) => `${last[s]} ${s}`).join(", ")}`;
+  svg.append(title);
+  for (let g = 0; g <= 4; g += 1) {
+    const value = step * g;
+    svg.append(svgNode("line", { x1: PAD.left, x2: W - PAD.right, y1: y(value), y2: y(value), class: "grid" }));
+    const label = svgNode("text", { x: PAD.left - 6, y: y(value) + 4, class: "axis", "text-anchor": "end" });
+    label.textContent = String(value);
+    svg.append(label);
+  }
+  const base = points.map(() => 0);
+  for (const status of STACK) {
+    const upper = points.map((p, i) => base[i] + p.counts[status]);
+    const along = points.map((_, i) => `${x(i).toFixed(1)},${y(upper[i]).toFixed(1)}`);
+    const back = points.map((_, i) => `${x(i).toFixed(1)},${y(base[i]).toFixed(1)}`).reverse();
+    svg.append(svgNode("polygon", { points: [...along, ...back].join(" "), class: `band s-${status}`, "data-status": status }));
+    upper.forEach((v, i) => { base[i] = v; });
+  }
+  const every = Math.ceil(points.length / 6);
+  points.forEach((p, i) => {
+    if (i % every && i !== points.length - 1) return;
+    const label = svgNode("text", { x: x(i), y: H - 8, class: "axis", "text-anchor": i === 0 ? "start" : i === points.length - 1 ? "end" : "middle" });
+    label.textContent = i === points.length - 1 ? "now" : tick(p.at, windowKey);
+    svg.append(label);
+  });
+  return svg;
+}
+
+function table(points, windowKey) {
+  const head = el("tr", {}, el("th", { scope: "col", text: "At" }), ...STATUSES.map((s) => el("th", { scope: "col", text: LABELS[s] })));
+  const body = points.map((p) => el(
+    "tr",
+    { "data-at": p.at },
+    el("th", { scope: "row", text: windowKey === "24h" ? new Date(p.at).toLocaleTimeString() : new Date(p.at).toLocaleString() }),
+    ...STATUSES.map((s) => el("td", { "data-status": s, text: String(p.counts[s]) })),
+  ));
+  return el("table", { class: "flow-table" }, el("thead", {}, head), el("tbody", {}, ...body));
+}
+
+function durationTile(status, stat) {
+  const body = stat.n
+    ? [
+      el("div", { class: "figure" }, el("b", { "data-stat": "median", text: span(stat.median) }), el("small", { text: "median" })),
+      el("div", { class: "figure" }, el("b", { "data-stat": "p90", text: span(stat.p90) }), el("small", { text: "p90" })),
+    ]
+    : [el("p", { class: "muted", text: `No task was ${status} in this window.` })];
+  const note = stat.n ? `${stat.n} stint${stat.n === 1 ? "" : "s"}${stat.ongoing ? `, ${stat.ongoing} still ${status}` : ""}` : "";
+  return el(
+    "div",
+    { class: `tile time-in s-${status}`, "data-status": status, "data-n": stat.n },
+    el("h4", {}, icon("clock"), `Time ${status}`),
+    el("div", { class: "figures" }, ...body),
+    note ? el("p", { class: "muted small", text: note }) : null,
+  );
+}
+
+// The flow card of one endpoint: window picker, chart, legend, table, time in status.
+export function flowCard(name, history, windowKey, now, onWindow) {
+  const box = el("div", { class: "tile flow-tile", "data-endpoint": name });
+  const picker = el("div", { class: "segmented", role: "group", "aria-label": "Window" });
+  for (const [key, spec] of Object.entries(WINDOWS)) {
+    const button = el("button", { type: "button", "data-window": key, "aria-pressed": String(key === windowKey), text: spec.label });
+    button.addEventListener("click", () => onWindow(key));
+    picker.append(button);
+  }
+  box.append(el("div", { class: "tile-head" }, el("h4", { text: "Cumulative flow" }), picker));
+  if (history.error && !history.entries.length) {
+    box.append(el("p", { class: "banner unavailable", text: `The history could not be read: ${history.error}` }));
+    return box;
+  }
+  const spec = WINDOWS[windowKey];
+  const points = flowCounts(history.entries, now - spec.ms, now, spec.steps);
+  const last = points[points.length - 1].counts;
+  const legend = el("ul", { class: "legend" });
+  for (const status of [...STACK].reverse()) {
+    legend.append(el("li", { "data-status": status }, el("i", { class: `swatch s-${status}`, "aria-hidden": "true" }), LABELS[status], el("b", { text: String(last[status]) })));
+  }
+  if (history.truncated) box.append(el("p", { class: "banner stale", text: "The history is longer than this page reads at once; the chart covers its first part only." }));
+  if (!history.entries.length) {
+    box.append(el("div", { class: "chart-empty" }, el("b", { text: "No history yet" }), el("p", { text: "The chart fills in as tasks are created and move between statuses." })));
+  } else {
+    box.append(chart(points, windowKey, name));
+  }
+  box.append(legend);
+  box.append(el("details", { class: "as-table" }, el("summary", { text: "The counts as a table" }), table(points, windowKey)));
+  const times = stints(history.entries, now - spec.ms, now);
+  return [box, el("div", { class: "tiles-row" }, durationTile("claimed", times.claimed), durationTile("blocked", times.blocked))];
+}

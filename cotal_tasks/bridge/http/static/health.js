@@ -1,0 +1,77 @@
+// The flow-and-health view: per endpoint, its flow (flow.js) and a sync panel read from
+// /healthz (last successful sync, lag, degraded items by reason, leader or follower).
+
+import { WINDOWS, flowCard } from "./flow.js";
+import { ago, clock, el, providerName, sentence, span, when } from "./render.js";
+
+function row(label, value, attrs = {}) {
+  return [el("dt", { text: label }), el("dd", attrs, value)];
+}
+
+function syncPanel(name, provider, health, now) {
+  const box = el("div", { class: "tile sync-tile", "data-endpoint": name });
+  box.append(el("div", { class: "tile-head" }, el("h4", { text: "Sync" }), health ? el("span", { class: `pill ready-${Boolean(health.ready)}`, text: health.ready ? "Ready" : "Not ready" }) : null));
+  if (!health) {
+    box.append(el("p", { class: "muted", text: "Reading the bridge's health…" }));
+    return box;
+  }
+  const facts = el("dl", { class: "facts" });
+  if (health.error) {
+    box.append(el("p", { class: "banner unavailable", role: "alert", text: sentence(health.error.message) }));
+  }
+  const synced = provider !== "board" || health.lastSync || health.sync || health.degraded;
+  if (!synced) {
+    facts.append(...row("Source", "This board is its own source of truth; nothing to sync."));
+  } else {
+    const last = health.lastSync;
+    facts.append(...row("Last successful sync", last ? `${when(last)} (${ago(last, now)})` : "none yet", { "data-fact": "last-sync" }));
+    facts.append(...row("Lag", last ? span(now - last) : "unknown until the first sync", { "data-fact": "lag" }));
+    const role = health.sync ? `${health.sync.role === "leader" ? "Leader" : "Follower"}${health.sync.since ? ` since ${clock(health.sync.since)}` : ""}` : "not reported";
+    facts.append(...row("This instance", role, { "data-fact": "role" }));
+    facts.append(...row("Rate-limit budget left", health.rateLimit && Number.isFinite(health.rateLimit.remaining) ? String(health.rateLimit.remaining) : "not reported by this bridge", { "data-fact": "rate-limit" }));
+  }
+  if (health.stale) facts.append(...row("Stale", `${sentence(health.stale.reason)} Since ${clock(health.stale.staleAsOf)}.`, { class: "warn" }));
+  box.append(facts);
+  const degraded = health.degraded;
+  const counts = degraded && degraded.counts ? Object.entries(degraded.counts).filter(([, n]) => n > 0) : [];
+  if (synced) {
+    const list = el("div", { class: "degraded" }, el("h5", { text: "Degraded items" }));
+    if (!counts.length) list.append(el("p", { class: "muted", text: "None since the bridge started: every item mapped in full." }));
+    const top = Math.max(1, ...counts.map(([, n]) => n));
+    for (const [reason, n] of counts.sort((a, b) => b[1] - a[1])) {
+      const bar = el("span", { class: "bar" }, el("i"));
+      bar.firstChild.style.width = `${Math.max(4, (100 * n) / top)}%`;
+      list.append(el("div", { class: "reason", "data-reason": reason }, el("span", { class: "what", text: reason }), bar, el("b", { text: String(n) })));
+    }
+    box.append(list);
+  }
+  return box;
+}
+
+// Draw the whole view into ``root``: one section per endpoint shown.
+export function renderFlowView(root, view) {
+  const now = Date.now();
+  const sections = [];
+  for (const endpoint of view.endpoints) {
+    if (view.filter && view.filter !== endpoint.name) continue;
+    const history = view.history.get(endpoint.name) || { entries: [], loading: true };
+    const health = view.health ? view.health[endpoint.name] : null;
+    const section = el(
+      "section",
+      { class: "lane flow-lane", "data-endpoint": endpoint.name, "aria-labelledby": `flow-${endpoint.name}` },
+      el("header", { class: "lane-head" },
+        el("h2", { id: `flow-${endpoint.name}`, text: endpoint.name }),
+        el("span", { class: `provider p-${endpoint.provider}`, text: providerName(endpoint.provider) }),
+        history.readAt ? el("span", { class: "muted read-at", text: `history read ${clock(history.readAt)}` }) : null),
+    );
+    const grid = el("div", { class: "flow-grid" });
+    const main = el("div", { class: "flow-main" });
+    if (history.loading && !history.readAt) main.append(el("div", { class: "tile" }, el("p", { class: "muted", text: "Reading the history…" })));
+    else main.append(...flowCard(endpoint.name, history, WINDOWS[view.window] ? view.window : "7d", now, view.onWindow));
+    grid.append(main, syncPanel(endpoint.name, endpoint.provider, health, now));
+    section.append(grid);
+    sections.push(section);
+  }
+  if (view.healthError) sections.unshift(el("div", { class: "banner unavailable", role: "alert", text: `Health could not be read: ${view.healthError}` }));
+  root.replaceChildren(...sections);
+}
