@@ -69,6 +69,17 @@ LONG_TITLE = (
     "retry the upload with backoff, and page the on-call only after the third failure"
 )
 Json = dict[str, Any]
+TRACKER_REFS = """async () => {
+  const { trackerRef } = await import('/static/render.js');
+  const github = { provider: 'github', taskLink: 'https://github.com/acme/widgets/issues/{number}' };
+  const gitlab = { provider: 'gitlab', taskLink: 'https://gitlab.example/acme/api/-/issues/{number}' };
+  return [
+    trackerRef({ taskId: 'acme/widgets#3' }, github).href,
+    trackerRef({ taskId: 'acme/api#12' }, gitlab).href,
+    trackerRef({ taskId: 'fix-login' }, { provider: 'tower-do' }).href,
+    trackerRef({ taskId: 'acme/widgets#three' }, github).href,
+  ];
+}"""
 READ_ROWS = """rows => rows.map(row => ({
   at: Number(row.dataset.at),
   counts: Object.fromEntries(
@@ -159,7 +170,7 @@ async def serious_violations(page: Page) -> list[str]:
 async def shoot(page: Page, name: str, width: int | None = None, full: bool = True) -> None:
     if width is not None:
         await page.set_viewport_size({"width": width, "height": 900})
-        await page.wait_for_timeout(150)
+        await page.wait_for_timeout(400)
         overflow = await page.evaluate(
             "document.documentElement.scrollWidth - document.documentElement.clientWidth"
         )
@@ -425,6 +436,15 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
         await expect(detail.locator(".timeline .event")).to_have_count(4)
         await page.keyboard.press("Escape")
         await expect(detail).to_be_hidden()
+
+        # A tracker's task links to its issue page, as /v1/endpoints names it.
+        refs = await page.evaluate(TRACKER_REFS)
+        assert refs == [
+            "https://github.com/acme/widgets/issues/3",
+            "https://gitlab.example/acme/api/-/issues/12",
+            None,  # a tower-do key: no page to link to
+            None,  # not an issue number
+        ]
 
         # An endpoint with nothing yet says what it waits for.
         await expect(lane(page, EMPTY).locator(".lane-empty")).to_contain_text("first task")

@@ -102,6 +102,7 @@ function applyHash() {
   else if (want && (!open || open.endpoint !== want.endpoint || open.taskId !== want.taskId)) {
     $("scrim").hidden = false;
     document.body.classList.add("has-detail");
+    setInert(true);
     detail.show(want.endpoint, want.taskId);
   }
 }
@@ -110,6 +111,7 @@ function closeDetail(updateHash = true) {
   detail.hide();
   $("scrim").hidden = true;
   document.body.classList.remove("has-detail");
+  setInert(false);
   if (updateHash) writeHash({ task: null });
   if (opener && document.contains(opener)) opener.focus();
   else if (opener && opener.dataset) {
@@ -117,6 +119,11 @@ function closeDetail(updateHash = true) {
     if (again) again.focus();
   }
   opener = null;
+}
+
+// While the detail is open, the page behind it takes no focus and no pointer.
+function setInert(on) {
+  for (const node of document.querySelectorAll("header.top, main, footer, .skip")) node.inert = on;
 }
 
 // ---- controls --------------------------------------------------------------------------------
@@ -163,6 +170,11 @@ function setUpControls() {
   $("scrim").addEventListener("click", () => closeDetail());
   $("detail").addEventListener("close-detail", () => closeDetail());
   window.addEventListener("hashchange", applyHash);
+  let resizing = null;
+  window.addEventListener("resize", () => {
+    clearTimeout(resizing);
+    resizing = setTimeout(renderFlow, 120);
+  });
   window.addEventListener("popstate", applyHash);
 }
 

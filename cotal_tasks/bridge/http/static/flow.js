@@ -11,8 +11,7 @@ export const WINDOWS = {
   "30d": { label: "30 days", ms: 30 * 86400e3, steps: 30 },
 };
 const STACK = ["done", "dropped", "blocked", "claimed", "open"]; // bottom to top
-const W = 720;
-const H = 240;
+const H = 220;
 const PAD = { left: 36, right: 12, top: 10, bottom: 26 };
 
 // Entries in time order; entries with the same time keep the log's order.
@@ -90,19 +89,21 @@ function tick(ms, windowKey) {
   return date.toLocaleDateString([], { month: "short", day: "numeric" });
 }
 
-function chart(points, windowKey, name) {
+function chart(points, windowKey, name, W) {
   const totals = points.map((p) => STATUSES.reduce((sum, s) => sum + p.counts[s], 0));
-  const step = Math.max(1, Math.ceil(Math.max(...totals) / 4));
-  const top = step * 4;
+  const most = Math.max(1, ...totals);
+  const step = Math.max(1, Math.ceil(most / 4));
+  const rows = Math.ceil(most / step);
+  const top = step * rows;
   const x = (i) => PAD.left + ((W - PAD.left - PAD.right) * i) / (points.length - 1);
   const y = (v) => H - PAD.bottom - ((H - PAD.top - PAD.bottom) * v) / top;
   const id = `flow-title-${name}`;
-  const svg = svgNode("svg", { viewBox: `0 0 ${W} ${H}`, class: "flow-chart", role: "img", "aria-labelledby": id, preserveAspectRatio: "none" });
+  const svg = svgNode("svg", { viewBox: `0 0 ${W} ${H}`, class: "flow-chart", role: "img", "aria-labelledby": id });
   const title = svgNode("title", { id });
   const last = points[points.length - 1].counts;
   title.textContent = `Cumulative flow of ${name} over the last ${WINDOWS[windowKey].label}: now ${STATUSES.map((s) => `${last[s]} ${s}`).join(", ")}`;
   svg.append(title);
-  for (let g = 0; g <= 4; g += 1) {
+  for (let g = 0; g <= rows; g += 1) {
     const value = step * g;
     svg.append(svgNode("line", { x1: PAD.left, x2: W - PAD.right, y1: y(value), y2: y(value), class: "grid" }));
     const label = svgNode("text", { x: PAD.left - 6, y: y(value) + 4, class: "axis", "text-anchor": "end" });
@@ -117,7 +118,7 @@ function chart(points, windowKey, name) {
     svg.append(svgNode("polygon", { points: [...along, ...back].join(" "), class: `band s-${status}`, "data-status": status }));
     upper.forEach((v, i) => { base[i] = v; });
   }
-  const every = Math.ceil(points.length / 6);
+  const every = Math.ceil(points.length / Math.max(2, Math.floor(W / 110)));
   points.forEach((p, i) => {
     if (i % every && i !== points.length - 1) return;
     const label = svgNode("text", { x: x(i), y: H - 8, class: "axis", "text-anchor": i === 0 ? "start" : i === points.length - 1 ? "end" : "middle" });
@@ -156,7 +157,7 @@ function durationTile(status, stat) {
 }
 
 // The flow card of one endpoint: window picker, chart, legend, table, time in status.
-export function flowCard(name, history, windowKey, now, onWindow) {
+export function flowCard(name, history, windowKey, now, onWindow, width) {
   const box = el("div", { class: "tile flow-tile", "data-endpoint": name });
   const picker = el("div", { class: "segmented", role: "group", "aria-label": "Window" });
   for (const [key, spec] of Object.entries(WINDOWS)) {
@@ -176,13 +177,13 @@ export function flowCard(name, history, windowKey, now, onWindow) {
   for (const status of [...STACK].reverse()) {
     legend.append(el("li", { "data-status": status }, el("i", { class: `swatch s-${status}`, "aria-hidden": "true" }), LABELS[status], el("b", { text: String(last[status]) })));
   }
+  if (history.error) box.append(el("p", { class: "banner stale", role: "status", text: `The history could not be read again (${history.error}); the chart is the read from ${new Date(history.readAt).toLocaleTimeString()}.` }));
   if (history.truncated) box.append(el("p", { class: "banner stale", text: "The history is longer than this page reads at once; the chart covers its first part only." }));
   if (!history.entries.length) {
     box.append(el("div", { class: "chart-empty" }, el("b", { text: "No history yet" }), el("p", { text: "The chart fills in as tasks are created and move between statuses." })));
-  } else {
-    box.append(chart(points, windowKey, name));
+    return [box];
   }
-  box.append(legend);
+  box.append(chart(points, windowKey, name, Math.max(280, Math.round(width))), legend);
   box.append(el("details", { class: "as-table" }, el("summary", { text: "The counts as a table" }), table(points, windowKey)));
   const times = stints(history.entries, now - spec.ms, now);
   return [box, el("div", { class: "tiles-row" }, durationTile("claimed", times.claimed), durationTile("blocked", times.blocked))];

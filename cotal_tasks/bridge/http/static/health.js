@@ -39,7 +39,7 @@ function syncPanel(name, provider, health, now) {
     if (!counts.length) list.append(el("p", { class: "muted", text: "None since the bridge started: every item mapped in full." }));
     const top = Math.max(1, ...counts.map(([, n]) => n));
     for (const [reason, n] of counts.sort((a, b) => b[1] - a[1])) {
-      const bar = el("span", { class: "bar" }, el("i"));
+      const bar = el("span", { class: "meter" }, el("i"));
       bar.firstChild.style.width = `${Math.max(4, (100 * n) / top)}%`;
       list.append(el("div", { class: "reason", "data-reason": reason }, el("span", { class: "what", text: reason }), bar, el("b", { text: String(n) })));
     }
@@ -52,6 +52,10 @@ function syncPanel(name, provider, health, now) {
 export function renderFlowView(root, view) {
   const now = Date.now();
   const sections = [];
+  // Drawn at the width it will have, so its text is never scaled: the main column is two
+  // thirds of the view on a wide screen, all of it on a narrow one (see dashboard.css).
+  const room = root.clientWidth || document.documentElement.clientWidth;
+  const width = (room > 1100 ? (room - 13) * (2 / 3) : room) - 34;
   for (const endpoint of view.endpoints) {
     if (view.filter && view.filter !== endpoint.name) continue;
     const history = view.history.get(endpoint.name) || { entries: [], loading: true };
@@ -67,7 +71,7 @@ export function renderFlowView(root, view) {
     const grid = el("div", { class: "flow-grid" });
     const main = el("div", { class: "flow-main" });
     if (history.loading && !history.readAt) main.append(el("div", { class: "tile" }, el("p", { class: "muted", text: "Reading the history…" })));
-    else main.append(...flowCard(endpoint.name, history, WINDOWS[view.window] ? view.window : "7d", now, view.onWindow));
+    else main.append(...flowCard(endpoint.name, history, WINDOWS[view.window] ? view.window : "7d", now, view.onWindow, width));
     grid.append(main, syncPanel(endpoint.name, endpoint.provider, health, now));
     section.append(grid);
     sections.push(section);

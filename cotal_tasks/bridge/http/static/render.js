@@ -212,6 +212,20 @@ function banners(lane) {
   return out;
 }
 
+// A thin bar of the lane's tasks by status (of the pages read), for the shape at a glance.
+function mix(columns, total) {
+  const words = STATUSES.filter((s) => columns[s].tasks.length).map((s) => `${columns[s].tasks.length} ${s}`);
+  const bar = el("span", { class: "mix", role: "img", "aria-label": words.join(", "), title: words.join(", ") });
+  for (const status of STATUSES) {
+    const n = columns[status].tasks.length;
+    if (!n) continue;
+    const part = el("i", { class: `s-${status}` });
+    part.style.width = `${(100 * n) / total}%`;
+    bar.append(part);
+  }
+  return bar;
+}
+
 // Draw (or redraw) one endpoint's lane into ``board``; ``onMore(status)`` loads another page.
 export function renderLane(lane, filters, board, onMore) {
   const name = lane.endpoint.name;
@@ -239,6 +253,7 @@ export function renderLane(lane, filters, board, onMore) {
     el("h2", { id: `lane-${name}`, text: name }),
     el("span", { class: `provider p-${lane.endpoint.provider}`, text: providerName(lane.endpoint.provider) }),
     data ? el("span", { class: "muted", text: `${total}${more ? "+" : ""} task${total === 1 ? "" : "s"}` }) : null,
+    data && total ? mix(lane.columns, total) : null,
     data ? el("span", { class: "muted read-at", title: "when this lane was last read", text: `read ${clock(lane.readAt)}` }) : null,
   );
 
