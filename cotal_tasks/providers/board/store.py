@@ -320,17 +320,7 @@ class BoardStore:
         return None  # nothing to sync from
 
     async def history(self, task_id: str, limit: int = 100) -> Sequence[HistoryEntry]:
-        h = tables.history
-        stmt = select(h).where(h.c.task_id == task_id).order_by(h.c.id).limit(limit)
-        try:
-            async with self._engine.connect() as conn:
-                rows = (await conn.execute(stmt)).all()
-        except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise _unavailable("reading history", exc) from exc
-        return [
-            HistoryEntry(row.task_id, row.at, row.command, row.actor, row.status, row.note)
-            for row in rows
-        ]
+        return (await self.history_page(HistoryQuery(limit=limit, task_id=task_id))).entries
 
     async def history_page(self, query: HistoryQuery) -> HistoryPage:
         h = tables.history

@@ -71,8 +71,10 @@ LONG_TITLE = (
 Json = dict[str, Any]
 TRACKER_REFS = """async () => {
   const { trackerRef } = await import('/static/render.js');
-  const github = { provider: 'github', taskLink: 'https://github.com/acme/widgets/issues/{number}' };
-  const gitlab = { provider: 'gitlab', taskLink: 'https://gitlab.example/acme/api/-/issues/{number}' };
+  const github = {
+    provider: 'github', taskLink: 'https://github.com/acme/widgets/issues/{number}' };
+  const gitlab = {
+    provider: 'gitlab', taskLink: 'https://gitlab.example/acme/api/-/issues/{number}' };
   return [
     trackerRef({ taskId: 'acme/widgets#3' }, github).href,
     trackerRef({ taskId: 'acme/api#12' }, gitlab).href,
