@@ -321,6 +321,16 @@ async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: B
         await page.keyboard.press("Escape")
         await expect(card(page, ACME, "done", shipped["taskId"]).locator("h4 a")).to_be_focused()
 
+        # Arrow keys move between cards, down a column and across to the next.
+        first = card(page, ACME, "claimed", doing["taskId"]).locator("h4 a")
+        await first.focus()
+        await page.keyboard.press("ArrowUp")
+        await expect(moved).to_be_focused()  # the first created heads the column
+        await page.keyboard.press("ArrowDown")
+        await expect(first).to_be_focused()
+        await page.keyboard.press("ArrowRight")
+        await expect(card(page, ACME, "done", shipped["taskId"]).locator("h4 a")).to_be_focused()
+
         # The text filter narrows every column by title or id.
         await page.fill("#f-text", "flaky")
         await expect(card(page, ACME, "done", shipped["taskId"])).to_be_visible()
@@ -532,3 +542,7 @@ async def test_a_token_is_asked_for_and_an_unavailable_endpoint_marked(
         await expect(column.locator("button.more")).to_have_count(0)
         await page.screenshot(path=str(ARTIFACTS / "token-unavailable-1400.png"))
         assert errors == []
+    # The bridge is gone: the page says its board is the last read, not a live one.
+    await expect(page.locator("#live")).to_have_attribute("data-state", "down", timeout=8000)
+    await expect(page.locator("#paused")).to_contain_text("Live updates are paused")
+    await expect(page.locator("body")).to_have_attribute("data-live", "false")

@@ -19,6 +19,7 @@ const state = {
   history: new Map(),
   health: null,
   healthError: null,
+  healthAt: 0,
   filters: { endpoint: "", statuses: new Set(STATUSES), seat: "", text: "" },
   view: "board",
   window: "7d",
@@ -165,6 +166,8 @@ function setUpControls() {
       $("f-text").focus();
     } else if (event.key === "Tab" && detail.open) {
       trapFocus(event);
+    } else if (event.key.startsWith("Arrow") && document.activeElement.matches("article.card a.open")) {
+      moveFocus(event);
     }
   });
   $("scrim").addEventListener("click", () => closeDetail());
@@ -176,6 +179,26 @@ function setUpControls() {
     resizing = setTimeout(renderFlow, 120);
   });
   window.addEventListener("popstate", applyHash);
+}
+
+// Arrow keys move between cards: up and down in a column, left and right across columns.
+function moveFocus(event) {
+  const here = document.activeElement.closest("article.card");
+  const column = here.closest(".column");
+  const cards = (box) => [...box.querySelectorAll("article.card a.open")];
+  let target = null;
+  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+    const list = cards(column);
+    target = list[list.indexOf(document.activeElement) + (event.key === "ArrowDown" ? 1 : -1)];
+  } else {
+    const columns = [...document.querySelectorAll("#board .column:not([hidden])")].filter((c) => cards(c).length);
+    const next = columns[columns.indexOf(column) + (event.key === "ArrowRight" ? 1 : -1)];
+    if (next) target = cards(next)[0];
+  }
+  if (target) {
+    event.preventDefault();
+    target.focus();
+  }
 }
 
 function trapFocus(event) {
@@ -300,6 +323,8 @@ async function loadHistory(name) {
 }
 
 async function loadHealth() {
+  if (Date.now() - state.healthAt < 2000) return; // one read serves a burst of refreshes
+  state.healthAt = Date.now();
   try {
     state.health = await readHealth();
     state.healthError = null;
