@@ -498,6 +498,12 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
         assert await serious_violations(page) == []
         await shoot(page, "flow-1400.png")
         await shoot(page, "flow-360.png", width=360)
+        # Back to the board, in the same document.
+        await page.evaluate("window.__sameDocument = true")
+        await page.click("#view-board")
+        await expect(page.locator("#board")).to_be_visible()
+        await expect(page.locator("#flow")).to_be_hidden()
+        assert await page.evaluate("window.__sameDocument") is True
         assert errors == []
 
 
@@ -530,6 +536,8 @@ async def test_a_token_is_asked_for_and_an_unavailable_endpoint_marked(
         await expect(lane(page, ACME)).to_have_attribute("data-unavailable", "false")
         assert SECRETS[READER_ENV] not in page.url
 
+        await shoot(page, "token-unavailable-1400.png", full=False)
+
         # A long column shows its first page and the rest on request, in the page's one scroll.
         column = lane(page, ACME).locator('.column[data-status="open"]')
         await expect(column.locator(".count")).to_have_text("50+")
@@ -540,7 +548,6 @@ async def test_a_token_is_asked_for_and_an_unavailable_endpoint_marked(
         await expect(column.locator("article.card")).to_have_count(55)
         await expect(column.locator(".count")).to_have_text("55")
         await expect(column.locator("button.more")).to_have_count(0)
-        await page.screenshot(path=str(ARTIFACTS / "token-unavailable-1400.png"))
         assert errors == []
     # The bridge is gone: the page says its board is the last read, not a live one.
     await expect(page.locator("#live")).to_have_attribute("data-state", "down", timeout=8000)

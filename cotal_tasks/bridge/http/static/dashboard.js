@@ -86,7 +86,8 @@ function syncControls() {
     const current = link.dataset.view === state.view;
     if (current) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
-    link.href = hashOf({ view: link.dataset.view, task: null });
+    const target = hashOf({ view: link.dataset.view, task: null });
+    link.href = target.startsWith("#") ? target : "#"; // a fragment: never a reload
   }
 }
 
