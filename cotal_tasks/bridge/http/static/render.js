@@ -281,7 +281,9 @@ export function renderLane(lane, filters, board, onMore) {
     columns.append(box);
   }
   const empty = data && !total && !lane.error && !filters.text && !filters.seat ? emptyLane(lane) : null;
-  section.replaceChildren(head, ...banners(lane), empty || columns);
+  // Unreadable before any good read: nothing is known about its tasks, so no column claims any.
+  const body = !data && lane.error ? null : empty || columns;
+  section.replaceChildren(head, ...banners(lane), ...(body ? [body] : []));
   if (focused) {
     const again = [...section.querySelectorAll("article.card")].find((node) => node.dataset.taskId === focused.dataset.taskId);
     if (again) again.querySelector("a.open").focus();
