@@ -17,6 +17,7 @@ import os
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -385,6 +386,14 @@ def backdated(mesh: HttpMesh, name: str, at_ms: int) -> Iterator[None]:
         service.clock = clock
 
 
+@dataclass(frozen=True)
+class Leading:
+    """This instance runs the endpoint's sync, as a won election says."""
+
+    since_ms: int | None
+    role: str = "leader"
+
+
 class DegradedStore(StaleStore):
     """A mirror's sync report: last success, and items mapped without a refused part."""
 
@@ -438,6 +447,9 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
                     )
         service = mesh.endpoint(OPS).service
         service.store = DegradedStore(service.store, now - 90_000)
+        assert mesh.bridge.http_app is not None
+        served = mesh.bridge.http_app.asgi.state.context.endpoints
+        served[OPS] = replace(served[OPS], sync=Leading(now - 600_000))
 
         # The deep link opens the detail on a fresh page.
         target = ids[0]
@@ -492,6 +504,7 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
         sync = page.locator(f'#flow .sync-tile[data-endpoint="{OPS}"]')
         await expect(sync.locator('[data-fact="lag"]')).to_have_text(re.compile(r"^[1-4]m$"))
         await expect(sync.locator('.reason[data-reason="title-too-long"] b')).to_have_text("3")
+        await expect(sync.locator('[data-fact="role"]')).to_contain_text("Leader since")
         await expect(page.locator(f'#flow .sync-tile[data-endpoint="{ACME}"]')).to_contain_text(
             "own source of truth"
         )
