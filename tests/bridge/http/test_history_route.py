@@ -115,6 +115,13 @@ async def test_the_endpoints_history_pages_and_follows(mesh: HttpMesh) -> None:
     # A larger limit is narrowed to the ceiling and says so; the other endpoint is its own.
     assert (await fetch({"limit": "5000"}))["appliedLimit"] == 1000
     assert (await mesh.ok(history_path(OPS)))["entries"] == []
+    # Each page is counted as a served history read over HTTP.
+    counted = [
+        line
+        for line in (await mesh.get("/metrics")).text.splitlines()
+        if line.startswith("cotal_tasks_commands_total{") and 'command="history"' in line
+    ]
+    assert any(f'endpoint="{ACME}"' in line and 'transport="http"' in line for line in counted)
 
 
 async def test_bad_input_is_refused_with_the_remedy(mesh: HttpMesh) -> None:
