@@ -62,6 +62,8 @@ LAUNCH_ARGS = [
 OPERATOR = seat("operator", 9)
 BUILDER = seat("builder", 1)
 REVIEWER = seat("reviewer", 2)
+REVIEWER_AGAIN = seat("reviewer", 3)  # a newer incarnation of the same principal
+ONCALL = seat("oncall", 4)
 STATUSES = ("open", "claimed", "blocked", "done", "dropped")
 EMPTY = "com.acme.empty"
 HOUR_MS = 3_600_000
@@ -188,6 +190,7 @@ async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: B
     async with (
         open_http_mesh(tmp_path, names=(ACME, OPS)) as mesh,
         kept_present(mesh, BUILDER),
+        kept_present(mesh, REVIEWER_AGAIN),
     ):
         acme, ops = mesh.caller(OPERATOR, ACME), mesh.caller(OPERATOR, OPS)
         builder, reviewer = mesh.caller(BUILDER, ACME), mesh.caller(REVIEWER, OPS)
@@ -215,7 +218,8 @@ async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: B
                 ],
             },
         )
-        await ops.ok("create-task", {"title": "Renew the on-call rota"})
+        rota = await ops.ok("create-task", {"title": "Renew the on-call rota"})
+        await mesh.caller(ONCALL, OPS).ok("claim-task", {"taskId": rota["taskId"]}, mode="self")
         stuck = await ops.ok("create-task", {"title": "Move the board to PostgreSQL"})
         await reviewer.ok("claim-task", {"taskId": stuck["taskId"]}, mode="self")
         await reviewer.ok(
@@ -267,7 +271,11 @@ async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: B
         assert tooltip is not None
         assert tooltip.startswith("local.builder: online")
         blocked = card(page, OPS, "blocked", stuck["taskId"])
-        await expect(blocked.locator(".seat .dot")).to_have_attribute("data-seat", "offline")
+        await expect(blocked.locator(".seat .dot")).to_have_attribute("data-seat", "replaced")
+        away = card(page, OPS, "claimed", rota["taskId"])
+        await expect(away.locator(".seat .dot")).to_have_attribute("data-seat", "offline")
+        tooltip = await away.locator(".seat").get_attribute("title")
+        assert tooltip == "local.oncall: offline: no current presence card for this incarnation"
         await expect(card(page, ACME, "open", todo["taskId"]).locator(".seat")).to_have_text(
             "Unassigned"
         )
