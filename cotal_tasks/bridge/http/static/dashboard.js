@@ -6,6 +6,7 @@
 // Drawing is in render.js (board), detail.js (task panel) and health.js/flow.js (flow view).
 
 import { Detail } from "./detail.js";
+import { moveFocus, setInert, trapFocus } from "./keys.js";
 import { renderFlowView } from "./health.js";
 import { LABELS, STATUSES, clock, el, renderLane as draw, seatOptions } from "./render.js";
 import { api, AuthNeeded, followHistory, listen, readHealth, setToken, token } from "./session.js";
@@ -123,11 +124,6 @@ function closeDetail(updateHash = true) {
   opener = null;
 }
 
-// While the detail is open, the page behind it takes no focus and no pointer.
-function setInert(on) {
-  for (const node of document.querySelectorAll("header.top, main, footer, .skip")) node.inert = on;
-}
-
 // ---- controls --------------------------------------------------------------------------------
 
 function setUpControls() {
@@ -180,43 +176,6 @@ function setUpControls() {
     resizing = setTimeout(renderFlow, 120);
   });
   window.addEventListener("popstate", applyHash);
-}
-
-// Arrow keys move between cards: up and down in a column, left and right across columns.
-function moveFocus(event) {
-  const here = document.activeElement.closest("article.card");
-  const column = here.closest(".column");
-  const cards = (box) => [...box.querySelectorAll("article.card a.open")];
-  let target = null;
-  if (event.key === "ArrowDown" || event.key === "ArrowUp") {
-    const list = cards(column);
-    target = list[list.indexOf(document.activeElement) + (event.key === "ArrowDown" ? 1 : -1)];
-  } else {
-    const columns = [...document.querySelectorAll("#board .column:not([hidden])")].filter((c) => cards(c).length);
-    const next = columns[columns.indexOf(column) + (event.key === "ArrowRight" ? 1 : -1)];
-    if (next) target = cards(next)[0];
-  }
-  if (target) {
-    event.preventDefault();
-    target.focus();
-  }
-}
-
-function trapFocus(event) {
-  const focusable = [...$("detail").querySelectorAll("a[href], button, [tabindex='0'], summary")];
-  if (!focusable.length) return;
-  const first = focusable[0];
-  const last = focusable[focusable.length - 1];
-  if (!$("detail").contains(document.activeElement)) {
-    event.preventDefault();
-    first.focus();
-  } else if (event.shiftKey && document.activeElement === first) {
-    event.preventDefault();
-    last.focus();
-  } else if (!event.shiftKey && document.activeElement === last) {
-    event.preventDefault();
-    first.focus();
-  }
 }
 
 function refreshSeatOptions() {
