@@ -164,6 +164,10 @@ async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: B
         await expect(page.locator("#live")).to_have_attribute("data-state", "live")
         await expect(lane(page, OPS)).to_have_attribute("data-stale", "true")
         await expect(lane(page, OPS).locator(".banner.stale")).to_contain_text("(502)")
+        # A stale endpoint's task is labelled stale in its detail too.
+        await card(page, OPS, "dropped", dropped["taskId"]).locator("h4 a").click()
+        await expect(page.locator("#detail .banner.stale")).to_contain_text("(502)")
+        await page.keyboard.press("Escape")
         await expect(lane(page, ACME)).to_have_attribute("data-stale", "false")
 
         # The long title is clamped to three lines, whole in its tooltip.
@@ -339,6 +343,13 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
             None,  # a tower-do key: no page to link to
             None,  # not an issue number
         ]
+
+        # A deep link to a task the endpoint does not have says so.
+        await page.goto(f"{mesh.url}/#task={quote(ACME + '/t-nope', safe='')}")
+        await expect(detail).to_have_attribute("data-state", "error")
+        await expect(detail.locator(".banner")).to_contain_text("Not found")
+        await page.keyboard.press("Escape")
+        await expect(detail).to_be_hidden()
 
         # An endpoint with nothing yet says what it waits for.
         await expect(lane(page, EMPTY).locator(".lane-empty")).to_contain_text("first task")

@@ -33,7 +33,8 @@ const state = {
 const $ = (id) => document.getElementById(id);
 const detail = new Detail($("detail"), $("detail-body"), api, (name) => {
   const lane = state.lanes.get(name);
-  return { endpoint: lane ? lane.endpoint : { name }, liveness: lane && lane.data ? lane.data.liveness : {} };
+  const data = lane && lane.data;
+  return { endpoint: lane ? lane.endpoint : { name }, liveness: data ? data.liveness : {}, stale: data ? data.stale : null };
 });
 let opener = null; // the card link the detail was opened from, to return focus to
 

@@ -157,6 +157,10 @@ export class Detail {
       return;
     }
     const liveness = task.binding && ctx.liveness ? ctx.liveness[seatKey(task.binding)] : null;
+    if (ctx.stale) {
+      const since = ctx.stale.staleAsOf ? ` since ${clock(ctx.stale.staleAsOf)}` : "";
+      parts.push(el("div", { class: "banner stale", role: "status" }, el("b", { text: `Stale${since}` }), `: ${sentence(ctx.stale.reason)} The tracker may have changed since.`));
+    }
     const head = el(
       "header",
       { class: "detail-head" },
