@@ -212,6 +212,8 @@ async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: B
             "The runner is shared with the release builds."
         )
         assert f"task={quote(ACME + '/' + todo['taskId'], safe='')}" in page.url
+        deep = f"#task={quote(ACME + '/' + todo['taskId'], safe='')}"
+        await expect(detail.locator("a.permalink")).to_have_attribute("href", deep)
         events = detail.locator(".timeline .event")
         await expect(events).to_have_count(1)
 

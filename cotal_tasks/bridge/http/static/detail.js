@@ -2,7 +2,7 @@
 // keyboard) or a deep link (#task=<endpoint>/<taskId>), kept current on board-changed.
 
 import { EVIDENCE_LABEL, icon } from "./icons.js";
-import { LABELS, ago, clock, el, httpUrl, livenessOf, refNode, seatChip, seatKey, sentence, when } from "./render.js";
+import { LABELS, ago, clock, el, httpUrl, livenessOf, refNode, seatChip, seatKey, sentence, taskHash, trackerRef, when } from "./render.js";
 
 const VERBS = {
   "create-task": "created it",
@@ -72,6 +72,27 @@ function bindingFacts(binding, liveness) {
     ...fact("Environment", env),
     ...fact("Bound", `${when(binding.boundAt)} by ${who(binding.boundBy).short}`),
   ];
+}
+
+// The tracker's page as a button when there is one, and this detail's own link.
+function actions(task, endpoint, name) {
+  const ref = trackerRef(task, endpoint);
+  const row = el("div", { class: "actions" });
+  if (ref.href) {
+    row.append(el("a", { class: "button", href: ref.href, target: "_blank", rel: "noopener noreferrer nofollow" }, `Open the ${ref.kind}`, icon("external")));
+  }
+  const link = el("a", { class: "button quiet permalink", href: taskHash(name, task.taskId), title: "Copy a link that opens this task's detail" }, "Copy link");
+  link.addEventListener("click", async (event) => {
+    event.preventDefault(); // the page keeps its filters; the link is for elsewhere
+    try {
+      await navigator.clipboard.writeText(link.href);
+      link.textContent = "Link copied";
+    } catch {
+      link.textContent = "Copy the address of this link";
+    }
+  });
+  row.append(link);
+  return row;
 }
 
 // The panel's state and drawing; ``api(path)`` reads the API, ``context(name)`` returns the
@@ -183,6 +204,7 @@ export class Detail {
       head,
       ...parts,
       el("h2", { id: "detail-title", class: "detail-title", text: task.title }),
+      actions(task, ctx.endpoint, open.endpoint),
       task.brief ? el("p", { class: "brief", text: task.brief }) : el("p", { class: "brief muted", text: "No brief." }),
       facts,
       el("h3", { text: `Evidence (${task.evidence.length})` }),
