@@ -326,6 +326,10 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
         assert mesh.bridge.http_app is not None
         served = mesh.bridge.http_app.asgi.state.context.endpoints
         served[OPS] = replace(served[OPS], sync=Leading(now - 600_000))
+        metrics = mesh.bridge.http_app.asgi.state.context.metrics
+        for status in ("200", "200", "304", "429"):
+            metrics.tracker_request(OPS, status)
+        metrics.rate_limit_wait(OPS, 75.0)
 
         # The deep link opens the detail on a fresh page.
         target = ids[0]
@@ -388,6 +392,10 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
         await expect(sync.locator('[data-fact="lag"]')).to_have_text(re.compile(r"^[1-4]m$"))
         await expect(sync.locator('.reason[data-reason="title-too-long"] b')).to_have_text("3")
         await expect(sync.locator('[data-fact="role"]')).to_contain_text("Leader since")
+        await expect(sync.locator('[data-fact="requests"]')).to_have_text(
+            "4 since the bridge started, 1 refused (403/429)"
+        )
+        await expect(sync.locator('[data-fact="rate-limit"]')).to_contain_text("waited 1m")
         await expect(page.locator(f'#flow .sync-tile[data-endpoint="{ACME}"]')).to_contain_text(
             "own source of truth"
         )

@@ -9,7 +9,7 @@ import { Detail } from "./detail.js";
 import { moveFocus, setInert, trapFocus } from "./keys.js";
 import { renderFlowView } from "./health.js";
 import { LABELS, STATUSES, clock, el, renderLane as draw, seatOptions } from "./render.js";
-import { api, AuthNeeded, followHistory, listen, readHealth, setToken, token } from "./session.js";
+import { api, AuthNeeded, followHistory, listen, readHealth, readTraffic, setToken, token } from "./session.js";
 
 const REFRESH_MS = 30000;
 const COLUMN_LIMIT = 50;
@@ -287,7 +287,9 @@ async function loadHealth() {
   if (Date.now() - state.healthAt < 2000) return; // one read serves a burst of refreshes
   state.healthAt = Date.now();
   try {
-    state.health = await readHealth();
+    const [health, traffic] = await Promise.all([readHealth(), readTraffic().catch(() => ({}))]);
+    state.health = health;
+    state.traffic = traffic;
     state.healthError = null;
   } catch (error) {
     state.healthError = error.message || "the bridge did not answer";
@@ -367,6 +369,7 @@ function renderFlow() {
     filter: state.filters.endpoint,
     history: state.history,
     health: state.health,
+    traffic: state.traffic || {},
     healthError: state.healthError,
     window: state.window,
     onWindow: (key) => {

@@ -1,5 +1,6 @@
 // The flow-and-health view: per endpoint, its flow (flow.js) and a sync panel read from
-// /healthz (last successful sync, lag, degraded items by reason, leader or follower).
+// /healthz (last successful sync, lag, degraded items by reason, leader or follower) and
+// /metrics (tracker requests and rate-limit waits).
 
 import { WINDOWS, flowCard } from "./flow.js";
 import { ago, clock, el, providerName, sentence, span, when } from "./render.js";
@@ -8,7 +9,7 @@ function row(label, value, attrs = {}) {
   return [el("dt", { text: label }), el("dd", attrs, value)];
 }
 
-function syncPanel(name, provider, health, now) {
+function syncPanel(name, provider, health, traffic, now) {
   const box = el("div", { class: "tile sync-tile", "data-endpoint": name });
   box.append(el("div", { class: "tile-head" }, el("h4", { text: "Sync" }), health ? el("span", { class: `pill ready-${Boolean(health.ready)}`, text: health.ready ? "Ready" : "Not ready" }) : null));
   if (!health) {
@@ -28,7 +29,11 @@ function syncPanel(name, provider, health, now) {
     facts.append(...row("Lag", last ? span(now - last) : "unknown until the first sync", { "data-fact": "lag" }));
     const role = health.sync ? `${health.sync.role === "leader" ? "Leader" : "Follower"}${health.sync.since ? ` since ${clock(health.sync.since)}` : ""}` : "not reported";
     facts.append(...row("This instance", role, { "data-fact": "role" }));
-    facts.append(...row("Rate-limit budget left", health.rateLimit && Number.isFinite(health.rateLimit.remaining) ? String(health.rateLimit.remaining) : "not reported by this bridge", { "data-fact": "rate-limit" }));
+    const seen = traffic || { requests: {}, waited: 0 };
+    const total = Object.values(seen.requests).reduce((sum, n) => sum + n, 0);
+    const limited = (seen.requests["429"] || 0) + (seen.requests["403"] || 0);
+    facts.append(...row("Tracker requests", total ? `${total} since the bridge started${limited ? `, ${limited} refused (403/429)` : ""}` : "none since the bridge started", { "data-fact": "requests" }));
+    facts.append(...row("Rate limits", seen.waited ? `waited ${span(seen.waited * 1000)} in all; the budget left is not reported` : "no wait so far; the budget left is not reported", { "data-fact": "rate-limit" }));
   }
   if (health.stale) facts.append(...row("Stale", `${sentence(health.stale.reason)} Since ${clock(health.stale.staleAsOf)}.`, { class: "warn" }));
   box.append(facts);
@@ -72,7 +77,7 @@ export function renderFlowView(root, view) {
     const main = el("div", { class: "flow-main" });
     if (history.loading && !history.readAt) main.append(el("div", { class: "tile" }, el("p", { class: "muted", text: "Reading the history…" })));
     else main.append(...flowCard(endpoint.name, history, WINDOWS[view.window] ? view.window : "7d", now, view.onWindow, width));
-    grid.append(main, syncPanel(endpoint.name, endpoint.provider, health, now));
+    grid.append(main, syncPanel(endpoint.name, endpoint.provider, health, view.traffic[endpoint.name], now));
     section.append(grid);
     sections.push(section);
   }

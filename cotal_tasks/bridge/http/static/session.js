@@ -162,3 +162,23 @@ export async function readHealth() {
   const body = await response.json();
   return body.endpoints || {};
 }
+
+const SAMPLE = /^(cotal_tasks_sync_requests_total|cotal_tasks_rate_limit_wait_seconds_total)\{([^}]*)\} ([0-9.eE+-]+)$/;
+
+// What /metrics says of each endpoint's tracker traffic: requests by HTTP status, and the
+// seconds spent waiting out rate limits (since the bridge started).
+export async function readTraffic() {
+  const response = await fetch("/metrics", { cache: "no-store" });
+  const text = await response.text();
+  const out = {};
+  for (const line of text.split("\n")) {
+    const found = SAMPLE.exec(line);
+    if (!found) continue;
+    const labels = Object.fromEntries([...found[2].matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1], m[2]]));
+    const entry = (out[labels.endpoint] ||= { requests: {}, waited: 0 });
+    const value = Number(found[3]);
+    if (found[1] === "cotal_tasks_rate_limit_wait_seconds_total") entry.waited += value;
+    else entry.requests[labels.status] = (entry.requests[labels.status] || 0) + value;
+  }
+  return out;
+}
