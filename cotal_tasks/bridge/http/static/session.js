@@ -168,7 +168,8 @@ const SAMPLE = /^(cotal_tasks_sync_requests_total|cotal_tasks_rate_limit_wait_se
 // What /metrics says of each endpoint's tracker traffic: requests by HTTP status, and the
 // seconds spent waiting out rate limits (since the bridge started).
 export async function readTraffic() {
-  const response = await fetch("/metrics", { cache: "no-store" });
+  const response = await fetch("/metrics", { headers: headers("text/plain"), cache: "no-store" });
+  if (!response.ok) return {};
   const text = await response.text();
   const out = {};
   for (const line of text.split("\n")) {
