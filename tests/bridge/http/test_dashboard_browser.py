@@ -382,6 +382,15 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
             }
             assert legend == expected[-1]
         await flow.locator('button[data-window="7d"]').click()
+        await expect(flow.locator('button[data-window="7d"]')).to_be_focused()
+        await expect(flow.locator('button[data-window="7d"]')).to_have_attribute(
+            "aria-pressed", "true"
+        )
+        # A redraw (here on a change) keeps the table the reader opened.
+        await flow.locator(".as-table summary").click()
+        await acme.ok("create-task", {"title": "Flow task 5"})
+        await expect(flow.locator('.legend li[data-status="open"] b')).to_have_text("2")
+        await expect(flow.locator(".as-table")).to_have_attribute("open", "")
         # Time claimed: stints of 40 h (task 0), 60 h (1), 20 h (2) and 20 h so far (3).
         claimed = flow.locator('.time-in[data-status="claimed"]')
         await expect(claimed).to_have_attribute("data-n", "4")
@@ -402,6 +411,7 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
         assert await serious_violations(page) == []
         await shoot(page, "flow-1400.png")
         await shoot(page, "flow-360.png", width=360)
+        assert await serious_violations(page) == []  # narrow, with the table open
         # Back to the board, in the same document.
         await page.evaluate("window.__sameDocument = true")
         await page.click("#view-board")

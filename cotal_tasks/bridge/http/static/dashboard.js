@@ -375,8 +375,6 @@ function renderFlow() {
     onWindow: (key) => {
       state.window = key;
       writeHash();
-      const focus = $("flow").querySelector(`[data-window="${key}"]`);
-      if (focus) focus.focus();
     },
   });
 }

@@ -184,7 +184,7 @@ export function flowCard(name, history, windowKey, now, onWindow, width) {
     return [box];
   }
   box.append(chart(points, windowKey, name, Math.max(280, Math.round(width))), legend);
-  box.append(el("details", { class: "as-table" }, el("summary", { text: "The counts as a table" }), table(points, windowKey)));
+  box.append(el("details", { class: "as-table" }, el("summary", { text: "The counts as a table" }), el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": `Flow counts of ${name}` }, table(points, windowKey))));
   const times = stints(history.entries, now - spec.ms, now);
   return [box, el("div", { class: "tiles-row" }, durationTile("claimed", times.claimed), durationTile("blocked", times.blocked))];
 }

@@ -82,5 +82,16 @@ export function renderFlowView(root, view) {
     sections.push(section);
   }
   if (view.healthError) sections.unshift(el("div", { class: "banner unavailable", role: "alert", text: `Health could not be read: ${view.healthError}` }));
+  // A redraw keeps what the reader opened and where the focus was.
+  const opened = new Set([...root.querySelectorAll("details.as-table[open]")].map((d) => d.closest("[data-endpoint]").dataset.endpoint));
+  const active = root.contains(document.activeElement) ? document.activeElement : null;
+  const focus = active && active.dataset.window ? [active.closest("section").dataset.endpoint, active.dataset.window] : null;
   root.replaceChildren(...sections);
+  for (const details of root.querySelectorAll("details.as-table")) {
+    if (opened.has(details.closest("[data-endpoint]").dataset.endpoint)) details.open = true;
+  }
+  if (focus) {
+    const again = root.querySelector(`section[data-endpoint="${CSS.escape(focus[0])}"] [data-window="${focus[1]}"]`);
+    if (again) again.focus();
+  }
 }
