@@ -281,9 +281,11 @@ async def test_cards_the_detail_and_a_claim_seen_live(tmp_path: Path, browser: B
         await shoot(page, "board-1400.png")
         await shoot(page, "board-800.png", width=800)
         await shoot(page, "board-360.png", width=360)
+        assert await serious_violations(page) == []
         await card(page, ACME, "claimed", doing["taskId"]).locator("h4 a").click()
         await expect(detail.locator("#detail-title")).to_have_text(doing["title"])
         await shoot(page, "detail-360.png", full=False)
+        assert await serious_violations(page) == []
         assert errors == []
 
 
