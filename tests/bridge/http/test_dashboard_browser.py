@@ -411,7 +411,9 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
             "own source of truth"
         )
         assert await serious_violations(page) == []
+        await flow.locator(".as-table summary").click()  # closed for the wide picture
         await shoot(page, "flow-1400.png")
+        await flow.locator(".as-table summary").click()
         await shoot(page, "flow-360.png", width=360)
         assert await serious_violations(page) == []  # narrow, with the table open
         # Back to the board, in the same document.

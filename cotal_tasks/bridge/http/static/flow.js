@@ -128,12 +128,12 @@ function chart(points, windowKey, name, W) {
   return svg;
 }
 
-function table(points, windowKey) {
+function table(points) {
   const head = el("tr", {}, el("th", { scope: "col", text: "At" }), ...STATUSES.map((s) => el("th", { scope: "col", text: LABELS[s] })));
   const body = points.map((p) => el(
     "tr",
     { "data-at": p.at },
-    el("th", { scope: "row", text: windowKey === "24h" ? new Date(p.at).toLocaleTimeString() : new Date(p.at).toLocaleString() }),
+    el("th", { scope: "row", text: new Date(p.at).toLocaleString([], { month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" }) }),
     ...STATUSES.map((s) => el("td", { "data-status": s, text: String(p.counts[s]) })),
   ));
   return el("table", { class: "flow-table" }, el("thead", {}, head), el("tbody", {}, ...body));
@@ -184,7 +184,7 @@ export function flowCard(name, history, windowKey, now, onWindow, width) {
     return [box];
   }
   box.append(chart(points, windowKey, name, Math.max(280, Math.round(width))), legend);
-  box.append(el("details", { class: "as-table" }, el("summary", { text: "The counts as a table" }), el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": `Flow counts of ${name}` }, table(points, windowKey))));
+  box.append(el("details", { class: "as-table" }, el("summary", { text: "The counts as a table" }), el("div", { class: "table-scroll", tabindex: "0", role: "region", "aria-label": `Flow counts of ${name}` }, table(points))));
   const times = stints(history.entries, now - spec.ms, now);
   return [box, el("div", { class: "tiles-row" }, durationTile("claimed", times.claimed), durationTile("blocked", times.blocked))];
 }
