@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -256,18 +256,24 @@ class JiraTracker:
         return False
 
     async def apply(self, number: int, change: TrackerChange) -> None:
+        """Everything that can refuse is read and checked first (the transition, its
+        screen, who is assigned), so a refusal writes nothing; then the assignee, the
+        transition, labels and description, and the comment."""
         key = mapping.issue_key(self.config.project, number)
         applied: list[str] = []
         try:
-            current = await self.client.get_issue(key, _STATE_FIELDS)
-            if current is None:
-                raise TrackerHttpError(404, "the issue is gone", method="GET", path=key)
-            fields = as_dict(current.get("fields"))
-            await self._assign(key, fields, change, applied)
+            fields = await self._state(key)
             category = as_str(at_path(fields, "status", "statusCategory", "key"))
             target = workflow.target_of(change, self.config, category)
+            move = None
             if target is not None and not target.holds(fields):
-                await self._move(key, fields, target, applied)
+                move = await self._plan_move(key, fields, target)
+            if change.assign or change.unassign:
+                fields = await self._state(key) if move else fields  # who holds it now
+                await self._assign(key, fields, change, applied)
+            if move is not None:
+                await move()
+                applied.append("transition")
             body: dict[str, Any] = {}
             if ops := workflow.label_update(change):
                 body["update"] = {"labels": ops}
@@ -284,6 +290,12 @@ class JiraTracker:
                 applied.append("comment")
         except TrackerHttpError as exc:
             raise TrackerRefused(exc, tuple(applied)) from exc
+
+    async def _state(self, key: str) -> Mapping[str, Any]:
+        current = await self.client.get_issue(key, _STATE_FIELDS)
+        if current is None:
+            raise TrackerHttpError(404, "the issue is gone", method="GET", path=key)
+        return as_dict(current.get("fields"))
 
     async def _assign(
         self, key: str, fields: Mapping[str, Any], change: TrackerChange, applied: list[str]
@@ -307,20 +319,19 @@ class JiraTracker:
             await self.client.assign(key, None)
             applied.append("assignee")
 
-    async def _move(
-        self, key: str, fields: Mapping[str, Any], target: workflow.Target, applied: list[str]
-    ) -> None:
+    async def _plan_move(
+        self, key: str, fields: Mapping[str, Any], target: workflow.Target
+    ) -> Callable[[], Awaitable[None]]:
+        """The write that moves the issue to ``target``, checked before anything is sent."""
         status = as_str(at_path(fields, "status", "name")) or "?"
         category = as_str(at_path(fields, "status", "statusCategory", "key"))
         if category == target.category == "done" and target.resolution is not None:
             # Done already, with another resolution: the resolution is edited in place.
-            await self.client.edit(key, {"fields": {"resolution": {"name": target.resolution}}})
-            applied.append("resolution")
-            return
+            edit = {"fields": {"resolution": {"name": target.resolution}}}
+            return lambda: self.client.edit(key, edit)
         transitions = await self.client.transitions(key)
         tid, screen = workflow.pick_transition(transitions, target, key, status)
-        await self.client.transition(key, tid, screen)
-        applied.append("transition")
+        return lambda: self.client.transition(key, tid, screen)
 
 
 def _edge(seen: dict[str, int], since: int) -> dict[str, int]:
