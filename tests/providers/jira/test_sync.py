@@ -203,3 +203,32 @@ async def test_a_secured_issue_is_withheld_unless_opted_in(
     async with open_jira(jira, jira_url, Path(str(tmp_path)) / "b", include_secured=True) as ep:
         await ep.poll()
         assert (await ep.get(1))["title"] == "Payroll leak"
+
+
+async def test_remote_links_of_a_changed_issue_become_its_evidence(
+    jira: FakeJira, jr: JiraEndpoint
+) -> None:
+    issue = jira.add_issue(PROJECT, "Issue 1")
+    issue.remote_links = [
+        {"id": 1, "object": {"url": "https://github.com/acme/app/pull/12", "title": "PR"}},
+        {
+            "id": 2,
+            "object": {"url": "https://gitlab.com/acme/ops/-/commit/0a1b2c3d4e", "title": "c"},
+        },
+        {"id": 3, "object": {"url": "https://github.com/acme/app/actions/runs/77", "title": "CI"}},
+        {"id": 4, "object": {"url": "https://wiki.example.com/page", "title": "a page"}},
+    ]
+    await jr.poll()
+    task = await jr.get(1)
+    assert sorted((e["kind"], e["ref"]) for e in task["evidence"]) == [
+        ("commit", "acme/ops@0a1b2c3d4e"),
+        ("review", "https://github.com/acme/app/pull/12"),
+        ("run", "https://github.com/acme/app/actions/runs/77"),
+    ]
+    mark = len(jira.requests)
+    await jr.poll()
+    await jr.poll()
+    assert not jira.calls("GET", "*/remotelink")[
+        1:
+    ]  # an unchanged issue's links are not read again
+    assert len(jira.requests[mark:]) == 3  # the user's zone once, then a search a poll
