@@ -244,3 +244,16 @@ async def test_a_refused_write_changes_nothing(jira: FakeJira, jr: JiraEndpoint)
     error = await refused(jr.client.claim(BUILDER, task_id(1)), ErrorCode.PERMISSION_DENIED)
     assert error.outcome == "not-executed"
     assert await jr.get(1) == before
+
+
+@pytest.mark.parametrize(
+    ("status", "resolution", "source"),
+    [("done", "Done", "Done"), ("dropped", "Won't Do", "Done/Won't Do")],
+)
+async def test_create_task_done_or_dropped_transitions_the_new_issue(
+    jira: FakeJira, jr: JiraEndpoint, status: str, resolution: str, source: str
+) -> None:
+    created = await jr.client.create("Already handled", status=status)
+    issue = jira.issue(1)
+    assert (issue.status, issue.resolution) == ("Done", resolution)
+    assert (created["status"], created["statusSource"]) == (status, source)
