@@ -7,6 +7,7 @@ published examples, ``tests/fixtures/jira``)."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -200,7 +201,7 @@ class FakeJiraState(FakeTracker):
         }
 
     def issue_json(
-        self, issue: Issue, fields: list[str] | None, properties: list[str] = ()
+        self, issue: Issue, fields: list[str] | None, properties: Sequence[str] = ()
     ) -> dict[str, Any]:
         every: dict[str, Any] = {
             "summary": issue.summary,

@@ -14,6 +14,7 @@ from cotal_tasks.providers.hosted.mapping import evaluate
 from cotal_tasks.providers.jira.config import JiraConfig, jira_default_rules
 from cotal_tasks.providers.jira.mapping import native_of
 from tests.providers.jira._support import ENDPOINT_NAME, SEAT_ACCOUNT, TOKEN_ENV
+from tests.providers.test_docs_tables import rows
 from tests.support.cli import run
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
@@ -96,21 +97,6 @@ def test_the_example_config_loads() -> None:
     assert endpoint.settings.project == "DEMO"
 
 
-def status_rows() -> list[list[str]]:
-    lines = (ROOT / "docs" / "jira.md").read_text(encoding="utf-8").splitlines()
-    start = next(
-        i
-        for i, line in enumerate(lines)
-        if line.startswith("| status |") and "statusSource" in line
-    )
-    table = []
-    for line in lines[start + 2 :]:
-        if not line.startswith("|"):
-            break
-        table.append([cell.strip() for cell in line.strip("|").split("|")])
-    return table
-
-
 @pytest.mark.parametrize(
     ("status", "category", "resolution", "labels"),
     [
@@ -134,5 +120,5 @@ def test_the_docs_table_says_what_the_default_rules_do(
         "resolution": {"name": resolution} if resolution else None,
     }
     decided, source = evaluate(jira_default_rules(), native_of(fields, category))
-    row = next((r for r in status_rows() if r[0] == decided and f"`{source}`" in r[2]), None)
+    row = next((r for r in rows("jira.md") if r[0] == decided and f"`{source}`" in r[2]), None)
     assert row is not None, f"docs/jira.md: no row says {decided} with statusSource {source!r}"

@@ -81,15 +81,20 @@ async def test_a_refusal_is_never_retried_and_never_shows_the_token(
     assert len(await jr.all_tasks()) == 2  # the board stays, marked stale
 
 
-async def test_a_person_reassigning_in_jira_unbinds_and_is_not_undone(
-    jira: FakeJira, jr: JiraEndpoint, presence: DictPresence
-) -> None:
+async def claimed(jira: FakeJira, jr: JiraEndpoint, presence: DictPresence) -> None:
+    """One issue, mirrored and claimed by ``BUILDER``, then a minute later in Jira."""
     presence.put(BUILDER, environment=None)
     many(jira, 1)
     await jr.poll()
     await jr.client.claim(BUILDER, task_id(1))
-    issue = jira.issue(1)
     jira.advance(61)
+
+
+async def test_a_person_reassigning_in_jira_unbinds_and_is_not_undone(
+    jira: FakeJira, jr: JiraEndpoint, presence: DictPresence
+) -> None:
+    await claimed(jira, jr, presence)
+    issue = jira.issue(1)
     issue.assignee = HUMAN  # a person takes it over in Jira
     jira.touch(issue)
     writes = changes(jira)
@@ -104,11 +109,7 @@ async def test_a_person_reassigning_in_jira_unbinds_and_is_not_undone(
 async def test_a_person_closing_in_jira_is_mirrored(
     jira: FakeJira, jr: JiraEndpoint, presence: DictPresence
 ) -> None:
-    presence.put(BUILDER, environment=None)
-    many(jira, 1)
-    await jr.poll()
-    await jr.client.claim(BUILDER, task_id(1))
-    jira.advance(61)
+    await claimed(jira, jr, presence)
     jira.set_status(jira.issue(1), "Done", "Duplicate")
     writes = changes(jira)
     await jr.poll()

@@ -5,8 +5,9 @@ poll, 429s, and deleted and moved issues."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
-from tests.providers.jira._support import SEARCH, JiraEndpoint, searches
+from tests.providers.jira._support import SEARCH, JiraEndpoint, open_jira, searches
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
 
@@ -166,30 +167,22 @@ async def test_a_moved_issue_becomes_dropped_as_moved(jira: FakeJira, jr: JiraEn
 
 
 async def test_the_jql_filter_narrows_what_is_mirrored(
-    jira: FakeJira, jira_url: str, tmp_path: object
+    jira: FakeJira, jira_url: str, tmp_path: Path
 ) -> None:
-    from pathlib import Path
-
-    from tests.providers.jira._support import open_jira
-
     jira.add_issue(PROJECT, "Not synced")
     jira.add_issue(PROJECT, "Synced").labels.append("sync")
-    async with open_jira(jira, jira_url, Path(str(tmp_path)) / "b", jql='labels = "sync"') as ep:
+    async with open_jira(jira, jira_url, tmp_path / "b", jql='labels = "sync"') as ep:
         await ep.poll()
         assert [t["title"] for t in await ep.all_tasks()] == ["Synced"]
     assert '(labels = "sync")' in jql_of(searches(jira)[0])
 
 
 async def test_a_secured_issue_is_withheld_unless_opted_in(
-    jira: FakeJira, jira_url: str, tmp_path: object
+    jira: FakeJira, jira_url: str, tmp_path: Path
 ) -> None:
-    from pathlib import Path
-
-    from tests.providers.jira._support import open_jira
-
     jira.add_issue(PROJECT, "Payroll leak", "salaries of everyone").security = "Staff only"
     later = jira.add_issue(PROJECT, "Roadmap", "the plan")
-    async with open_jira(jira, jira_url, Path(str(tmp_path)) / "a") as ep:
+    async with open_jira(jira, jira_url, tmp_path / "a") as ep:
         await ep.poll()
         assert [t["title"] for t in await ep.all_tasks()] == ["Roadmap"]
         assert not jira.calls("GET", "/rest/api/3/issue/DEMO-1/remotelink")
@@ -200,7 +193,7 @@ async def test_a_secured_issue_is_withheld_unless_opted_in(
         task = await ep.get(later.number)
         assert (task["title"], task.get("brief")) == ("(restricted issue)", None)
         assert (task["status"], task["statusSource"]) == ("dropped", "confidential")
-    async with open_jira(jira, jira_url, Path(str(tmp_path)) / "b", include_secured=True) as ep:
+    async with open_jira(jira, jira_url, tmp_path / "b", include_secured=True) as ep:
         await ep.poll()
         assert (await ep.get(1))["title"] == "Payroll leak"
 

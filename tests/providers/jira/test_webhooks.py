@@ -83,7 +83,7 @@ async def test_a_signed_issue_update_wakes_that_issue_alone(running: Running) ->
     assert reply.status_code == 202
 
     async def refreshed() -> bool:
-        return (await running.record(2))["status"] == "done"
+        return bool((await running.record(2))["status"] == "done")
 
     assert await eventually(refreshed) < 5
     reads = running.reads_since(mark)
@@ -104,7 +104,7 @@ async def test_comment_and_delete_events_wake_their_issue(running: Running) -> N
     ).status_code == 202
 
     async def dropped() -> bool:
-        return (await running.record(3))["statusSource"] == "deleted"
+        return bool((await running.record(3))["statusSource"] == "deleted")
 
     await eventually(dropped)
 
