@@ -254,3 +254,13 @@ async def test_create_task_done_or_dropped_transitions_the_new_issue(
     issue = jira.issue(1)
     assert (issue.status, issue.resolution) == ("Done", resolution)
     assert (created["status"], created["statusSource"]) == (status, source)
+
+
+async def test_jiras_own_refusal_is_named_with_its_remedy(jira: FakeJira, jr: JiraEndpoint) -> None:
+    (issue,) = await imported(jr)
+    jira.assignable.discard(SEAT_ACCOUNT)  # the seat's account may not be assigned here
+    error = await refused(jr.client.claim(BUILDER, task_id(1)), ErrorCode.FAILED_PRECONDITION)
+    assert f"assignee: User '{SEAT_ACCOUNT}' cannot be assigned issues." in error.message
+    assert "Fix what the tracker names" in error.message
+    assert error.outcome == "not-executed"
+    assert (issue.assignee, issue.status) == (None, "To Do")
