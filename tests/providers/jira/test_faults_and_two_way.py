@@ -6,12 +6,21 @@ Jira is mirrored, never undone by a write of the bridge."""
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import pytest
 
-from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.bridge._support import DictPresence
-from tests.providers.jira._support import BUILDER, HUMAN, SEARCH, JiraEndpoint, searches, task_id
+from tests.providers.jira._support import (
+    BUILDER,
+    HUMAN,
+    SEARCH,
+    JiraEndpoint,
+    open_jira,
+    searches,
+    task_id,
+)
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
 
@@ -116,3 +125,46 @@ async def test_a_person_closing_in_jira_is_mirrored(
     task = await jr.get(1)
     assert (task["status"], task["statusSource"]) == ("dropped", "Done/Duplicate")
     assert changes(jira) == writes
+
+
+async def test_a_404_while_the_project_does_not_read_changes_nothing(
+    jira: FakeJira, jr: JiraEndpoint
+) -> None:
+    many(jira, 2)
+    await jr.poll()
+    kept = await jr.get(2)
+    jira.fail_next(status=404, path="/rest/api/3/issue/DEMO-2")
+    jira.fail_next(status=404, path="/rest/api/3/project/DEMO")
+    assert await jr.sync.refresh([2]) == (0, 0)
+    assert await jr.get(2) == kept
+    assert jr.store.degradations()["counts"] == {"issue-unreadable": 1}
+    assert await jr.sync.refresh([77]) == (1, 0)  # deleted before it was mirrored: no task
+
+
+async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes(
+    jira: FakeJira, jira_url: str, tmp_path: Path
+) -> None:
+    many(jira, 7)
+    jira.page_size_cap = 3
+    async with open_jira(jira, jira_url, tmp_path / "b", max_rate_limit_wait_s=60) as jr:
+        clock = jr.virtual_time()
+        count: list[int] = []
+
+        def limit_page_two(method: str, path: str, query: dict[str, str]) -> None:
+            if method == "POST" and path == SEARCH:
+                count.append(1)
+                if len(count) == 2:
+                    jira.fail_next(status=429, retry_after=3600, path=SEARCH)
+
+        jira.before_answer = limit_page_two
+        with pytest.raises(RateLimited):
+            await jr.poll()
+        assert clock.waits == []  # an hour is not slept through
+        page = await jr.client.list_tasks(limit=100)
+        assert page["stale"]["reason"].startswith("Jira sync is failing")
+        assert len(page["tasks"]) == 3
+        jira.before_answer = None
+        jira.advance(3600)
+        await jr.poll()
+        assert len(await jr.all_tasks()) == 7
+        assert "stale" not in await jr.client.list_tasks()
