@@ -8,8 +8,9 @@ resolution and the notes as comments.
 
 The seat directory maps ``local.worker``, ``local.w`` and ``local.holder`` to Atlassian
 accounts; the other callers have none, so their claims move the issue without assigning.
-Check 9's broker half runs with the other hosted trackers (``test_hosted_conformance``):
-it never reaches a provider.
+Check 9's broker half runs on a permissioned broker with a Jira bridge started under
+exactly its ``--serve`` rows; what the operator's bind shows in Jira is the In Progress
+status (``Tracker.labels_of`` reads the issue's status here: Jira claims by workflow).
 """
 
 from __future__ import annotations
@@ -21,15 +22,18 @@ from typing import Any
 import pytest
 
 import tests.conformance.test_section6 as section6
+from cotal_tasks.bridge.config import EndpointConfig
 from tests.conformance import hosted
 from tests.conformance.conftest import SMALL_PAGE_CEILING
 from tests.conformance.test_section6 import COMMIT_REF, RUN_REF
 from tests.providers import hosted_support
 from tests.providers.hosted_support import HostedMesh
 from tests.providers.jira._support import TOKEN_ENV, jira_config
+from tests.support.bridge import ENDPOINT
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
 from tests.support.fake_tracker import serve_on_loopback
+from tests.support.trackers import Tracker
 
 SEATS = {
     "712020:acct-worker": "local.worker",
@@ -89,6 +93,34 @@ def comments(issue: Any) -> list[str]:
     from cotal_tasks.providers.jira import adf
 
     return [adf.to_text(c.body) or "" for c in issue.comments]
+
+
+def section(api_url: str) -> str:
+    seats = "".join(f'"{account}" = "{who}"\n' for account, who in SEATS.items())
+    return (
+        f'provider = "jira"\n[endpoints.jira]\nproject = "{PROJECT}"\napi_url = "{api_url}"\n'
+        f'email = "bridge@example.com"\ntoken_env = "{TOKEN_ENV}"\n'
+        f"[endpoints.jira.seats]\n{seats}"
+    )
+
+
+JIRA = Tracker(
+    provider="jira",
+    section=section,
+    endpoint=lambda api_url: EndpointConfig(
+        name=ENDPOINT, settings=jira_config(api_url, seats=SEATS)
+    ),
+    labels_of=lambda fake, title: [titled(fake, title).status],
+    claimed="In Progress",
+)
+
+
+async def test_check_09_broker_refuses_self_only_bind_and_admits_the_operator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake: FakeJira, api_url: str
+) -> None:
+    await hosted.check_09_broker_refuses_self_only_bind_and_admits_the_operator(
+        tmp_path, monkeypatch, JIRA, fake, api_url
+    )
 
 
 @pytest.mark.parametrize("check", CHECKS)
