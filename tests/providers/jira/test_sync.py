@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import pytest
+
 from tests.providers.jira._support import SEARCH, JiraEndpoint, open_jira, searches
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
@@ -225,3 +227,57 @@ async def test_remote_links_of_a_changed_issue_become_its_evidence(
         1:
     ]  # an unchanged issue's links are not read again
     assert len(jira.requests[mark:]) == 3  # the user's zone once, then a search a poll
+
+
+async def test_the_reconcile_sweep_finds_a_deleted_issue_on_its_cadence(
+    jira: FakeJira, jr: JiraEndpoint
+) -> None:
+    jr.sync_on_tracker_time()
+    for k in range(1, 5):
+        jira.add_issue(PROJECT, f"Issue {k}")
+        jira.advance(61)
+    jira.set_status(jira.issue(4), "Done", "Done")
+    await jr.poll()  # the import starts the sweep's clock
+    await jr.poll()  # reads the user's zone
+    jira.delete_issue(2)
+    jira.advance(600)
+    report = await jr.poll()
+    assert not report.reconciled
+    assert (await jr.get(2))["status"] == "open"
+    jira.advance(3600)
+    mark = len(jira.requests)
+    report = await jr.poll()
+    sweep = [(r.method, r.path, r.status) for r in jira.requests[mark + 1 :]]
+    assert sweep == [
+        ("POST", SEARCH, 200),  # the issues not Done: 1 and 3 (4 is done, 2 is gone)
+        ("GET", "/rest/api/3/issue/DEMO-2", 404),  # the one unfinished task not listed
+        ("GET", "/rest/api/3/project/DEMO", 200),  # the project reads: 2 was deleted
+    ]
+    listing = jira.requests[mark + 1].body
+    assert "statusCategory != Done" in listing["jql"]
+    assert listing["fields"] == ["status"]
+    assert (report.reconciled, report.sweep_requests, report.swept) == (True, 1, 1)
+    gone = await jr.get(2)
+    assert (gone["status"], gone["statusSource"]) == ("dropped", "deleted")
+
+
+async def test_a_bearer_token_is_sent_as_bearer(
+    jira: FakeJira, jira_url: str, tmp_path: Path
+) -> None:
+    jira.add_issue(PROJECT, "Issue 1")
+    async with open_jira(jira, jira_url, tmp_path / "b", auth="bearer", email=None) as ep:
+        await ep.poll()
+        assert len(await ep.all_tasks()) == 1
+    assert {r.headers["authorization"] for r in jira.requests} == {f"Bearer {jira.token}"}
+
+
+def test_near_limit_is_logged_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
+    import httpx
+
+    from cotal_tasks.providers.jira.client import JiraRetry
+
+    policy = JiraRetry()
+    near = httpx.Response(200, headers={"X-RateLimit-NearLimit": "true"})
+    for now in (1000.0, 1030.0, 1061.0):
+        assert policy(near, 1, now) is None
+    assert caplog.text.count("nearly spent") == 2
