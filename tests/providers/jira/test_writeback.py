@@ -264,3 +264,15 @@ async def test_jiras_own_refusal_is_named_with_its_remedy(jira: FakeJira, jr: Ji
     assert "Fix what the tracker names" in error.message
     assert error.outcome == "not-executed"
     assert (issue.assignee, issue.status) == (None, "To Do")
+
+
+async def test_done_then_dropped_edits_the_resolution_in_place(
+    jira: FakeJira, jr: JiraEndpoint
+) -> None:
+    (issue,) = await imported(jr)
+    await jr.client.administer(task_id(1), status="done")
+    mark = len(jira.requests)
+    dropped = await jr.client.administer(task_id(1), status="dropped")
+    assert writes(jira, mark) == [("PUT", "DEMO-1")]
+    assert (issue.status, issue.resolution) == ("Done", "Won't Do")
+    assert (dropped["status"], dropped["statusSource"]) == ("dropped", "Done/Won't Do")
