@@ -40,7 +40,9 @@ class _Render:
         attrs: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
         if kind == "text":
             text = node.get("text")
-            self.emit(text if isinstance(text, str) else "")
+            text = text if isinstance(text, str) else ""
+            href = _link_of(node)
+            self.emit(f"{text} ({href})" if href and href not in text else text)
             return
         if kind == "hardBreak":
             self.emit("\n")
@@ -96,6 +98,17 @@ class _Render:
             self.emit("\n")
         if kind not in ("listItem", "table") and not nested:
             self.emit("\n")
+
+
+def _link_of(node: Mapping[str, Any]) -> str | None:
+    """The URL of a text node's ``link`` mark, if it has one."""
+    marks = node.get("marks")
+    for mark in marks if isinstance(marks, list) else ():
+        if isinstance(mark, Mapping) and mark.get("type") == "link":
+            attrs = mark.get("attrs")
+            href = attrs.get("href") if isinstance(attrs, Mapping) else None
+            return href if isinstance(href, str) else None
+    return None
 
 
 def to_text(document: Any, max_chars: int = 16_384) -> str | None:

@@ -282,3 +282,25 @@ def test_remote_links_become_evidence_attributed_to_their_repository(
 def test_an_issue_of_another_project_is_not_mapped() -> None:
     with pytest.raises(ValueError, match="another project"):
         tracked("OTHER", issue_of())
+
+
+def test_a_linked_text_keeps_its_url() -> None:
+    link = {"type": "link", "attrs": {"href": "https://ci.example/run/7"}}
+    document = {
+        "type": "doc",
+        "content": [
+            {
+                "type": "paragraph",
+                "content": [
+                    {"type": "text", "text": "see "},
+                    {"type": "text", "text": "the run", "marks": [{"type": "strong"}, link]},
+                    {
+                        "type": "text",
+                        "text": "https://x.example",
+                        "marks": [{"type": "link", "attrs": {"href": "https://x.example"}}],
+                    },
+                ],
+            }
+        ],
+    }
+    assert adf.to_text(document) == "see the run (https://ci.example/run/7)https://x.example"
