@@ -40,7 +40,11 @@ TRACKERS = sorted({_package(p.settings) for p in PROVIDERS if issubclass(p.setti
 
 def test_the_registry_is_what_the_contracts_are_checked_against() -> None:
     assert "cotal_tasks.providers.board" in PACKAGES
-    assert TRACKERS == ["cotal_tasks.providers.github", "cotal_tasks.providers.gitlab"]
+    assert TRACKERS == [
+        "cotal_tasks.providers.github",
+        "cotal_tasks.providers.gitlab",
+        "cotal_tasks.providers.jira",
+    ]
 
 
 @pytest.mark.parametrize("name", EVERY_PROVIDER)

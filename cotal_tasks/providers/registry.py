@@ -9,13 +9,14 @@ from __future__ import annotations
 from typing import Any
 
 from cotal_tasks.core import ContractError, ErrorCode
-from cotal_tasks.providers import board, github, gitlab, tower_do
+from cotal_tasks.providers import board, github, gitlab, jira, tower_do
 from cotal_tasks.providers.provider import Provider
 
 PROVIDERS: tuple[Provider[Any], ...] = (
     board.PROVIDER,
     github.PROVIDER,
     gitlab.PROVIDER,
+    jira.PROVIDER,
     tower_do.PROVIDER,
 )
 

@@ -88,10 +88,10 @@ def test_the_shipped_examples_load(example: Path) -> None:
     ("endpoints", "expected"),
     [
         pytest.param(
-            '[[endpoints]]\nprovider = "jira"\n',
+            '[[endpoints]]\nprovider = "redmine"\n',
             [
-                "endpoints.0: provider 'jira' is not known",
-                "Set provider to one of board, github, gitlab or tower-do",
+                "endpoints.0: provider 'redmine' is not known",
+                "Set provider to one of board, github, gitlab, jira or tower-do",
             ],
             id="an unknown provider names the valid ones",
         ),
@@ -156,6 +156,6 @@ def test_the_registry_is_consistent() -> None:
         assert tag == entry.name, f"{entry.name}'s settings are tagged {tag!r}"
         assert (entry.section is None) == (entry.name == "board")
     routes = [p.webhook.route for p in PROVIDERS if p.webhook is not None]
-    assert sorted(routes) == ["github", "gitlab"]
+    assert sorted(routes) == ["github", "gitlab", "jira"]
     with pytest.raises(ContractError, match="Set provider to one of board, github"):
-        provider("jira")
+        provider("redmine")

@@ -86,6 +86,9 @@ def message_of(response: httpx.Response) -> str:
     except ValueError:
         return response.reason_phrase or "error"
     if isinstance(body, dict):
+        jira = _jira_message(body)
+        if jira:
+            return jira[:300]
         for key in ("message", "error", "error_description"):
             if isinstance(body.get(key), str):
                 text = body[key]
@@ -94,6 +97,17 @@ def message_of(response: httpx.Response) -> str:
                     text += f" ({errors[0]})"
                 return str(text)[:300]
     return response.reason_phrase or "error"
+
+
+def _jira_message(body: Mapping[str, Any]) -> str | None:
+    """Jira's error body: ``{"errorMessages": [...], "errors": {field: message}}``."""
+    messages = body.get("errorMessages")
+    fields = body.get("errors")
+    if not isinstance(messages, list) or not isinstance(fields, dict):
+        return None
+    parts = [m for m in messages if isinstance(m, str) and m]
+    parts += [f"{k}: {v}" for k, v in fields.items() if isinstance(v, str)]
+    return "; ".join(parts) or None
 
 
 @dataclass

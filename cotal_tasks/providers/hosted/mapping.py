@@ -66,11 +66,14 @@ def evaluate(rules: Sequence[StatusRule], native: NativeState) -> tuple[TaskStat
         if rule.label is not None:
             return rule.status, labels[rule.label.casefold()]
         for name in conditions:
+            if native.source is not None:
+                break  # the tracker's own name says it (with the reason, if asked)
             return rule.status, native.extra[name]
+        shown = native.source or native.state
         if rule.state_reasons and native.state_reason:
-            return rule.status, f"{native.state}/{native.state_reason}"
-        return rule.status, native.state
-    return "open", native.state
+            return rule.status, f"{shown}/{native.state_reason}"
+        return rule.status, shown
+    return "open", native.source or native.state
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -102,6 +102,7 @@ def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractErr
             "The issue was deleted on the tracker. Leave the task: the sync marks it dropped "
             "when it reads the issue gone (a webhook, or the reconcile sweep)",
         ),
+        400: (ErrorCode.FAILED_PRECONDITION, "Fix what the tracker names, then retry"),
         422: (ErrorCode.FAILED_PRECONDITION, "Fix what the tracker names, then retry"),
     }.get(status or 0, (ErrorCode.UNAVAILABLE, "Retry once the tracker answers again"))
     return ContractError(code, f"{what} ({detail}). {remedy}", outcome=outcome)

@@ -30,6 +30,10 @@ class NativeState:
     labels: tuple[str, ...] = ()
     # Further facts of one tracker the rules may read, by name (GitHub: project_status).
     extra: Mapping[str, str] = field(default_factory=dict)
+    # The tracker's own name for where the issue stands, shown as ``statusSource`` when a
+    # rule decided on anything but a label (Jira: the workflow status, "In Progress");
+    # ``None``: the state, or the extra fact the rule read.
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

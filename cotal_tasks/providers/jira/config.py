@@ -1,0 +1,134 @@
+"""Settings of a Jira Cloud endpoint (``[endpoints.jira]``) and its default status rules.
+
+A Jira rule reads the workflow status's category (``new`` / ``indeterminate`` / ``done``),
+its name, the resolution and the labels. ``statusSource`` is the status name, with the
+resolution when a rule asked for one (``Done/Won't Do``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
+
+CATEGORY = "category"  # NativeState.extra: the status category key
+STATUS = "status"  # NativeState.extra: the status name
+Category = Literal["new", "indeterminate", "done"]
+_GENERIC = {
+    "state": "category (new, indeterminate or done)",
+    "state_reasons": "resolutions (resolution names)",
+}
+_ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
+
+
+class JiraStatusRule(StatusRule):
+    """``status`` when the issue's status category, status name, resolution and label
+    all match what the rule gives (names case-insensitive, resolutions exact)."""
+
+    category: Category | None = None
+    status_name: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _jira_names(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        for generic, jira in _GENERIC.items():
+            if data.get(generic) not in (None, (), []):
+                raise ValueError(
+                    f"a Jira status rule reads {jira}, not {generic}. Write that key instead"
+                )
+        if "resolutions" in data:
+            data = {**data, "state_reasons": tuple(data["resolutions"])}
+            del data["resolutions"]
+        return data
+
+    def native_conditions(self) -> Mapping[str, str]:
+        conditions: dict[str, str] = {}
+        if self.category is not None:
+            conditions[CATEGORY] = self.category
+        if self.status_name is not None:
+            conditions[STATUS] = self.status_name
+        return conditions
+
+
+def rule(status: str, **conditions: Any) -> JiraStatusRule:
+    return JiraStatusRule.model_validate({"status": status, **conditions})
+
+
+def jira_default_rules() -> tuple[JiraStatusRule, ...]:
+    return (
+        rule("dropped", category="done", resolutions=("Won't Do", "Duplicate", "Cannot Reproduce")),
+        rule("done", category="done"),
+        rule("blocked", label="blocked"),
+        rule("blocked", status_name="Blocked"),
+        rule("claimed", category="indeterminate"),
+        rule("open", category="new"),
+    )
+
+
+class JiraConfig(HostedConfig):
+    """``[endpoints.jira]``: the site, the project and how its issues map."""
+
+    provider: Literal["jira"] = "jira"
+    # The site (``https://acme.atlassian.net``); with OAuth 2.0 (3LO),
+    # ``https://api.atlassian.com/ex/jira/<cloud id>``.
+    api_url: str = Field(pattern=r"^https?://[^\s/]+(/[^\s]*)?$")
+    project: Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]{0,254}$")]
+    # ``basic``: ``email`` and the API token in ``token_env``; ``bearer``: an OAuth token.
+    auth: Literal["basic", "bearer"] = "basic"
+    email: str | None = None
+    token_env: str = "JIRA_API_TOKEN"
+    jql: Annotated[str, Field(max_length=2000)] | None = None  # narrows what is mirrored
+    status_rules: tuple[JiraStatusRule, ...] = Field(default_factory=jira_default_rules)
+    claimed_label: None = None  # a claim moves the issue through the workflow instead
+    blocked_label: str | None = "blocked"
+    # Where write-back moves an issue: the status name, or ``None`` for the first
+    # transition into the category (In Progress, To Do, Done).
+    claimed_status: str | None = None
+    open_status: str | None = None
+    done_status: str | None = None
+    done_resolution: str = "Done"
+    dropped_resolution: str = "Won't Do"
+    issue_type: str = "Task"  # what create-task makes
+    page_size: Annotated[int, Field(ge=1, le=100)] = 100
+    # Read each changed issue's remote links (one request per changed issue) for the pull
+    # requests, commits and CI runs they point to.
+    remote_links: bool = True
+    # Issues with an issue security level are withheld from the board (which every
+    # tasks.read holder can read) unless the operator opts in here.
+    include_secured: bool = False
+    mutation_spacing_s: Annotated[float, Field(ge=0)] = 0.2
+
+    @model_validator(mode="after")
+    def _consistent(self) -> JiraConfig:
+        if self.auth == "basic" and not self.email:
+            raise ValueError(
+                'email is required with auth = "basic": set email to the Atlassian account '
+                'that owns the API token in token_env, or set auth = "bearer" for an OAuth '
+                "access token"
+            )
+        if self.auth == "bearer" and self.email:
+            raise ValueError(
+                'email is only used with auth = "basic": remove it, or set auth = "basic"'
+            )
+        if self.jql is not None and _ORDER_BY.search(self.jql):
+            raise ValueError(
+                "jql must not order the issues: the sync orders by updated and key. Remove "
+                "its ORDER BY clause"
+            )
+        for account in self.seats:
+            if not re.fullmatch(r"[A-Za-z0-9:_-]{1,128}", account):
+                raise ValueError(
+                    "seats are keyed by Atlassian accountId (as in 5b10a2844c20165700ede21g or "
+                    "712020:0f7e…), never an email or a display name. Fix the key"
+                )
+        return self
+
+    @property
+    def location(self) -> str:
+        return self.project

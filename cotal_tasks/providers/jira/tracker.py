@@ -1,0 +1,342 @@
+"""Jira Cloud as a ``Tracker``: list changed issues by JQL, fetch one with its remote
+links, create, and apply planned writes through the workflow.
+
+The walk: ``project = KEY [AND (jql)] AND updated >= "<minute>" ORDER BY updated ASC,
+key ASC``. JQL compares times to the minute, in the API user's time zone (read once from
+``/myself``), so each poll starts at the minute of the cursor less the overlap and drops
+what it has read already by key and ``updated`` (``seen``, kept in the checkpoint): an
+issue edited in the cursor's own minute is never skipped, and an unchanged project costs
+one search request. Pages follow ``nextPageToken``; an issue read earlier in the walk
+that comes again with a newer ``updated`` was edited while the walk ran, which may have
+moved the rest of the ordering under the token, so the walk reads on once more from
+where that issue first stood.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_ms, as_str, at_path
+from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.tracker import (
+    CLOCK_SKEW_MS,
+    MARKED_PAGES,
+    Evidence,
+    IssueGone,
+    ListPage,
+    NewIssue,
+    TrackedIssue,
+    TrackerChange,
+    TrackerRefused,
+)
+from cotal_tasks.providers.jira import mapping, workflow
+from cotal_tasks.providers.jira.client import PROPERTY, JiraClient
+from cotal_tasks.providers.jira.config import JiraConfig
+
+log = logging.getLogger(__name__)
+
+SEEN = "seen"  # the checkpoint's (key -> updated ms) of the issues at the window's edge
+SEEN_MAX = 5_000
+REWALKS = 3
+_WIDE_MS = 14 * 3600 * 1000  # any zone's offset: the window when the zone is not known
+_STATE_FIELDS = ("assignee", "status", "resolution", "labels")
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+class JiraTracker:
+    name = "Jira"
+    single_assignee: bool | None = False  # a claim never rides on a label alone
+
+    def __init__(self, client: JiraClient, config: JiraConfig) -> None:
+        self.client = client
+        self.config = config
+        self.boundary = ItemBoundary(self.name)
+        self.known_id: int | None = None  # the project's id, learned from its issues
+        self._zone: tzinfo | None = None
+        self._zone_known = False
+
+    # -- reading ---------------------------------------------------------------------
+    def number_of(self, task_id: str) -> int | None:
+        return mapping.number_of(self.config.project, task_id)
+
+    def _scope(self) -> str:
+        scope = f'project = "{self.config.project}"'
+        return f"{scope} AND ({self.config.jql})" if self.config.jql else scope
+
+    async def _user_zone(self) -> tzinfo | None:
+        """The API user's time zone, which JQL reads its times in (``None``: unknown)."""
+        if not self._zone_known:
+            name = as_str((await self.client.myself()).get("timeZone"))
+            try:
+                self._zone = ZoneInfo(name) if name else None
+            except (ZoneInfoNotFoundError, ValueError):
+                self._zone = None
+            if self._zone is None:
+                log.warning("Jira names no time zone this machine knows; polls read a wide window")
+            self._zone_known = True
+        return self._zone
+
+    async def _minute(self, ms: int) -> str:
+        """``ms`` as a JQL time: its minute in the user's zone (rounded down). With no
+        known zone, the minute in UTC ``_WIDE_MS`` earlier: wider, never later."""
+        zone = await self._user_zone()
+        at = datetime.fromtimestamp((ms if zone else ms - _WIDE_MS) / 1000, zone or UTC)
+        return at.strftime("%Y-%m-%d %H:%M")
+
+    def _learn(self, item: Mapping[str, Any]) -> None:
+        project = as_dict(at_path(item, "fields", "project"))
+        if self.known_id is None and as_str(project.get("key")) == self.config.project:
+            pid = as_str(project.get("id"))
+            self.known_id = int(pid) if pid and pid.isdigit() else None
+
+    def _tracked(
+        self, item: Any, evidence: Any = (), number: int | None = None
+    ) -> TrackedIssue | None:
+        if not isinstance(item, dict):
+            self.boundary.note("item-unmappable", "an item of a Jira answer")
+            return None
+        self._learn(item)
+        return self.boundary.map(
+            f"issue {as_str(item.get('key'))}",
+            lambda: mapping.tracked(
+                self.config.project,
+                item,
+                evidence,
+                include_secured=self.config.include_secured,
+                number=number,
+            ),
+        )
+
+    def _withheld(self, item: Mapping[str, Any]) -> bool:
+        return mapping.is_secured(item) and not self.config.include_secured
+
+    async def _evidence(self, item: Mapping[str, Any]) -> list[Evidence]:
+        key = as_str(item.get("key"))
+        if not self.config.remote_links or key is None or self._withheld(item):
+            return []
+        at = as_ms(at_path(item, "fields", "updated"))
+        found: list[Evidence] = []
+        for link in await self.client.remote_links(key):
+            read = self.boundary.map(
+                f"remote link of {key}",
+                mapping.link_evidence,
+                as_dict(link),
+                at,
+                reason="evidence-refused",
+            )
+            found += read or ()
+        return found
+
+    async def list_changed(
+        self, cursor: str | None, remembered: Mapping[str, Any]
+    ) -> AsyncIterator[ListPage]:
+        seen: dict[str, int] = {
+            k: v for k, v in as_dict(remembered.get(SEEN)).items() if isinstance(v, int)
+        }
+        overlap = int(self.config.overlap_s * 1000)
+        highest = as_ms(cursor) if cursor else 0
+        start = highest - overlap if cursor else None
+        read: dict[str, int] = {}  # this poll's keys and their updated
+        for _ in range(REWALKS + 1):
+            since = None if start is None else await self._minute(start)
+            bound = f' AND updated >= "{since}"' if since else ""
+            jql = f"{self._scope()}{bound} ORDER BY updated ASC, key ASC"
+            restart: int | None = None
+            async for page in self.client.search(jql, mapping.FIELDS):
+                issues: list[TrackedIssue] = []
+                for item in self.boundary.page(page.get("issues"), "the issue search"):
+                    key = as_str(as_dict(item).get("key"))
+                    if key is None:
+                        self.boundary.note("item-unmappable", "an item of the issue search")
+                        continue
+                    stamp = as_ms(at_path(item, "fields", "updated"))
+                    earlier = read.get(key)
+                    if earlier is not None and stamp > earlier:
+                        restart = earlier if restart is None else min(restart, earlier)
+                    if stamp and (earlier == stamp or seen.get(key) == stamp):
+                        continue  # read already, unchanged since
+                    read[key] = stamp
+                    highest = max(highest, stamp)
+                    if issue := self._tracked(item, await self._evidence(item)):
+                        issues.append(issue)
+                seen = _edge({**seen, **read}, highest - overlap - 60_000)
+                yield ListPage(
+                    issues, cursor=iso(highest) if highest else cursor, remember={SEEN: seen}
+                )
+            if restart is None:
+                return
+            start = restart  # an edit during the walk may have shifted what the token read
+
+    async def _issue_keys(self, jql: str, limit: int | None = None) -> tuple[list[Any], int]:
+        found: list[Any] = []
+        requests = 0
+        async for page in self.client.search(jql, ("status",), limit=limit):
+            requests += 1
+            found += self.boundary.page(page.get("issues"), "the issue search")
+        return found, requests
+
+    async def open_numbers(self) -> tuple[set[int], int]:
+        jql = f"{self._scope()} AND statusCategory != Done ORDER BY key ASC"
+        items, requests = await self._issue_keys(jql)
+        numbers = {
+            parsed[1]
+            for item in items
+            if (parsed := mapping.split_key(as_dict(item).get("key")))
+            and parsed[0] == self.config.project
+        }
+        return numbers, requests
+
+    async def recent(self, count: int) -> list[TrackedIssue]:
+        jql = f"{self._scope()} ORDER BY updated DESC"
+        async for page in self.client.search(jql, mapping.FIELDS, limit=min(count, 100), pages=1):
+            items = self.boundary.page(page.get("issues"), "the issue search")
+            return [issue for item in items if (issue := self._tracked(item))]
+        return []
+
+    async def fetch(self, number: int) -> TrackedIssue | None:
+        key = mapping.issue_key(self.config.project, number)
+        try:
+            item = await self.client.read_issue(key, mapping.FIELDS)
+        except IssueGone as exc:
+            return mapping.gone(self.config.project, number, exc.fate)
+        if not item:
+            return None
+        moved = mapping.split_key(item.get("key")) != (self.config.project, number)
+        evidence = [] if moved else await self._evidence(item)
+        return self._tracked(item, evidence, number=number)
+
+    # -- writing ---------------------------------------------------------------------
+    async def create(self, issue: NewIssue) -> TrackedIssue:
+        text, mark = workflow.marked_text(issue.body or "")
+        fields: dict[str, Any] = {
+            "project": {"key": self.config.project},
+            "summary": issue.title,
+            "issuetype": {"name": self.config.issue_type},
+        }
+        if text:
+            fields["description"] = workflow.document(text)
+        labels = [label for label in issue.labels if label != mapping.IN_PROGRESS]
+        if labels:
+            fields["labels"] = labels
+        created = await self.client.create(fields, mark)
+        parsed = mapping.split_key(created.get("key"))
+        if parsed is None:
+            raise TrackerHttpError(
+                None, "Jira answered the create with no issue key", method="POST", path="issue"
+            )
+        item = await self.client.read_issue(str(created["key"]), mapping.FIELDS)
+        self._learn(item)
+        return mapping.tracked(self.config.project, item, include_secured=True)
+
+    async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
+        since = await self._minute(since_ms - CLOCK_SKEW_MS)
+        jql = f'{self._scope()} AND created >= "{since}" ORDER BY created DESC'
+        pages = self.client.search(jql, mapping.FIELDS, properties=(PROPERTY,), pages=MARKED_PAGES)
+        async for page in pages:
+            for item in self.boundary.page(page.get("issues"), "the issue search"):
+                if at_path(item, "properties", PROPERTY, "write") == marker:
+                    return mapping.tracked(self.config.project, item, include_secured=True)
+        return None
+
+    async def has_marked_comment(self, number: int, marker: str) -> bool:
+        key = mapping.issue_key(self.config.project, number)
+        for comment in await self.client.recent_comments(key):
+            for prop in as_dict(comment).get("properties") or ():
+                prop = as_dict(prop)
+                if prop.get("key") == PROPERTY and at_path(prop, "value", "write") == marker:
+                    return True
+        return False
+
+    async def apply(self, number: int, change: TrackerChange) -> None:
+        """Everything that can refuse is read and checked first (the transition, its
+        screen, who is assigned), so a refusal writes nothing; then the assignee, the
+        transition, labels and description, and the comment."""
+        key = mapping.issue_key(self.config.project, number)
+        applied: list[str] = []
+        try:
+            fields = await self._state(key)
+            category = as_str(at_path(fields, "status", "statusCategory", "key"))
+            target = workflow.target_of(change, self.config, category)
+            move = None
+            if target is not None and not target.holds(fields):
+                move = await self._plan_move(key, fields, target)
+            if change.assign or change.unassign:
+                fields = await self._state(key) if move else fields  # who holds it now
+                await self._assign(key, fields, change, applied)
+            if move is not None:
+                await move()
+                applied.append("transition")
+            body: dict[str, Any] = {}
+            if ops := workflow.label_update(change):
+                body["update"] = {"labels": ops}
+            if change.body is not None:
+                body["fields"] = {"description": workflow.document(change.body)}
+            if body:
+                await self.client.edit(key, body)
+                applied.append("edit")
+            if change.comment:
+                if applied and self.config.mutation_spacing_s:
+                    await asyncio.sleep(self.config.mutation_spacing_s)
+                text, mark = workflow.marked_text(change.comment)
+                await self.client.comment(key, workflow.document(text or "") or {}, mark)
+                applied.append("comment")
+        except TrackerHttpError as exc:
+            raise TrackerRefused(exc, tuple(applied)) from exc
+
+    async def _state(self, key: str) -> Mapping[str, Any]:
+        current = await self.client.get_issue(key, _STATE_FIELDS)
+        if current is None:
+            raise TrackerHttpError(404, "the issue is gone", method="GET", path=key)
+        return as_dict(current.get("fields"))
+
+    async def _assign(
+        self, key: str, fields: Mapping[str, Any], change: TrackerChange, applied: list[str]
+    ) -> None:
+        """Assign the claiming seat's account, or unassign a released seat's. A person's
+        assignment is never replaced or removed."""
+        held = as_str(as_dict(fields.get("assignee")).get("accountId"))
+        if change.assign:
+            wanted = change.assign[0]
+            if held is not None and held != wanted and held not in change.unassign:
+                raise workflow.refused(
+                    f"{key} is assigned to someone else in Jira, and a claim never replaces "
+                    "a person's assignment. Unassign them in Jira, or claim another task",
+                    key,
+                    "assignee",
+                )
+            if held != wanted:
+                await self.client.assign(key, wanted)
+                applied.append("assignee")
+        elif change.unassign and held in change.unassign:
+            await self.client.assign(key, None)
+            applied.append("assignee")
+
+    async def _plan_move(
+        self, key: str, fields: Mapping[str, Any], target: workflow.Target
+    ) -> Callable[[], Awaitable[None]]:
+        """The write that moves the issue to ``target``, checked before anything is sent."""
+        status = as_str(at_path(fields, "status", "name")) or "?"
+        category = as_str(at_path(fields, "status", "statusCategory", "key"))
+        if category == target.category == "done" and target.resolution is not None:
+            # Done already, with another resolution: the resolution is edited in place.
+            edit = {"fields": {"resolution": {"name": target.resolution}}}
+            return lambda: self.client.edit(key, edit)
+        transitions = await self.client.transitions(key)
+        tid, screen = workflow.pick_transition(transitions, target, key, status)
+        return lambda: self.client.transition(key, tid, screen)
+
+
+def _edge(seen: dict[str, int], since: int) -> dict[str, int]:
+    """The entries the next poll's window can still bring again, the newest ``SEEN_MAX``."""
+    kept = {k: v for k, v in seen.items() if v >= since}
+    if len(kept) > SEEN_MAX:
+        kept = dict(sorted(kept.items(), key=lambda kv: kv[1])[-SEEN_MAX:])
+    return kept
