@@ -5,13 +5,21 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cotal_tasks.providers.gitlab import mapping
+from cotal_tasks.providers.gitlab import assignees, mapping
 from cotal_tasks.providers.gitlab.client import GitLabClient
 from cotal_tasks.providers.gitlab.config import GitLabConfig
-from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
+from cotal_tasks.providers.hosted.boundary import (
+    ItemBoundary,
+    as_dict,
+    as_int,
+    as_ms,
+    as_stamp,
+    as_str,
+)
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
     Evidence,
@@ -260,36 +268,64 @@ class GitLabTracker:
         notes = await self.client.recent_notes(number)
         return any(carries_marker(n.get("body"), marker) for n in notes)
 
-    async def _assignees(
-        self, number: int, change: TrackerChange
-    ) -> tuple[list[int] | None, list[str]]:
+    async def _assignees(self, number: int, change: TrackerChange) -> _Assigning:
         """The ``assignee_ids`` to send (the issue's own first, in GitLab's order, so a
-        single-assignee tier keeps them) and the seat accounts newly asked for."""
+        single-assignee tier keeps them), decided on the issue as read right before the
+        write: the seat accounts' ids are looked up first, so nothing waits between that
+        read and the write."""
+        wanted = {name: await self.client.user_id(name) for name in change.assign}
         current = await self.client.get_issue(number)
         if current is None:
             raise TrackerHttpError(404, "the issue is gone", method="GET", path=str(number))
         held = [(str(u["username"]), int(u["id"])) for u in current.get("assignees") or ()]
-        ids = dict(held)
+        ids = {**dict(held), **wanted}
         names = [name for name, _ in held if name not in change.unassign]
         added = [name for name in change.assign if name not in names]
         if added and names and self.single_assignee:
             added = []  # one assignee only, and it is someone's: claim by the label alone
-        for name in added:
-            ids[name] = await self.client.user_id(name)
         names += added
+        read_ms = as_ms(current.get("updated_at"))
         if names == [name for name, _ in held]:
-            return None, []
-        return [ids[name] for name in names], added
+            return _Assigning(None, [], read_ms)
+        return _Assigning([ids[name] for name in names], added, read_ms)
+
+    async def _keep_people(
+        self, number: int, change: TrackerChange, plan: _Assigning, result: dict[str, Any]
+    ) -> dict[str, Any]:
+        """After an assignee write: an assignee a person added between the read and the
+        write, which the list sent removed, is put back (GitLab's system notes say who
+        assigned whom). On a single-assignee tier the person's assignee takes the place,
+        and the claim rides on the label."""
+        me = await self.client.own_username()
+        if me is None:
+            log.warning("GitLab does not say who the token is; assignees are not checked")
+            return result
+        notes = await self.client.recent_notes(number)
+        missing = assignees.lost(notes, plan.read_ms, me, result, change.unassign)
+        if not missing:
+            return result
+        restore = [await self.client.user_id(name) for name in missing]
+        now = await self.client.get_issue(number)
+        held = [int(u["id"]) for u in (now or result).get("assignees") or ()]
+        # The person's first: a tier of one assignee per issue keeps the first id only.
+        ids = [*restore, *(i for i in held if i not in restore)]
+        log.info("issue %s: %s assigned by a person during the write, kept", number, missing)
+        repaired = await self.client.update_issue(number, {"assignee_ids": ids})
+        kept = {as_str(as_dict(u).get("username")) for u in repaired.get("assignees") or ()}
+        if any(name not in kept for name in plan.added):
+            log.info("GitLab keeps one assignee per issue here; claims use the label alone")
+            self.single_assignee = True
+        return repaired
 
     async def apply(self, number: int, change: TrackerChange) -> None:
         applied: list[str] = []
         try:
             update: dict[str, Any] = {}
-            added: list[str] = []
+            plan = _Assigning(None, [], 0)
             if change.assign or change.unassign:
-                assignee_ids, added = await self._assignees(number, change)
-                if assignee_ids is not None:
-                    update["assignee_ids"] = assignee_ids
+                plan = await self._assignees(number, change)
+                if plan.ids is not None:
+                    update["assignee_ids"] = plan.ids
             if change.add_labels:
                 update["add_labels"] = ",".join(change.add_labels)
             if change.remove_labels:
@@ -303,7 +339,9 @@ class GitLabTracker:
             if update:
                 result = await self.client.update_issue(number, update)
                 applied.append("update")
-                self._check_assigned(update.get("assignee_ids") or [], added, result, number)
+                if plan.ids is not None:
+                    self._check_assigned(plan.ids, plan.added, result, number)
+                    await self._keep_people(number, change, plan, result)
             if change.comment:
                 if applied and self.config.mutation_spacing_s:
                     await asyncio.sleep(self.config.mutation_spacing_s)
@@ -332,6 +370,16 @@ class GitLabTracker:
             method="PUT",
             path=f"issues/{number}",
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Assigning:
+    """An assignee write: the ids to send (``None``: no change), the seat accounts it
+    adds, and the issue's ``updated_at`` (ms) as read right before it."""
+
+    ids: list[int] | None
+    added: list[str]
+    read_ms: int
 
 
 def _key(merge_request: Mapping[str, Any]) -> tuple[int, int]:
