@@ -12,6 +12,7 @@ from typing import Any
 from cotal_tasks.providers.gitlab import assignees, mapping
 from cotal_tasks.providers.gitlab.client import GitLabClient
 from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.gitlab.evidence import GitLabEvidence
 from cotal_tasks.providers.hosted.boundary import (
     ItemBoundary,
     as_dict,
@@ -56,6 +57,7 @@ class GitLabTracker:
         self.boundary = ItemBoundary(self.name)
         # The project's stable id, learned from its issues: webhook deliveries match on it.
         self.known_id: int | None = int(config.project) if config.project.isdigit() else None
+        self.evidence = GitLabEvidence(client, config, self.boundary, self._path_from)
 
     def _path_from(self, issue: dict[str, Any]) -> str:
         if self.known_id is None:
@@ -118,9 +120,12 @@ class GitLabTracker:
                 # the issue (a system note), which moves its updated_at.
                 fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
                 if fresh and not self._withheld(item):
-                    found = await self._evidence(item, as_int(item.get("merge_requests_count")))
-                    changed.add(iid)
-                    evidenced[iid] = as_ms(stamp)
+                    found, whole = await self.evidence.read(
+                        item, as_int(item.get("merge_requests_count"))
+                    )
+                    if whole:  # a part refused: not read, for the sweep's purposes
+                        changed.add(iid)
+                        evidenced[iid] = as_ms(stamp)
                 if issue := self._tracked(item, found):
                     issues.append(issue)
             total = response.headers.get("x-total-pages") if first else None
@@ -174,77 +179,13 @@ class GitLabTracker:
             return None
         if self._withheld(issue):
             return self._tracked(issue)  # withheld: its links are not read either
-        return self._tracked(issue, await self._evidence(issue))
+        found, _ = await self.evidence.read(issue)
+        return self._tracked(issue, found)
 
     def _withheld(self, issue: dict[str, Any]) -> bool:
         """A confidential issue the operator did not opt in to: mirrored without anything
         of it, so its links are not read either."""
         return issue.get("confidential") is True and not self.config.include_confidential
-
-    async def _evidence(self, issue: dict[str, Any], count: int | None = None) -> list[Evidence]:
-        """What links to the issue: the commits its system notes say mentioned it, and,
-        when it has merge requests (``count``, unknown: look) or a note says a merge
-        request mentioned it, its merge-request evidence."""
-        iid = as_int(issue.get("iid"))
-        if iid is None:
-            return []  # not an issue: the boundary records it when it maps
-        own = self._path_from(issue)
-        found: list[Evidence] = []
-        mentioned = False
-        if self.config.commit_mentions:
-            found, mentioned = await self._note_links(iid, own)
-        if count is None or count > 0 or mentioned:
-            found += await self._merge_request_evidence(issue, iid, own)
-        return found
-
-    async def _note_links(self, iid: int, own: str) -> tuple[list[Evidence], bool]:
-        """Commit evidence from the issue's notes (every page), each note through the
-        boundary; and whether a note says a merge request mentioned the issue."""
-        found: list[Evidence] = []
-        mentioned = False
-        for note in await self.client.issue_notes(iid):
-            if not isinstance(note, dict):
-                self.boundary.note("item-unmappable", f"a note of issue {iid}")
-                continue
-            ref = f"note {as_int(note.get('id'))} of issue {iid}"
-            read = self.boundary.map(
-                ref, mapping.note_evidence, note, own, reason="evidence-refused"
-            )
-            found += read or ()
-            mentioned = mentioned or mapping.names_merge_request(note)
-        return found, mentioned
-
-    async def _merge_request_evidence(
-        self, issue: dict[str, Any], iid: int, own: str
-    ) -> list[Evidence]:
-        """Every merge request related to or closing the issue (all pages), each read
-        in its own project for its head pipeline, attributed to where it lives."""
-        closing = [mr for mr in await self.client.closed_by(iid) if isinstance(mr, dict)]
-        related = await self.client.related_merge_requests(iid)
-        closers = {_key(mr) for mr in closing}
-        merge_requests = {
-            _key(mr): mr for mr in [*closing, *related] if isinstance(mr, dict) and all(_key(mr))
-        }
-        found: list[Evidence] = []
-        for key, merge_request in merge_requests.items():
-            project_id, mr_iid = key
-            if "head_pipeline" not in merge_request:
-                try:
-                    elsewhere = project_id if project_id != issue.get("project_id") else None
-                    merge_request = await self.client.merge_request(mr_iid, elsewhere)
-                except TrackerHttpError as exc:
-                    log.info("merge request not readable (%s); evidence without its pipeline", exc)
-            if not isinstance(merge_request, dict):
-                continue  # an answer of another shape: this merge request says nothing
-            source_path = None
-            source_id = merge_request.get("source_project_id")
-            if isinstance(source_id, int) and source_id != merge_request.get("project_id"):
-                fork = await self.client.project_path(source_id)
-                source_path = fork or f"project {source_id}"  # never the issue's own
-            found += mapping.merge_request_evidence(
-                merge_request, closed_it=key in closers, own_path=own, source_path=source_path
-            )
-        return found
 
     async def create(self, issue: NewIssue) -> TrackedIssue:
         payload: dict[str, Any] = {"title": issue.title}
@@ -380,8 +321,3 @@ class _Assigning:
     ids: list[int] | None
     added: list[str]
     read_ms: int
-
-
-def _key(merge_request: Mapping[str, Any]) -> tuple[int, int]:
-    """A merge request's identity across projects: (project id, iid)."""
-    return (as_int(merge_request.get("project_id")) or 0, as_int(merge_request.get("iid")) or 0)
