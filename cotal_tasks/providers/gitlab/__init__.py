@@ -7,6 +7,11 @@ the registry entry ``PROVIDER``, whose ``build`` the composition root calls.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
+import logging
+
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
@@ -14,6 +19,10 @@ from cotal_tasks.providers.gitlab.webhook import WEBHOOK
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
+from cotal_tasks.providers.provider import BuildContext, Built
+
+log = logging.getLogger(__name__)
+RESOLVE_S = 10.0
 
 __all__ = ["PROVIDER", "GitLabConfig", "open_tracker"]
 
@@ -34,4 +43,43 @@ def write_plan(config: GitLabConfig) -> WritePlan:
     )
 
 
-PROVIDER = assemble.provider("gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)
+async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildContext) -> None:
+    """A numeric ``project``'s path (its tasks are named by it), known before any issue is
+    read: as saved in the mirror's state by an earlier start, else asked of GitLab now and
+    saved. Unknown (GitLab unreachable on a first start): the first issue read names it."""
+    if tracker.path is not None:
+        return
+    state = ctx.mirror.state()
+    key = f"gitlab-project:{config.api_url}:{config.project}"
+    saved = await state.load(key) or {}
+    path = saved.get("path")
+    if not isinstance(path, str) or not path:
+        path = None
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(RESOLVE_S):  # a GitLab that is down delays no start
+                path = await tracker.client.project_path(int(config.project))
+        if path is None:
+            log.warning(
+                "%s: GitLab did not answer project %s's path; tasks are writable once an "
+                "issue of it has been read",
+                ctx.name,
+                config.project,
+            )
+            return
+        await state.save(key, {"path": path}, ctx.clock())
+    tracker.path = path
+
+
+async def build(config: GitLabConfig, ctx: BuildContext) -> Built:
+    tracker, http = open_tracker(config)
+    await resolve_path(tracker, config, ctx)
+    where = config.location
+    return assemble.assemble(
+        ctx, tracker, config, http, plan=write_plan(config), key=f"gitlab:{where}", path=where
+    )
+
+
+PROVIDER = dataclasses.replace(
+    assemble.provider("gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK),
+    build=build,
+)
