@@ -115,15 +115,27 @@ class GitLabEvidence:
                     log.info("merge request not readable (%s); evidence without its pipeline", exc)
             if not isinstance(merge_request, dict):
                 continue  # an answer of another shape: this merge request says nothing
-            source_path = None
+            source_path = target_path = None
+            if project_id != as_int(issue.get("project_id")) and (
+                mapping.merge_request_path(merge_request) is None
+            ):  # another project's, not saying which: never named as ours
+                target_path = await self._path_of(project_id)
             source_id = merge_request.get("source_project_id")
             if isinstance(source_id, int) and source_id != merge_request.get("project_id"):
-                fork = await self.client.project_path(source_id)
-                source_path = fork or f"project {source_id}"  # never the issue's own
+                source_path = await self._path_of(source_id)
             found += mapping.merge_request_evidence(
-                merge_request, closed_it=key in closers, own_path=own, source_path=source_path
+                merge_request,
+                closed_it=key in closers,
+                own_path=own,
+                source_path=source_path,
+                target_path=target_path,
             )
         return found
+
+    async def _path_of(self, project_id: int) -> str:
+        """Another project's path, or ``project N`` when GitLab does not say: never the
+        issue's own."""
+        return await self.client.project_path(project_id) or f"project {project_id}"
 
 
 def _key(merge_request: Mapping[str, Any]) -> tuple[int, int]:

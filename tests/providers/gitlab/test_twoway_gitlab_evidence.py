@@ -1,9 +1,22 @@
 """GitLab evidence reads that stay honest: one issue's refused link read degrades that
-issue only; evidence is attributed to the project it lives in."""
+issue only; evidence is attributed to the project it lives in, a fast-forward merge gives
+the commit that landed, and an issue is mentioned by its work-item address too."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cotal_tasks.providers.gitlab import mapping
+from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from tests.providers.gitlab._support import ISSUES, PROJECT, GitLabEndpoint
+from tests.support.fake_gitlab_render import Shapes
+
+Json = dict[str, Any]
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "gitlab"
 
 
 def add(gl: GitLabEndpoint, title: str) -> int:
@@ -45,3 +58,97 @@ async def test_a_refused_related_merge_requests_read_degrades_that_issue_only(
     assert len(await gl.all_tasks()) == 2
     assert gl.store.degradations()["counts"] == {"evidence-refused": 1}
     assert (await gl.get(first))["title"] == "First"
+
+
+# -- attribution and what landed -------------------------------------------------------------
+
+OTHER = "acme/other"
+
+
+async def refs(gl: GitLabEndpoint, iid: int) -> set[tuple[str, str]]:
+    return {(e["kind"], e["ref"]) for e in (await gl.get(iid))["evidence"]}
+
+
+async def test_another_projects_merge_request_that_does_not_say_its_path_is_not_ours(
+    gl: GitLabEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GitLab releases before 12.6 answer merge requests without ``references``; one of
+    another project relating to our issue is still attributed to that project."""
+    fake = gl.fake
+    fake.add_project(OTHER)
+    add(gl, "Crash in the parser")  # 1
+    fake.advance(60)
+    fake.add_merge_request(
+        OTHER, "Fix upstream", "See below", source_branch="fix-parser", foreign=[(PROJECT, 1)]
+    )
+    render = Shapes.merge_request
+
+    def without_references(self: Shapes, mr: Any, *, full: bool = False) -> Json:
+        out = render(self, mr, full=full)
+        out.pop("references", None)
+        return out
+
+    monkeypatch.setattr(Shapes, "merge_request", without_references)
+    await gl.poll()
+    found = await refs(gl, 1)
+    assert ("branch", f"{OTHER}:fix-parser") in found
+    assert ("branch", "fix-parser") not in found
+
+
+async def test_a_fast_forward_merge_gives_the_commit_that_landed(gl: GitLabEndpoint) -> None:
+    """Merged by fast-forward: GitLab leaves ``merge_commit_sha`` and ``squash_commit_sha``
+    null; the target branch moved to the merge request's head, ``sha``."""
+    fake = gl.fake
+    iid = add(gl, "Typo")
+    fake.advance(60)
+    mr = fake.add_merge_request(PROJECT, "Fix the typo", source_branch="typo", closes=[iid])
+    fake.advance(60)
+    fake.merge_merge_request(PROJECT, int(mr["iid"]))
+    fake.project(PROJECT).merge_requests[int(mr["iid"])].merge_commit_sha = None
+    await gl.poll()
+    assert ("commit", str(mr["sha"])) in await refs(gl, iid)
+
+
+async def test_an_open_closing_merge_request_gives_no_commit(gl: GitLabEndpoint) -> None:
+    fake = gl.fake
+    iid = add(gl, "Typo")
+    fake.advance(60)
+    fake.add_merge_request(PROJECT, "Fix the typo", source_branch="typo", closes=[iid])
+    await gl.poll()
+    assert not [r for r in await refs(gl, iid) if r[0] == "commit"]
+
+
+def test_moved_to_id_zero_is_not_moved() -> None:
+    """The documented issue (GitLab's ``doc/api/issues.md``, tests/fixtures/gitlab) with
+    ``moved_to_id: 0``, as some releases answer for an issue never moved: ids start at 1."""
+    (item, *_) = json.loads((FIXTURES / "doc-issues-list.json").read_text(encoding="utf-8"))
+    path = str(item["references"]["full"]).rsplit("#", 1)[0]
+    assert mapping.tracked(path, {**item, "moved_to_id": 0}).gone is None
+    assert mapping.tracked(path, {**item, "moved_to_id": 77}).gone == "moved"
+
+
+def test_work_item_addresses_and_autolinks_are_mentions() -> None:
+    text = (
+        "Fixes https://gitlab.example.com/acme/widgets/-/work_items/7 and "
+        "https://gitlab.example.com/acme/other/-/work_items/8; GH-9 too"
+    )
+    assert mentioned_numbers(text, "acme/widgets") == {7, 9}
+    assert mentioned_numbers(text, "acme/widgets", autolinks=False) == {7}
+    assert mentioned_numbers("see XGH-3, gh-4 and a/GH-5", "o/r") == set()
+    assert mentioned_numbers("(GH-12) and GH-13.", "o/r") == {12, 13}
+    # GitLab links no GH-N: a merge request saying it names no issue of the project.
+    mr = {"title": "GH-3", "description": "https://h/acme/widgets/-/work_items/4"}
+    assert mapping.mentioned_issues("acme/widgets", mr) == {4}
+
+
+async def test_a_merge_request_naming_a_work_item_address_links_it(gl: GitLabEndpoint) -> None:
+    fake = gl.fake
+    fake.bulk_issues(PROJECT, 3)
+    await gl.poll()
+    fake.advance(60)
+    body = f"Follows up {fake.web_url}/{PROJECT}/-/work_items/2"
+    mr = fake.add_merge_request(
+        PROJECT, "Follow-up", body, source_branch="follow-up", mentions=[2], touch_issues=False
+    )
+    await gl.poll()
+    assert ("review", str(mr["web_url"])) in await refs(gl, 2)
