@@ -139,16 +139,3 @@ def test_work_item_addresses_and_autolinks_are_mentions() -> None:
     # GitLab links no GH-N: a merge request saying it names no issue of the project.
     mr = {"title": "GH-3", "description": "https://h/acme/widgets/-/work_items/4"}
     assert mapping.mentioned_issues("acme/widgets", mr) == {4}
-
-
-async def test_a_merge_request_naming_a_work_item_address_links_it(gl: GitLabEndpoint) -> None:
-    fake = gl.fake
-    fake.bulk_issues(PROJECT, 3)
-    await gl.poll()
-    fake.advance(60)
-    body = f"Follows up {fake.web_url}/{PROJECT}/-/work_items/2"
-    mr = fake.add_merge_request(
-        PROJECT, "Follow-up", body, source_branch="follow-up", mentions=[2], touch_issues=False
-    )
-    await gl.poll()
-    assert ("review", str(mr["web_url"])) in await refs(gl, 2)
