@@ -389,3 +389,31 @@ async def test_a_renamed_project_keeps_its_deliveries(running: Running) -> None:
     stranger = issue_hook_payload(fake, PROJECT, 2, "close")
     stranger["project"] = {**stranger["project"], "id": 999_999, "path_with_namespace": "x/y"}
     assert (await running.deliver(stranger)).status_code == 404
+
+
+@pytest.mark.parametrize("kept", [(), ("X-Gitlab-Webhook-UUID",)])
+async def test_a_delivery_of_an_older_gitlab_without_delivery_ids_is_taken(
+    running: Running, kept: tuple[str, ...]
+) -> None:
+    """Older GitLab releases send none of ``Idempotency-Key``, ``X-Gitlab-Event-UUID``
+    (or only the webhook's UUID, which names the hook, not the delivery): the delivery is
+    taken and wakes the refresh; a repeat is not deduplicated (it refreshes again)."""
+    fake = running.fake
+    fake.advance(60)
+    fake.close_issue(PROJECT, 3)
+    body, sent = gitlab_webhook(WEBHOOK_SECRET, issue_hook_payload(fake, PROJECT, 3, "close"))
+    ids = ("Idempotency-Key", "X-Gitlab-Event-UUID", "X-Gitlab-Webhook-UUID")
+    headers = {k: v for k, v in sent.items() if k not in ids or k in kept}
+    mark = len(fake.requests)
+
+    reply = await running.http.post("/webhooks/gitlab", content=body, headers=headers)
+
+    assert reply.status_code == 202, reply.text
+
+    async def refreshed() -> bool:
+        return await running.status(3) == "done"
+
+    await eventually(refreshed, within_s=5)
+    assert fetched_iids(fake, mark) == [3]
+    again = await running.http.post("/webhooks/gitlab", content=body, headers=headers)
+    assert again.status_code == 202  # not taken for the first one: no id to say so
