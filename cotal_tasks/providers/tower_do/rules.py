@@ -25,7 +25,7 @@ MAX_OPEN_TASKS = 50
 TASK_CLAIM_STALE_MS = 6 * 60 * 60_000
 LIVE_WINDOW_MS = 2 * 60_000
 
-Rule = Literal["owner", "budget", "dependency", "row"]
+Rule = Literal["owner", "budget", "dependency", "row", "removed"]
 
 
 class WriteRefused(Exception):
@@ -124,6 +124,18 @@ def upsert_events(
         events = [upsert_event(adopted, caller, now)]
         return events + ([upsert_event(edited, caller, now)] if edited is not None else [])
     return [] if planned is None else [upsert_event(planned, caller, now)]
+
+
+def check_not_removed(fold: Fold, key: str) -> None:
+    """A write to a task whose row is gone from the board (an agent, or an earlier drop,
+    removed it) does not bring the row back: tower-do keeps nothing of a removed row, so
+    writing it again would undo that removal and lose the row's description and links."""
+    if key not in fold.tasks:
+        raise WriteRefused(
+            "removed",
+            f"task {key} was removed from the tower-do board, and the endpoint does not bring "
+            "a removed row back. Create a new task for the work (create-task)",
+        )
 
 
 def plan_remove(fold: Fold, key: str, caller: str, stale: set[tuple[str, str]]) -> bool:

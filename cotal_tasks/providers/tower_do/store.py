@@ -45,6 +45,7 @@ _REFUSED = {
     "budget": ErrorCode.RESOURCE_EXHAUSTED,
     "dependency": ErrorCode.FAILED_PRECONDITION,
     "row": ErrorCode.BAD_REQUEST,
+    "removed": ErrorCode.CONFLICT,
 }
 
 
@@ -310,6 +311,8 @@ class TowerDoStore(MirroredReads):
                 )
                 stale = rules.stale_claims(fold, now, live)
                 events: list[dict[str, object]] = []
+                if old is not None and row is not None:
+                    rules.check_not_removed(fold, key)
                 if row is None:
                     if rules.plan_remove(fold, key, caller, stale):
                         events.append(rules.remove_event(key, caller, now))
