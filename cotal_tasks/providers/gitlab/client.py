@@ -254,7 +254,12 @@ class GitLabClient:
         """The username the token acts as (``GET /user``), or ``None`` when GitLab does
         not say."""
         if self._me is None:
-            body = (await self.http.request("GET", "user")).json()
+            try:
+                body = (await self.http.request("GET", "user")).json()
+            except TrackerHttpError as exc:
+                if exc.status not in (401, 403, 404):
+                    raise  # not a refusal: ask again next time
+                body = None
             name = body.get("username") if isinstance(body, dict) else None
             self._me = name if isinstance(name, str) else ""
         return self._me or None

@@ -17,6 +17,7 @@ from cotal_tasks.providers.hosted.boundary import (
     ItemBoundary,
     as_dict,
     as_int,
+    as_list,
     as_ms,
     as_stamp,
     as_str,
@@ -232,31 +233,39 @@ class GitLabTracker:
 
     async def _keep_people(
         self, number: int, change: TrackerChange, plan: _Assigning, result: dict[str, Any]
-    ) -> dict[str, Any]:
+    ) -> None:
         """After an assignee write: an assignee a person added between the read and the
         write, which the list sent removed, is put back (GitLab's system notes say who
         assigned whom). On a single-assignee tier the person's assignee takes the place,
-        and the claim rides on the label."""
+        and the claim rides on the label. The write has landed: a failing check costs
+        only the check (logged), never the write's answer."""
+        try:
+            await self._repair(number, change, plan, result)
+        except TrackerHttpError as exc:
+            log.warning("issue %s: assignees not checked after the write (%s)", number, exc)
+
+    async def _repair(
+        self, number: int, change: TrackerChange, plan: _Assigning, result: dict[str, Any]
+    ) -> None:
         me = await self.client.own_username()
         if me is None:
             log.warning("GitLab does not say who the token is; assignees are not checked")
-            return result
-        notes = await self.client.recent_notes(number)
+            return
+        notes = as_list(await self.client.recent_notes(number))
         missing = assignees.lost(notes, plan.read_ms, me, result, change.unassign)
         if not missing:
-            return result
+            return
         restore = [await self.client.user_id(name) for name in missing]
         now = await self.client.get_issue(number)
-        held = [int(u["id"]) for u in (now or result).get("assignees") or ()]
+        held = [as_int(as_dict(u).get("id")) for u in (now or result).get("assignees") or ()]
         # The person's first: a tier of one assignee per issue keeps the first id only.
-        ids = [*restore, *(i for i in held if i not in restore)]
+        ids = [*restore, *(i for i in held if i is not None and i not in restore)]
         log.info("issue %s: %s assigned by a person during the write, kept", number, missing)
         repaired = await self.client.update_issue(number, {"assignee_ids": ids})
         kept = {as_str(as_dict(u).get("username")) for u in repaired.get("assignees") or ()}
         if any(name not in kept for name in plan.added):
             log.info("GitLab keeps one assignee per issue here; claims use the label alone")
             self.single_assignee = True
-        return repaired
 
     async def apply(self, number: int, change: TrackerChange) -> None:
         applied: list[str] = []

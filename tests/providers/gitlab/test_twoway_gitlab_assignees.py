@@ -143,3 +143,21 @@ async def test_on_one_assignee_per_issue_the_persons_assignee_wins(gl: GitLabEnd
     assert claimed["status"] == "claimed"
     assert assigned(gl.fake, iid) == ["dave"]
     assert "workflow::in progress" in gl.fake.issue(PROJECT, iid).labels
+
+
+async def test_a_refused_check_after_the_write_costs_only_the_check(gl: GitLabEndpoint) -> None:
+    """The write has landed when the check runs: GitLab refusing ``GET /user`` or the
+    notes read leaves the claim answered as it is, never as refused."""
+    iid = await one_issue(gl)
+    gl.fake.fail_next(status=404, method="GET", path=f"{ISSUES}/{iid}/notes")
+    assert (await gl.client.claim(BUILDER, task_id(iid)))["status"] == "claimed"
+    assert assigned(gl.fake, iid) == [SEAT_USER]
+    assert not gl.fake.failures  # the notes were asked for, and refused
+
+
+async def test_a_token_gitlab_will_not_name_still_claims(gl: GitLabEndpoint) -> None:
+    iid = await one_issue(gl)
+    gl.fake.fail_next(status=403, method="GET", path="/api/v4/user")
+    assert (await gl.client.claim(BUILDER, task_id(iid)))["status"] == "claimed"
+    assert assigned(gl.fake, iid) == [SEAT_USER]
+    assert not gl.fake.failures  # asked, refused: the check skipped, the claim answered

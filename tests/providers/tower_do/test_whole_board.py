@@ -93,6 +93,11 @@ async def test_a_board_already_broken_refuses_as_tower_do_does(board: Board) -> 
     assert error.code.value == "failed-precondition"
     assert "already holds a broken row" in error.message
     assert "task ahead" in error.message
+    # The write that repairs it produces a board tower-do takes, so it is taken.
+    repaired = await board.call("administer-task", READER, {"taskId": "ahead", "status": "open"})
+    assert repaired["status"] == "open"
+    tower_do_would_take_a_write(board)
+    assert (await board.call("create-task", READER, {"title": "Anything"}))["status"] == "open"
 
 
 def test_the_rule_checks_every_row_not_only_the_written_one() -> None:
