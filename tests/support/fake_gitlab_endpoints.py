@@ -196,7 +196,7 @@ def update_issue(ctx: Ctx) -> Reply:
         base = issue.labels if labels is None else labels
         fake.set_labels(issue, [n for n in [*base, *add] if n not in remove])
     if assignees is not None:
-        fake.set_assignees(issue, assignees)
+        fake.set_assignees(issue, assignees, by=fake.username)
     confidential = ctx.arg("confidential")
     if confidential is not None:
         flag = confidential in (True, "true")

@@ -116,12 +116,17 @@ class FakeGitLabRecords(FakeGitLabKnobs):
         issue.updated_ms = self.clock.ms
         return True
 
-    def set_assignees(self, issue: Issue, usernames: Iterable[str]) -> bool:
+    def set_assignees(self, issue: Issue, usernames: Iterable[str], by: str | None = None) -> bool:
+        """Replace the assignees; ``by`` (who did it) also records GitLab's system note
+        (``SystemNotes::IssuablesService#change_issuable_assignees``)."""
         new = list(dict.fromkeys(usernames))
         if new == issue.assignees:
             return False
+        old = issue.assignees
         issue.assignees = new
         issue.updated_ms = self.clock.ms
+        if by is not None:
+            self.note(issue, by, assignee_note(old, new), system=True)
         return True
 
     def note(self, issue: Issue, author: str, body: str, *, system: bool = False) -> Note:
@@ -188,3 +193,18 @@ class FakeGitLabRecords(FakeGitLabKnobs):
         issue = self.issue(project, iid)
         ref = f"{self.project(project).path_with_namespace}#{iid}"
         return f"{ref} [{issue.state}] updated {iso(issue.updated_ms)}"
+
+
+def _sentence(names: list[str]) -> str:
+    """Rails' ``to_sentence`` of ``@name`` references."""
+    refs = [f"@{n}" for n in names]
+    return refs[0] if len(refs) == 1 else ", ".join(refs[:-1]) + " and " + refs[-1]
+
+
+def assignee_note(old: list[str], new: list[str]) -> str:
+    """The system note GitLab writes when an issue's assignees change."""
+    added = [n for n in new if n not in old]
+    removed = [n for n in old if n not in new]
+    parts = [f"assigned to {_sentence(added)}"] if added else []
+    parts += [f"unassigned {_sentence(removed)}"] if removed else []
+    return " and ".join(parts)

@@ -208,6 +208,13 @@ class FakeGitLab(FakeGitLabRecords):
         self.issue(project, iid).updated_ms = self.clock.ms
         return iso(self.clock.ms)
 
+    def assign(self, project: int | str, iid: int, *usernames: str, by: str = "alice") -> None:
+        """A person adds assignees in GitLab's UI (the system note says so)."""
+        issue = self.issue(project, iid)
+        for username in usernames:
+            self.add_user(username)
+        self.set_assignees(issue, [*issue.assignees, *usernames], by=self.add_user(by).username)
+
     def close_issue(self, project: int | str, iid: int, *, by: str = "alice") -> None:
         self.set_state(self.issue(project, iid), "closed", self.add_user(by).username)
 

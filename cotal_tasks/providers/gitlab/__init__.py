@@ -7,6 +7,11 @@ the registry entry ``PROVIDER``, whose ``build`` the composition root calls.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import dataclasses
+import logging
+
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
@@ -14,6 +19,10 @@ from cotal_tasks.providers.gitlab.webhook import WEBHOOK
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
+from cotal_tasks.providers.provider import BuildContext, Built
+
+log = logging.getLogger(__name__)
+RESOLVE_S = 10.0
 
 __all__ = ["PROVIDER", "GitLabConfig", "open_tracker"]
 
@@ -34,4 +43,44 @@ def write_plan(config: GitLabConfig) -> WritePlan:
     )
 
 
-PROVIDER = assemble.provider("gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)
+async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildContext) -> None:
+    """A numeric ``project``'s path (its tasks are named by it), known before any issue is
+    read: asked of GitLab now (so a renamed project is named as it is now) and kept in the
+    mirror's state, which answers when GitLab does not (it is down, or refuses). Unknown
+    on a first start GitLab does not answer: the first issue read names it."""
+    if tracker.path is not None:
+        return
+    state = ctx.mirror.state()
+    key = f"gitlab-project:{config.api_url}:{config.project}"
+    saved = (await state.load(key) or {}).get("path")
+    path = None
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(RESOLVE_S):  # a GitLab that is down delays no start
+            path = await tracker.client.project_path(int(config.project))
+    if path is not None and path != saved:
+        await state.save(key, {"path": path}, ctx.clock())
+    path = path or (saved if isinstance(saved, str) and saved else None)
+    if path is None:
+        log.warning(
+            "%s: GitLab did not answer project %s's path; its tasks are writable once an "
+            "issue of it has been read",
+            ctx.name,
+            config.project,
+        )
+        return
+    tracker.path = path
+
+
+async def build(config: GitLabConfig, ctx: BuildContext) -> Built:
+    tracker, http = open_tracker(config)
+    await resolve_path(tracker, config, ctx)
+    where = config.location
+    return assemble.assemble(
+        ctx, tracker, config, http, plan=write_plan(config), key=f"gitlab:{where}", path=where
+    )
+
+
+PROVIDER = dataclasses.replace(
+    assemble.provider("gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK),
+    build=build,
+)

@@ -55,6 +55,7 @@ class GitLabClient:
         self.pagination = pagination
         self._users: dict[str, int] = {}
         self._paths: dict[int, str] = {}
+        self._me: str | None = None
 
     def _path(self, tail: str = "") -> str:
         return f"projects/{quote(self.project, safe='')}{tail}"
@@ -248,6 +249,20 @@ class GitLabClient:
 
     async def note(self, iid: int, body: str) -> None:
         await self.http.request("POST", self._path(f"/issues/{iid}/notes"), json={"body": body})
+
+    async def own_username(self) -> str | None:
+        """The username the token acts as (``GET /user``), or ``None`` when GitLab does
+        not say."""
+        if self._me is None:
+            try:
+                body = (await self.http.request("GET", "user")).json()
+            except TrackerHttpError as exc:
+                if exc.status not in (401, 403, 404):
+                    raise  # not a refusal: ask again next time
+                body = None
+            name = body.get("username") if isinstance(body, dict) else None
+            self._me = name if isinstance(name, str) else ""
+        return self._me or None
 
     async def user_id(self, username: str) -> int:
         if username not in self._users:

@@ -83,7 +83,7 @@ def tracked(
     fate = None
     if withheld:
         fate = WITHHELD
-    elif as_int(issue.get("moved_to_id")) is not None:
+    elif (as_int(issue.get("moved_to_id")) or 0) > 0:  # ids start at 1: 0 is "not moved"
         fate = "moved"
     return TrackedIssue(
         number=iid,
@@ -117,7 +117,7 @@ def gone(path: str, iid: int, fate: str) -> TrackedIssue:
 
 def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:
     title, text = as_str(merge_request.get("title")), as_str(merge_request.get("description"))
-    return mentioned_numbers(f"{title or ''}\n{text or ''}", path)
+    return mentioned_numbers(f"{title or ''}\n{text or ''}", path, autolinks=False)
 
 
 def merge_request_path(merge_request: Mapping[str, Any]) -> str | None:
@@ -134,14 +134,19 @@ def merge_request_evidence(
     closed_it: bool,
     own_path: str,
     source_path: str | None = None,
+    target_path: str | None = None,
 ) -> list[Evidence]:
     """A merge request as evidence, attributed to where each part lives: its ``review``
     is its own URL; its ``branch`` a plain name when the source branch is in
     ``own_path``, else ``group/fork:branch``; a merge ``commit`` of another project is
-    ``group/other@sha``. A field of another shape is left out, never the rest."""
+    ``group/other@sha``. The project it lives in is its ``references.full``, else
+    ``target_path`` (the caller's read of another project), else ``own_path``. The
+    commit that landed is the merge or squash commit, or, for a fast-forward merge
+    (neither), the head ``sha`` the target branch moved to. A field of another shape is
+    left out, never the rest."""
     mr = as_dict(merge_request)
     at = as_ms(mr.get("updated_at")) or as_ms(mr.get("created_at"))
-    target = merge_request_path(mr) or own_path
+    target = merge_request_path(mr) or target_path or own_path
     found: list[Evidence] = []
     if url := as_str(mr.get("web_url")):
         found.append(Evidence("review", url, at))
@@ -154,6 +159,8 @@ def merge_request_evidence(
             found.append(Evidence("run", run, at))
             break
     sha = as_str(mr.get("merge_commit_sha")) or as_str(mr.get("squash_commit_sha"))
+    if sha is None and as_str(mr.get("state")) == "merged":
+        sha = as_str(mr.get("sha"))  # a fast-forward merge: the head is what landed
     if closed_it and sha:
         ref = sha if target.lower() == own_path.lower() else f"{target}@{sha}"
         found.append(Evidence("commit", ref, as_ms(mr.get("merged_at")) or at))

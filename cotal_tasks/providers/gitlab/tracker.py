@@ -5,13 +5,23 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from cotal_tasks.providers.gitlab import mapping
+from cotal_tasks.providers.gitlab import assignees, mapping
 from cotal_tasks.providers.gitlab.client import GitLabClient
 from cotal_tasks.providers.gitlab.config import GitLabConfig
-from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
+from cotal_tasks.providers.gitlab.evidence import GitLabEvidence
+from cotal_tasks.providers.hosted.boundary import (
+    ItemBoundary,
+    as_dict,
+    as_int,
+    as_list,
+    as_ms,
+    as_stamp,
+    as_str,
+)
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
     Evidence,
@@ -48,6 +58,7 @@ class GitLabTracker:
         self.boundary = ItemBoundary(self.name)
         # The project's stable id, learned from its issues: webhook deliveries match on it.
         self.known_id: int | None = int(config.project) if config.project.isdigit() else None
+        self.evidence = GitLabEvidence(client, config, self.boundary, self._path_from)
 
     def _path_from(self, issue: dict[str, Any]) -> str:
         if self.known_id is None:
@@ -110,9 +121,12 @@ class GitLabTracker:
                 # the issue (a system note), which moves its updated_at.
                 fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
                 if fresh and not self._withheld(item):
-                    found = await self._evidence(item, as_int(item.get("merge_requests_count")))
-                    changed.add(iid)
-                    evidenced[iid] = as_ms(stamp)
+                    found, whole = await self.evidence.read(
+                        item, as_int(item.get("merge_requests_count"))
+                    )
+                    if whole:  # a part refused: not read, for the sweep's purposes
+                        changed.add(iid)
+                        evidenced[iid] = as_ms(stamp)
                 if issue := self._tracked(item, found):
                     issues.append(issue)
             total = response.headers.get("x-total-pages") if first else None
@@ -166,77 +180,13 @@ class GitLabTracker:
             return None
         if self._withheld(issue):
             return self._tracked(issue)  # withheld: its links are not read either
-        return self._tracked(issue, await self._evidence(issue))
+        found, _ = await self.evidence.read(issue)
+        return self._tracked(issue, found)
 
     def _withheld(self, issue: dict[str, Any]) -> bool:
         """A confidential issue the operator did not opt in to: mirrored without anything
         of it, so its links are not read either."""
         return issue.get("confidential") is True and not self.config.include_confidential
-
-    async def _evidence(self, issue: dict[str, Any], count: int | None = None) -> list[Evidence]:
-        """What links to the issue: the commits its system notes say mentioned it, and,
-        when it has merge requests (``count``, unknown: look) or a note says a merge
-        request mentioned it, its merge-request evidence."""
-        iid = as_int(issue.get("iid"))
-        if iid is None:
-            return []  # not an issue: the boundary records it when it maps
-        own = self._path_from(issue)
-        found: list[Evidence] = []
-        mentioned = False
-        if self.config.commit_mentions:
-            found, mentioned = await self._note_links(iid, own)
-        if count is None or count > 0 or mentioned:
-            found += await self._merge_request_evidence(issue, iid, own)
-        return found
-
-    async def _note_links(self, iid: int, own: str) -> tuple[list[Evidence], bool]:
-        """Commit evidence from the issue's notes (every page), each note through the
-        boundary; and whether a note says a merge request mentioned the issue."""
-        found: list[Evidence] = []
-        mentioned = False
-        for note in await self.client.issue_notes(iid):
-            if not isinstance(note, dict):
-                self.boundary.note("item-unmappable", f"a note of issue {iid}")
-                continue
-            ref = f"note {as_int(note.get('id'))} of issue {iid}"
-            read = self.boundary.map(
-                ref, mapping.note_evidence, note, own, reason="evidence-refused"
-            )
-            found += read or ()
-            mentioned = mentioned or mapping.names_merge_request(note)
-        return found, mentioned
-
-    async def _merge_request_evidence(
-        self, issue: dict[str, Any], iid: int, own: str
-    ) -> list[Evidence]:
-        """Every merge request related to or closing the issue (all pages), each read
-        in its own project for its head pipeline, attributed to where it lives."""
-        closing = [mr for mr in await self.client.closed_by(iid) if isinstance(mr, dict)]
-        related = await self.client.related_merge_requests(iid)
-        closers = {_key(mr) for mr in closing}
-        merge_requests = {
-            _key(mr): mr for mr in [*closing, *related] if isinstance(mr, dict) and all(_key(mr))
-        }
-        found: list[Evidence] = []
-        for key, merge_request in merge_requests.items():
-            project_id, mr_iid = key
-            if "head_pipeline" not in merge_request:
-                try:
-                    elsewhere = project_id if project_id != issue.get("project_id") else None
-                    merge_request = await self.client.merge_request(mr_iid, elsewhere)
-                except TrackerHttpError as exc:
-                    log.info("merge request not readable (%s); evidence without its pipeline", exc)
-            if not isinstance(merge_request, dict):
-                continue  # an answer of another shape: this merge request says nothing
-            source_path = None
-            source_id = merge_request.get("source_project_id")
-            if isinstance(source_id, int) and source_id != merge_request.get("project_id"):
-                fork = await self.client.project_path(source_id)
-                source_path = fork or f"project {source_id}"  # never the issue's own
-            found += mapping.merge_request_evidence(
-                merge_request, closed_it=key in closers, own_path=own, source_path=source_path
-            )
-        return found
 
     async def create(self, issue: NewIssue) -> TrackedIssue:
         payload: dict[str, Any] = {"title": issue.title}
@@ -260,36 +210,72 @@ class GitLabTracker:
         notes = await self.client.recent_notes(number)
         return any(carries_marker(n.get("body"), marker) for n in notes)
 
-    async def _assignees(
-        self, number: int, change: TrackerChange
-    ) -> tuple[list[int] | None, list[str]]:
+    async def _assignees(self, number: int, change: TrackerChange) -> _Assigning:
         """The ``assignee_ids`` to send (the issue's own first, in GitLab's order, so a
-        single-assignee tier keeps them) and the seat accounts newly asked for."""
+        single-assignee tier keeps them), decided on the issue as read right before the
+        write: the seat accounts' ids are looked up first, so nothing waits between that
+        read and the write."""
+        wanted = {name: await self.client.user_id(name) for name in change.assign}
         current = await self.client.get_issue(number)
         if current is None:
             raise TrackerHttpError(404, "the issue is gone", method="GET", path=str(number))
         held = [(str(u["username"]), int(u["id"])) for u in current.get("assignees") or ()]
-        ids = dict(held)
+        ids = {**dict(held), **wanted}
         names = [name for name, _ in held if name not in change.unassign]
         added = [name for name in change.assign if name not in names]
         if added and names and self.single_assignee:
             added = []  # one assignee only, and it is someone's: claim by the label alone
-        for name in added:
-            ids[name] = await self.client.user_id(name)
         names += added
+        read_ms = as_ms(current.get("updated_at"))
         if names == [name for name, _ in held]:
-            return None, []
-        return [ids[name] for name in names], added
+            return _Assigning(None, [], read_ms)
+        return _Assigning([ids[name] for name in names], added, read_ms)
+
+    async def _keep_people(
+        self, number: int, change: TrackerChange, plan: _Assigning, result: dict[str, Any]
+    ) -> None:
+        """After an assignee write: an assignee a person added between the read and the
+        write, which the list sent removed, is put back (GitLab's system notes say who
+        assigned whom). On a single-assignee tier the person's assignee takes the place,
+        and the claim rides on the label. The write has landed: a failing check costs
+        only the check (logged), never the write's answer."""
+        try:
+            await self._repair(number, change, plan, result)
+        except TrackerHttpError as exc:
+            log.warning("issue %s: assignees not checked after the write (%s)", number, exc)
+
+    async def _repair(
+        self, number: int, change: TrackerChange, plan: _Assigning, result: dict[str, Any]
+    ) -> None:
+        me = await self.client.own_username()
+        if me is None:
+            log.warning("GitLab does not say who the token is; assignees are not checked")
+            return
+        notes = as_list(await self.client.recent_notes(number))
+        missing = assignees.lost(notes, plan.read_ms, me, result, change.unassign)
+        if not missing:
+            return
+        restore = [await self.client.user_id(name) for name in missing]
+        now = await self.client.get_issue(number)
+        held = [as_int(as_dict(u).get("id")) for u in (now or result).get("assignees") or ()]
+        # The person's first: a tier of one assignee per issue keeps the first id only.
+        ids = [*restore, *(i for i in held if i is not None and i not in restore)]
+        log.info("issue %s: %s assigned by a person during the write, kept", number, missing)
+        repaired = await self.client.update_issue(number, {"assignee_ids": ids})
+        kept = {as_str(as_dict(u).get("username")) for u in repaired.get("assignees") or ()}
+        if any(name not in kept for name in plan.added):
+            log.info("GitLab keeps one assignee per issue here; claims use the label alone")
+            self.single_assignee = True
 
     async def apply(self, number: int, change: TrackerChange) -> None:
         applied: list[str] = []
         try:
             update: dict[str, Any] = {}
-            added: list[str] = []
+            plan = _Assigning(None, [], 0)
             if change.assign or change.unassign:
-                assignee_ids, added = await self._assignees(number, change)
-                if assignee_ids is not None:
-                    update["assignee_ids"] = assignee_ids
+                plan = await self._assignees(number, change)
+                if plan.ids is not None:
+                    update["assignee_ids"] = plan.ids
             if change.add_labels:
                 update["add_labels"] = ",".join(change.add_labels)
             if change.remove_labels:
@@ -303,7 +289,9 @@ class GitLabTracker:
             if update:
                 result = await self.client.update_issue(number, update)
                 applied.append("update")
-                self._check_assigned(update.get("assignee_ids") or [], added, result, number)
+                if plan.ids is not None:
+                    self._check_assigned(plan.ids, plan.added, result, number)
+                    await self._keep_people(number, change, plan, result)
             if change.comment:
                 if applied and self.config.mutation_spacing_s:
                     await asyncio.sleep(self.config.mutation_spacing_s)
@@ -334,6 +322,11 @@ class GitLabTracker:
         )
 
 
-def _key(merge_request: Mapping[str, Any]) -> tuple[int, int]:
-    """A merge request's identity across projects: (project id, iid)."""
-    return (as_int(merge_request.get("project_id")) or 0, as_int(merge_request.get("iid")) or 0)
+@dataclass(frozen=True, slots=True)
+class _Assigning:
+    """An assignee write: the ids to send (``None``: no change), the seat accounts it
+    adds, and the issue's ``updated_at`` (ms) as read right before it."""
+
+    ids: list[int] | None
+    added: list[str]
+    read_ms: int

@@ -5,6 +5,7 @@ hook is for, the delivery id, and the issues a hook names."""
 from __future__ import annotations
 
 import hmac
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,15 +28,18 @@ def token_valid(secret: bytes, header: str | None) -> bool:
     return hmac.compare_digest(secret, header.encode())
 
 
-def delivery_id(headers: Mapping[str, str]) -> str | None:
+def delivery_id(headers: Mapping[str, str]) -> str:
     """What identifies one delivery: ``Idempotency-Key`` (GitLab 17.4+, the same on every
     retry); before that, the webhook and event UUIDs together, which tell deliveries apart
-    but change on a resend, so an old GitLab's retry is refreshed twice (harmless)."""
+    but change on a resend, so an old GitLab's retry is refreshed twice (harmless). An
+    older release sends neither: its delivery gets an id of its own, so it is taken
+    and wakes the sync, undeduplicated (a repeat refreshes the issue again, which is
+    harmless: the wake is only a hint, the refresh reads GitLab)."""
     if headers.get(IDEMPOTENCY_HEADER):
         return headers[IDEMPOTENCY_HEADER]
     event = headers.get(EVENT_UUID_HEADER)
-    if not event:
-        return None
+    if not event:  # the webhook's UUID alone names the hook, not one delivery of it
+        return f"unidentified:{secrets.token_hex(16)}"
     return f"{headers.get(WEBHOOK_HEADER, '')}:{event}"
 
 

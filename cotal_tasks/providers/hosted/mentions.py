@@ -1,6 +1,8 @@
-"""Issue references in free text, for any tracker: ``#12``, ``group/project#12``, and the
+"""Issue references in free text, for any tracker: ``#12``, ``group/project#12``, the
 issue's web address (GitHub ``https://github.com/o/r/issues/12``, GitLab
-``https://gitlab.example.com/group/project/-/issues/12``)."""
+``https://gitlab.example.com/group/project/-/issues/12`` or its work-item form
+``…/-/work_items/12``), and GitHub's ``GH-12`` autolink to an issue of the same
+repository (``autolinks``; GitLab has no such form)."""
 
 from __future__ import annotations
 
@@ -8,16 +10,22 @@ import re
 
 _MENTION = re.compile(r"(?:^|[^\w/#!])(?:(?P<path>[\w.-]+(?:/[\w.-]+)+))?#(?P<number>\d{1,9})\b")
 _ADDRESS = re.compile(
-    r"https?://[^\s/]+/(?P<path>[\w.-]+(?:/[\w.-]+)+?)/(?:-/)?issues/(?P<number>\d{1,9})\b"
+    r"https?://[^\s/]+/(?P<path>[\w.-]+(?:/[\w.-]+)+?)/(?:-/)?(?:issues|work_items)/"
+    r"(?P<number>\d{1,9})\b"
 )
+_AUTOLINK = re.compile(r"(?:^|[^\w/-])GH-(?P<number>\d{1,9})\b")
 
 
-def mentioned_numbers(text: str, own_path: str, *, exclude: int | None = None) -> set[int]:
-    """The issue numbers of ``own_path`` that ``text`` mentions (other projects ignored)."""
+def mentioned_numbers(
+    text: str, own_path: str, *, exclude: int | None = None, autolinks: bool = True
+) -> set[int]:
+    """The issue numbers of ``own_path`` that ``text`` mentions (other projects ignored);
+    ``autolinks``: ``GH-12`` counts too (GitHub's own form)."""
     found = set()
-    for pattern in (_MENTION, _ADDRESS):
+    patterns = (_MENTION, _ADDRESS, _AUTOLINK) if autolinks else (_MENTION, _ADDRESS)
+    for pattern in patterns:
         for match in pattern.finditer(text):
-            path = match.group("path")
+            path = match.groupdict().get("path")
             if path is not None and path.lower() != own_path.lower():
                 continue
             number = int(match.group("number"))

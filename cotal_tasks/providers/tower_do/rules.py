@@ -6,9 +6,10 @@ them to a full-replacement write that replays every other row unchanged. Pure.
   owner has been quiet on that task for 6 h (and has no fresh liveness record) may be
   adopted (``owner`` set to the caller, nothing else changed) or removed.
 - Open-task budget: at most 50 non-completed rows after the write.
-- Dependencies: every ``dependsOn`` key must exist after the write, ``in_progress`` and
-  ``completed`` need every dependency completed, no cycles, and a removal may not strand
-  a surviving dependent.
+- Dependencies, over every row of the board the write produces (the written row's
+  dependents included), as tower-do checks them: every ``dependsOn`` key must exist,
+  ``in_progress`` and ``completed`` need every dependency completed, no cycles, and a
+  removal may not strand a surviving dependent.
 A refusal is ``WriteRefused`` naming which rule and the remedy.
 """
 
@@ -24,7 +25,7 @@ MAX_OPEN_TASKS = 50
 TASK_CLAIM_STALE_MS = 6 * 60 * 60_000
 LIVE_WINDOW_MS = 2 * 60_000
 
-Rule = Literal["owner", "budget", "dependency", "row"]
+Rule = Literal["owner", "budget", "dependency", "row", "removed"]
 
 
 class WriteRefused(Exception):
@@ -96,7 +97,7 @@ def plan_upsert(
             )
     after = {**fold.tasks, candidate.key: candidate}
     _check_budget(after)
-    _check_dependencies(after, (candidate.key,))
+    _check_dependencies(after, candidate.key)
     return candidate
 
 
@@ -125,6 +126,18 @@ def upsert_events(
     return [] if planned is None else [upsert_event(planned, caller, now)]
 
 
+def check_not_removed(fold: Fold, key: str) -> None:
+    """A write to a task whose row is gone from the board (an agent, or an earlier drop,
+    removed it) does not bring the row back: tower-do keeps nothing of a removed row, so
+    writing it again would undo that removal and lose the row's description and links."""
+    if key not in fold.tasks:
+        raise WriteRefused(
+            "removed",
+            f"task {key} was removed from the tower-do board, and the endpoint does not bring "
+            "a removed row back. Create a new task for the work (create-task)",
+        )
+
+
 def plan_remove(fold: Fold, key: str, caller: str, stale: set[tuple[str, str]]) -> bool:
     """Whether a removal event is due (``False``: the key is already gone)."""
     existing = fold.tasks.get(key)
@@ -146,6 +159,7 @@ def plan_remove(fold: Fold, key: str, caller: str, stale: set[tuple[str, str]]) 
             f"cannot remove task {key}: {', '.join(stranded)} still depend(s) on it. "
             "Drop the dependency on the tower-do board first",
         )
+    _check_dependencies(after, None)
     return True
 
 
@@ -161,26 +175,69 @@ def _check_budget(after: Mapping[str, Row]) -> None:
         )
 
 
-def _check_dependencies(after: Mapping[str, Row], changed: Iterable[str]) -> None:
-    for key in changed:
-        row = after[key]
-        missing = [dep for dep in row.depends_on if dep not in after]
-        if missing:
-            raise WriteRefused(
-                "dependency",
-                f"task {key} depends on {', '.join(missing)}, which the board does not hold. "
-                "Fix its dependsOn on the tower-do board",
+_WORD = {"pending": "open", "in_progress": "claimed", "blocked": "blocked", "completed": "done"}
+
+
+def _check_dependencies(after: Mapping[str, Row], written: str | None) -> None:
+    """tower-do's dependency rules over the whole board a write produces, as its
+    ``writeBoardSnapshot`` checks every row it replays: each ``dependsOn`` key exists, an
+    ``in_progress`` or ``completed`` row has every dependency completed, and no cycles.
+
+    The written row is looked at first, then its dependents, then the rest, so the
+    refusal names the row the caller can act on; which writes are refused is tower-do's
+    set either way. A write that left a claimed or done row waiting on an unfinished one
+    would make tower-do refuse every later write to the board, by any agent."""
+    if written is not None:
+        _check_own(after, written)
+        row = after[written]
+        if row.status != "completed":
+            waiting = sorted(
+                key
+                for key, other in after.items()
+                if written in other.depends_on and other.status in ("in_progress", "completed")
             )
-        if row.status in ("in_progress", "completed"):
-            open_deps = [dep for dep in row.depends_on if after[dep].status != "completed"]
-            if open_deps:
-                word = "claimed" if row.status == "in_progress" else "done"
+            if waiting:
                 raise WriteRefused(
                     "dependency",
-                    f"task {key} cannot be {word} while its dependencies are not completed "
-                    f"({', '.join(open_deps)}). Finish those first, or mark it blocked",
+                    f"task {written} cannot be {_WORD[row.status]} while "
+                    f"{', '.join(f'{k} ({_WORD[after[k].status]})' for k in waiting)} "
+                    f"depend(s) on it, and tower-do refuses every later write to a board "
+                    f"where a claimed or done task waits on an unfinished one. Move those "
+                    f"back first (administer-task), or drop their dependsOn on {written} "
+                    "on the tower-do board",
                 )
+    for key in after:
+        if key != written:
+            _check_own(after, key, already=True)
     _check_acyclic(after)
+
+
+def _check_own(after: Mapping[str, Row], key: str, *, already: bool = False) -> None:
+    """One row's own dependencies; ``already``: a row this write does not change, whose
+    fault the board already holds (tower-do refuses every write until it is fixed)."""
+    row = after[key]
+    board = (
+        "the tower-do board already holds a broken row, and tower-do refuses every write "
+        "until it is fixed: "
+        if already
+        else ""
+    )
+    missing = [dep for dep in row.depends_on if dep not in after]
+    if missing:
+        raise WriteRefused(
+            "dependency",
+            f"{board}task {key} depends on {', '.join(missing)}, which the board does not "
+            "hold. Fix its dependsOn on the tower-do board",
+        )
+    if row.status in ("in_progress", "completed"):
+        open_deps = [dep for dep in row.depends_on if after[dep].status != "completed"]
+        if open_deps:
+            raise WriteRefused(
+                "dependency",
+                f"{board}task {key} cannot be {_WORD[row.status]} while its dependencies "
+                f"are not completed ({', '.join(open_deps)}). Finish those first, or mark "
+                "it blocked",
+            )
 
 
 def _check_acyclic(after: Mapping[str, Row]) -> None:

@@ -10,6 +10,7 @@ take turns on one lock.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import secrets
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,7 @@ from cotal_tasks.providers.store import (
     Committed,
     IdempotencyKeyTaken,
     RevisionConflict,
+    StoredTask,
     Write,
 )
 from cotal_tasks.providers.tower_do import mapping, rules
@@ -43,6 +45,7 @@ _REFUSED = {
     "budget": ErrorCode.RESOURCE_EXHAUSTED,
     "dependency": ErrorCode.FAILED_PRECONDITION,
     "row": ErrorCode.BAD_REQUEST,
+    "removed": ErrorCode.CONFLICT,
 }
 
 
@@ -81,6 +84,20 @@ class TowerDoStore(MirroredReads):
         self._mirrored: tuple[int, int] | None = None  # (rebuilds, offset) last mirrored
 
     # -- reads: the mirror (``MirroredReads``) -----------------------------------------------
+    async def get(self, task_id: str) -> StoredTask:
+        """The mirrored task; a key the mirror does not hold is looked up on the board
+        first (an agent may have just written it, ahead of the follower), so ``not-found``
+        means the board does not hold it either. An unreadable board leaves the answer
+        to the mirror."""
+        try:
+            return await self.mirror.get(task_id)
+        except ContractError as exc:
+            if exc.code is not ErrorCode.NOT_FOUND:
+                raise
+            with contextlib.suppress(ContractError):
+                await self.refresh()
+        return await self.mirror.get(task_id)
+
     async def freshness(self) -> StaleMarker | None:
         if self.health.failing is not None:
             return StaleMarker(
@@ -294,6 +311,8 @@ class TowerDoStore(MirroredReads):
                 )
                 stale = rules.stale_claims(fold, now, live)
                 events: list[dict[str, object]] = []
+                if old is not None and row is not None:
+                    rules.check_not_removed(fold, key)
                 if row is None:
                     if rules.plan_remove(fold, key, caller, stale):
                         events.append(rules.remove_event(key, caller, now))

@@ -3,6 +3,8 @@ attributed to the project it lives in (no webhook involved)."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.providers.gitlab._support import ISSUES, PROJECT, GitLabEndpoint
 from tests.support.fake_gitlab import FakeGitLab
 
@@ -94,14 +96,15 @@ async def test_every_page_of_related_merge_requests_is_read(gl: GitLabEndpoint) 
     assert [r.query.get("per_page") for r in related] == ["100"]
 
 
-async def test_an_issue_address_in_a_merge_request_links_it(gl: GitLabEndpoint) -> None:
-    """A merge request that names the issue by its web address, on an issue GitLab did
-    not touch: the merge-request sweep reads the address."""
+@pytest.mark.parametrize("kind", ["issues", "work_items"])
+async def test_an_issue_address_in_a_merge_request_links_it(gl: GitLabEndpoint, kind: str) -> None:
+    """A merge request that names the issue by its web address (its issue or work-item
+    form), on an issue GitLab did not touch: the merge-request sweep reads the address."""
     fake = gl.fake
     fake.bulk_issues(PROJECT, 5)
     await gl.poll()
     fake.advance(60)
-    body = f"Follows up {fake.web_url}/{PROJECT}/-/issues/2 (not acme/elsewhere#3)"
+    body = f"Follows up {fake.web_url}/{PROJECT}/-/{kind}/2 (not acme/elsewhere#3)"
     mr = fake.add_merge_request(
         PROJECT, "Follow-up", body, source_branch="follow-up", mentions=[2], touch_issues=False
     )

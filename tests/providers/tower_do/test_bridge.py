@@ -18,8 +18,7 @@ from cotal_tasks.bridge.wiring.process import running_bridge
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.tower_do import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower
-from tests.providers.tower_do._support import tower_of
-from tests.providers.tower_do.test_store import agent_event
+from tests.providers.tower_do._support import agent_event, tower_of
 from tests.support.cli import cli_output
 from tests.support.polling import eventually
 

@@ -8,79 +8,26 @@ import json
 import os
 import sys
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
+from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import ContractError, Task
 from cotal_tasks.providers.store import PageQuery, RevisionConflict, Write
 from cotal_tasks.providers.tower_do import TowerDoConfig, boardfile
 from cotal_tasks.providers.tower_do.fold import fold_text
-from tests.bridge._support import Client, DictPresence
-from tests.conftest import seat
-from tests.providers.tower_do._support import tower_of
-
-Json = dict[str, Any]
-WORKER = seat("worker", 1)
-OTHER = seat("other", 2)
-READER = seat("reader", 3)
-SEATS = {"coder-1": "local.worker"}
-
-
-def agent_event(key: str, subject: str, status: str, by: str, at: int, **extra: Any) -> str:
-    """One line as tower-do's own writer appends it."""
-    task = {"key": key, "subject": subject, "status": status, **extra}
-    task.setdefault("dependsOn", [])
-    task.setdefault("blockedBy", [])
-    task["updatedAt"] = at
-    event = {"kind": "task", "op": "upsert", "key": key, "task": task, "by": by, "at": at}
-    return json.dumps(event) + "\n"
-
-
-class Board:
-    def __init__(self, endpoint: Endpoint, path: Path, presence: DictPresence) -> None:
-        self.endpoint = endpoint
-        self.path = path
-        self.presence = presence
-        self.client = Client(endpoint.service, endpoint.store)
-
-    async def call(self, command: str, caller: Any, args: Json | None = None, **kw: Any) -> Json:
-        return await self.client.call(command, caller, args, **kw)
-
-    def agent(self, line: str) -> None:
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
-
-    async def refresh(self) -> int:
-        return await tower_of(self.endpoint).store.refresh()
-
-    def events(self) -> list[Json]:
-        return [json.loads(line) for line in self.path.read_text("utf-8").splitlines() if line]
-
-
-@pytest.fixture
-async def board(tmp_path: Path) -> AsyncIterator[Board]:
-    path = tmp_path / "project" / "board.jsonl"
-    path.parent.mkdir()
-    endpoint = EndpointConfig(settings=TowerDoConfig(board=path, seats=SEATS))
-    config = BridgeConfig(
-        data_dir=tmp_path / "data", http=HttpConfig(enabled=False), endpoints=(endpoint,)
-    )
-    presence = DictPresence()
-    presence.put(WORKER, environment=None)
-    async with open_endpoint(config, endpoint, presence, serve=True) as opened:
-        yield Board(opened, path, presence)
-
-
-async def refused(board: Board, command: str, caller: Any, args: Json, **kw: Any) -> ContractError:
-    with pytest.raises(ContractError) as caught:
-        await board.call(command, caller, args, **kw)
-    assert caught.value.outcome == "not-executed"
-    return caught.value
+from tests.bridge._support import Client
+from tests.providers.tower_do._support import (
+    READER,
+    SEATS,
+    WORKER,
+    Board,
+    agent_event,
+    refused,
+    tower_of,
+)
 
 
 async def test_agent_rows_are_read_and_follow_the_file(board: Board) -> None:
