@@ -9,12 +9,14 @@ mirrored source (a tracker or a tower-do board), which would make the next one a
 
 from __future__ import annotations
 
+import ast
 import json
 import tomllib
 from pathlib import Path
 from typing import Any
 
 from cotal_tasks.providers.registry import PROVIDERS
+from cotal_tasks.providers.store import JsonReads, Mirror, TaskStore
 
 PYPROJECT = Path(__file__).parents[1] / "pyproject.toml"
 CONTRACTS: list[dict[str, Any]] = tomllib.loads(PYPROJECT.read_text())["tool"]["importlinter"][
@@ -51,3 +53,35 @@ def test_no_contract_names_a_mirrored_source() -> None:
 def test_the_whole_package_is_checked_for_cycles() -> None:
     acyclic = [c for c in CONTRACTS if c["type"] == "acyclic_siblings"]
     assert [c["ancestors"] for c in acyclic] == [["cotal_tasks"]]
+
+
+def _provider_names(tree: ast.Module) -> set[str]:
+    """The names a module binds from ``cotal_tasks.providers``."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PROVIDERS_PACKAGE):
+            names.update(alias.asname or alias.name for alias in node.names)
+    return names
+
+
+def test_the_bridge_asks_no_store_or_part_what_it_is() -> None:
+    """No ``isinstance`` against anything of the providers anywhere in the bridge: an
+    endpoint's build declares what it can do (``Built``), and the ports cannot be asked
+    (none of them is ``runtime_checkable``)."""
+    asked: list[str] = []
+    for path in sorted((PYPROJECT.parent / "cotal_tasks" / "bridge").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = _provider_names(tree)
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "isinstance"
+                and len(node.args) == 2
+            ):
+                kinds = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                if kinds & names:
+                    asked.append(f"{path.name}:{node.lineno} {sorted(kinds & names)}")
+    assert not asked, f"declare it on Built instead of asking: {asked}"
+    for port in (TaskStore, JsonReads, Mirror):
+        assert not getattr(port, "_is_runtime_protocol", False), port
