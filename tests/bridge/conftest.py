@@ -62,3 +62,19 @@ def client(service: CommandService, store: TaskStore) -> Client:
 def board_client(board: BoardStore, clock: Clock, presence: DictPresence) -> Client:
     """A client over the SQL board (``board``), for a test that reaches its database."""
     return Client(service_over(board, ServiceSettings(space="demo"), clock, presence), board)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Refuse a test that asks for ``client`` or ``service`` (over ``store``) and ``board``
+    (another store): it would read a board its calls never wrote."""
+    here = Path(__file__).parent
+    for item in items:
+        if here not in item.path.parents:
+            continue  # a hook of a conftest hears the whole session's items
+        names = set(getattr(item, "fixturenames", ()))
+        if "board" in names and names & {"client", "service"} and "board_client" not in names:
+            raise pytest.UsageError(
+                f"{item.nodeid} asks for client or service, which run over the store fixture, "
+                "and for board, another store. Ask for store instead of board, or for "
+                "board_client (a client over board)"
+            )

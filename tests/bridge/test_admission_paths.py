@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from cotal_tasks.bridge.service.commands import Call
+from cotal_tasks.bridge.service.commands import Call, unknown_command
 from cotal_tasks.core import ContractError, Mode, Seat
 from tests.bridge._support import BOB
 from tests.bridge.wire_support import RID, Json, answered, encode, stage
@@ -84,3 +84,13 @@ async def test_in_process_mode_self_may_name_the_caller_as_the_wire_hands_it_on(
 ) -> None:
     async with loopback_mesh(clock) as mesh:
         assert await in_process(mesh, "claim-task", "self", SENDER) is None
+
+
+async def test_a_command_the_contract_lacks_is_refused_in_the_one_wording(clock: Clock) -> None:
+    async with loopback_mesh(clock) as mesh:
+        with pytest.raises(ContractError) as caught:
+            await mesh.server.service.handle(Call("frobnicate-task", SENDER, "e-1", {}))
+    expected = unknown_command("frobnicate-task")
+    assert (caught.value.code, caught.value.message) == (expected.code, expected.message)
+    assert caught.value.outcome == "not-executed"
+    assert "Describe lists" in expected.message
