@@ -192,29 +192,22 @@ async def harness(
 ) -> AsyncIterator[StoreHarness]:
     """Every kind of store, fresh and empty, behind one harness."""
     kind, url = store_target
-    if kind == "memory":
-        memory = [MemoryStore()]
+    if kind in ("memory", "sqlite", "postgres"):
+        memory = MemoryStore()
 
-        async def reopen_memory() -> TaskStore:
-            await memory[-1].close()
-            memory.append(memory[-1].reopen())
-            return memory[-1]
+        async def open_own() -> TaskStore:
+            """The store again over the same data (a closed memory store keeps its own)."""
+            return memory.reopen() if kind == "memory" else await BoardStore.open(url)
 
-        try:
-            yield StoreHarness(kind, memory[0], reopen_memory)
-        finally:
-            await memory[-1].close()
-        return
-    if kind in ("sqlite", "postgres"):
-        opened: list[TaskStore] = [await BoardStore.open(url)]
+        opened: list[TaskStore] = [memory if kind == "memory" else await open_own()]
 
-        async def reopen_board() -> TaskStore:
+        async def reopen_own() -> TaskStore:
             await opened[-1].close()
-            opened.append(await BoardStore.open(url))
+            opened.append(await open_own())
             return opened[-1]
 
         try:
-            yield StoreHarness(kind, opened[0], reopen_board)
+            yield StoreHarness(kind, opened[0], reopen_own)
         finally:
             await opened[-1].close()
         return
