@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: run test check lint typecheck imports pytest bench clean
+.PHONY: run test test-fast check lint typecheck imports pytest bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ run: $(STAMP)
 
 ## test: set up, then every check
 test: check
+
+## test-fast: the tests that start no nats-server, subprocess or browser and need no
+##            PostgreSQL (tests/support/lanes.py marks the others), in under a minute
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -m "not broker and not postgres and not browser and not slow" $(PYTEST_ARGS)
 
 ## check: ruff, ruff format --check, mypy --strict, import-linter, pytest
 check: lint typecheck imports pytest

@@ -147,7 +147,8 @@ class Writes:
 
 def service_on(store: BoardStore) -> CommandService:
     clock: Callable[[], int] = lambda: time.time_ns() // 1_000_000  # noqa: E731
-    return CommandService(store, ServiceSettings(space="bench", page_ceiling=100), clock)
+    settings = ServiceSettings(space="bench", page_ceiling=100)
+    return CommandService(store, settings, clock, json_reads=store)
 
 
 async def bench_sqlite(folder: Path, tasks: int, rounds: int) -> None:

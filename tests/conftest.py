@@ -16,7 +16,7 @@ from cotal_tasks.core import Seat
 from cotal_tasks.providers.board import BoardStore
 from tests.support.clock import FakeClock
 
-pytest_plugins = ("tests.support.trackers",)
+pytest_plugins = ("tests.support.trackers", "tests.support.lanes")
 
 POSTGRES_ENV = "COTAL_TASKS_TEST_POSTGRES"
 REQUIRE_POSTGRES_ENV = "COTAL_TASKS_REQUIRE_POSTGRES"
@@ -91,7 +91,12 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path, file_name: str) 
     return str(request.getfixturevalue("postgres_database"))
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+# The two board backends a fixture is parametrised over; ``postgres`` is marked so, and
+# ``-m "not postgres"`` deselects it.
+BACKENDS = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))
+
+
+@pytest.fixture(params=BACKENDS)
 def board_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A board URL on each backend: the one behaviour suite runs on both."""
     return backend_url(request, tmp_path, "board.db")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import LIFECYCLE_UID, OWNER_OR_ACTOR, Principal
 from cotal_tasks.providers import registry
-from cotal_tasks.providers.hosted.config import Closed
+from cotal_tasks.providers.provider import Settings as Closed
 
 DEFAULT_ENDPOINT = "com.example.tasks"
 
@@ -66,9 +66,7 @@ class EndpointConfig(Closed):
         name = data.pop("provider", "board")
         entry = registry.BY_NAME.get(name) if isinstance(name, str) else None
         if entry is None:
-            raise ValueError(
-                f"provider {name!r} is not known. Set provider to one of {registry.names()}"
-            )
+            raise ValueError(registry.unknown(name))
         for other in registry.PROVIDERS:
             if other is not entry and other.section is not None and other.section in data:
                 raise ValueError(

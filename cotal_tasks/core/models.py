@@ -32,8 +32,11 @@ Text512 = Annotated[str, TaskText(512)]
 Text2048 = Annotated[str, TaskText(2048)]
 Text4096 = Annotated[str, TaskText(BRIEF_BYTES)]
 StatusSourceText = Annotated[str, TaskText(SOURCE_BYTES)]
-EpochMs = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
-Count = Annotated[int, Field(ge=0, le=2**53 - 1, strict=True)]
+# The largest integer a JSON number carries exactly (IEEE 754 doubles): the bound of every
+# integer the contract sends, epoch milliseconds and counters alike.
+MAX_SAFE_INT = 2**53 - 1
+EpochMs = Annotated[int, Field(ge=0, le=MAX_SAFE_INT, strict=True)]
+Count = Annotated[int, Field(ge=0, le=MAX_SAFE_INT, strict=True)]
 
 
 def _only_true(value: bool) -> bool:
@@ -62,11 +65,16 @@ NEEDS_BINDING: frozenset[TaskStatus] = frozenset({"claimed", "blocked"})
 EvidenceKind = Literal["commit", "branch", "run", "review"]
 
 
+# The one policy of every closed model, contract shapes and settings alike: an unknown key
+# is refused, a model never changes once built, and no error text quotes a refused value
+# (hide_input_in_errors: it may be a secret).
+CLOSED = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+
 class Record(BaseModel):
     """Base of every contract shape: closed and frozen; text and integers are strict."""
 
-    # hide_input_in_errors: a refused value may be a secret, so no error text quotes it.
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+    model_config = CLOSED
 
     def to_json(self) -> dict[str, object]:
         """The wire form: absent optional fields are omitted, never sent as null."""

@@ -18,7 +18,6 @@ Refusals never quote the refused value: it may be the secret.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -36,9 +35,23 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _SECRET_QUERY_KEY = re.compile(r"token|key|secret|signature|credential|bearer", re.IGNORECASE)
 _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
-# No control character (Cc: U+0000-U+001F and U+007F-U+009F). A safe pattern: one class,
-# one quantifier, no lookaround, so Cotal's assertSafePattern and every validator accept it.
+# The control characters (Unicode category Cc: U+0000-U+001F and U+007F-U+009F), the one
+# statement of them: the validator, the schema pattern and the trackers' cleaning use it.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# The schema's form of "no control character". A safe pattern: one class, one quantifier,
+# no lookaround, so Cotal's assertSafePattern and every validator accept it.
 NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+
+
+def first_control(value: str) -> int | None:
+    """The position of ``value``'s first control character, if it has one."""
+    found = _CONTROL.search(value)
+    return None if found is None else found.start()
+
+
+def controls_as_spaces(value: str) -> str:
+    """``value`` with each control character replaced by a space."""
+    return _CONTROL.sub(" ", value)
 
 
 class TextRefused(ValueError):
@@ -114,12 +127,12 @@ def check_task_text(value: str, max_bytes: int, *, field: str, task: str | None 
         raise TextRefused(
             f"{where} is not valid UTF-8 (a lone surrogate at {exc.start}); send valid text"
         ) from exc
-    for index, char in enumerate(value):
-        if unicodedata.category(char) == "Cc":
-            raise TextRefused(
-                f"{where} has a control character (U+{ord(char):04X}) at position {index}; "
-                "remove it (line breaks and tabs included)"
-            )
+    index = first_control(value)
+    if index is not None:
+        raise TextRefused(
+            f"{where} has a control character (U+{ord(value[index]):04X}) at position {index}; "
+            "remove it (line breaks and tabs included)"
+        )
     shape = credential_shape(value)
     if shape is not None:
         raise TextRefused(

@@ -2,10 +2,13 @@
 
 A provider is one folder under ``providers/`` (``board``, ``github``, ``gitlab``,
 ``tower_do``): its settings model (the endpoint's ``[endpoints.<section>]`` table, tagged
-by a ``provider`` literal), and a ``Provider`` entry naming its ``build`` and what else it
-offers (a webhook route, a description for ``check-config``, a preview). The bridge's
-composition root opens the endpoint's local board store, calls ``build`` with it, and runs
-what comes back; nothing in the bridge asks which tracker it is.
+by a ``provider`` literal, built on ``Settings``), and a ``Provider`` entry naming its
+``build`` and what else it offers (a webhook route, a description for ``check-config``, a
+preview). The bridge's composition root opens the endpoint's local store (a ``Mirror``),
+calls ``build`` with it, and runs what comes back. ``Built`` declares what the endpoint
+can do as typed fields (a change listener, a catch-up with its report, degradations, a
+webhook receiver, fast JSON reads); the bridge reads those declarations and never asks
+which tracker, or which class, it is.
 """
 
 from __future__ import annotations
@@ -13,15 +16,21 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from cotal_tasks.core import Task
-from cotal_tasks.providers.store import TaskStore
+from cotal_tasks.core.models import CLOSED
+from cotal_tasks.providers.store import JsonReads, Mirror, TaskStore
 
-if TYPE_CHECKING:  # the board imports this module; a runtime import would be circular
-    from cotal_tasks.providers.board import BoardStore
+
+class Settings(BaseModel):
+    """Base of every settings model (the bridge's and each provider's): closed (an unknown
+    key is refused), frozen, and a refused value is never quoted (it may be a secret)."""
+
+    model_config = CLOSED
+
 
 SeatUids = Callable[[str, str], Awaitable[str | None]]  # (owner, actor) -> current uid
 
@@ -48,8 +57,9 @@ class BuildContext:
 
     name: str  # the endpoint's name
     space: str
-    mirror: BoardStore  # the endpoint's local board store: the board itself, or a mirror
+    mirror: Mirror  # the endpoint's local store: the board itself, or a source's mirror
     clock: Callable[[], int]  # wall clock, milliseconds
+    json_reads: JsonReads | None = None  # the local store's fast reads, where it has them
     seat_uids: SeatUids = no_uids  # a seat's current lifecycle uid, from its presence card
     metrics: TrackerMetrics | None = None
 
@@ -111,24 +121,54 @@ async def _nothing() -> None:
     return None
 
 
+ChangeHook = Callable[[int], Awaitable[None]]  # changeSeq -> None
+# Hear every change the store commits from its source (a sync, a file follower): the
+# command service hears its own writes.
+OnChange = Callable[[ChangeHook], None]
+Progress = Callable[[int, int | None], None]  # (pages done, pages in all if known)
+
+
+@dataclass(frozen=True, slots=True)
+class CatchUpReport:
+    """What one catch-up did, as the lines the CLI's ``sync`` prints (without the
+    endpoint's name, which the CLI puts before each)."""
+
+    lines: tuple[str, ...]
+
+
+# Bring the store up to date with its source once (the CLI's ``sync``), reporting
+# progress as it goes when given a ``Progress``.
+CatchUp = Callable[[Progress | None], Awaitable[CatchUpReport]]
+# The source's items mapped without a refused part, or skipped, since the process started:
+# ``{"counts": {reason: n}, "recent": [...]}`` (``/healthz`` and the CLI's ``sync``).
+Degradations = Callable[[], dict[str, Any]]
+
+
 @dataclass
 class Built:
-    """One endpoint as its provider built it.
+    """One endpoint as its provider built it: the store, and what the endpoint can do.
 
     ``store`` is what the command service serves (its ``close`` closes the mirror too);
+    ``json_reads`` the store's fast wire-form reads, where it has them (the board);
     ``runner`` a loop to run while serving (a sync loop, a file follower); ``sync_role``
-    this instance's part in that loop, where instances elect who syncs; ``webhook`` the
-    endpoint's receiver for its provider's route; ``parts`` the provider's own parts, for
-    its tools and tests; ``catch_up`` brings the store up to date once (``sync``);
-    ``close`` releases what ``build`` opened besides the store (an HTTP client).
+    this instance's part in that loop, where instances elect who syncs; ``on_change``
+    subscribes to the changes the store commits from its source; ``catch_up`` brings
+    the store up to date once, with its report; ``degradations`` counts what the source
+    gave that did not map in full; ``webhook`` the endpoint's receiver for its
+    provider's route; ``close`` releases what ``build`` opened besides the store (an HTTP
+    client). ``parts`` are the provider's own parts, for its tools and tests: the bridge
+    never reads them.
     """
 
     store: TaskStore
+    json_reads: JsonReads | None = None
     runner: Runner | None = None
+    sync_role: SyncRole | None = None
+    on_change: OnChange | None = None
+    catch_up: CatchUp | None = None
+    degradations: Degradations | None = None
     webhook: WebhookReceiver | None = None
     parts: object | None = None
-    catch_up: Callable[[], Awaitable[str]] | None = None
-    sync_role: SyncRole | None = None
     close: Callable[[], Awaitable[None]] = field(default=_nothing)
 
 

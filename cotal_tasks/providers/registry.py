@@ -29,11 +29,14 @@ def names() -> str:
     return ", ".join(listed[:-1]) + " or " + listed[-1] if len(listed) > 1 else listed[0]
 
 
+def unknown(name: object) -> str:
+    """What is said of a ``provider = …`` the registry does not hold (the config's check
+    and ``provider`` alike)."""
+    return f"provider {name!r} is not known. Set provider to one of {names()}"
+
+
 def provider(name: str) -> Provider[Any]:
     found = BY_NAME.get(name)
     if found is None:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST,
-            f"provider {name!r} is not known. Set provider to one of {names()}",
-        )
+        raise ContractError(ErrorCode.BAD_REQUEST, unknown(name))
     return found

@@ -1,10 +1,17 @@
-"""The store port: what every provider (board, GitHub, GitLab) implements.
+"""The store port: what every endpoint's store implements, and what a mirror adds.
 
-The command service sees only this protocol. A store that cannot read raises
-``ContractError(unavailable)``; it never answers an empty page for a failure.
-``commit`` is a compare-and-swap on the task's revision that, in one transaction,
-writes the record, appends the history entry, records the envelope id's result
-(when the command is idempotent by id) and advances ``changeSeq`` once.
+``TaskStore`` is what the command service serves: the board (``providers/board``), the
+in-memory store (``providers/memory``), and the stores of the mirrored sources (hosted
+trackers, tower-do boards) all implement it, and the service sees nothing else. A store
+that cannot read raises ``ContractError(unavailable)``; it never answers an empty page
+for a failure. ``commit`` is a compare-and-swap on the task's revision that, in one
+transaction, writes the record, appends the history entry, records the envelope id's
+result (when the command is idempotent by id) and advances ``changeSeq`` once.
+
+``Mirror`` is the port plus what a store mirroring another source needs of its local
+copy (reads and writes of several tasks at once): what a provider's ``build`` is handed.
+``JsonReads`` is an optional fast path a store may offer; the endpoint's build says so
+(``Built.json_reads``), nobody asks the store.
 """
 
 from __future__ import annotations
@@ -13,9 +20,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
-from cotal_tasks.core import Seat, StaleMarker, Task, TaskStatus, TaskSummary
+from cotal_tasks.core import (
+    ContractError,
+    ErrorCode,
+    Seat,
+    StaleMarker,
+    Task,
+    TaskStatus,
+    TaskSummary,
+)
 
 # The request's deadline (``asyncio`` loop time, seconds) while a transport serves it: a
 # store whose writes can stall (a hosted tracker) answers by then. ``None``: no deadline.
@@ -178,7 +193,14 @@ class IdempotencyKeyTaken(Exception):
     """Another write recorded this idempotency key first: recall its result."""
 
 
-@runtime_checkable
+def task_not_found(task_id: str) -> ContractError:
+    """The refusal of a read of a task the store does not hold (every store words it so)."""
+    return ContractError(
+        ErrorCode.NOT_FOUND,
+        f"no task {task_id!r} on this board. Check the id (list-tasks shows the ids there are)",
+    )
+
+
 class TaskStore(Protocol):
     """Where tasks live. Every method raises ``ContractError(unavailable)`` on failure."""
 
@@ -231,14 +253,13 @@ class TaskStore(Protocol):
     async def close(self) -> None: ...
 
 
-@runtime_checkable
 class JsonReads(Protocol):
     """Optional fast reads: the stored wire form, without rebuilding the models.
 
     A store implements these when it keeps records in their wire form and only ever
-    wrote validated records (the board). The command service uses them for
-    ``get-task`` and the pages, the dashboard's board feed for its pages of records,
-    when the store offers them; the answer is the same.
+    wrote validated records (the board). Its build declares them (``Built.json_reads``);
+    the command service then uses them for ``get-task`` and the pages, and the
+    dashboard's board feed for its pages of records; the answer is the same.
     """
 
     async def get_json(self, task_id: str) -> dict[str, Any]:
@@ -251,4 +272,23 @@ class JsonReads(Protocol):
 
     async def page_records_json(self, query: PageQuery) -> JsonPage:
         """``page_records(query)`` with each record as ``to_json()``."""
+        ...
+
+
+class Mirror(TaskStore, Protocol):
+    """A store a provider keeps its source's tasks in (the board store, the in-memory
+    store): the port, and what a mirror needs to copy a page of its source at once."""
+
+    @property
+    def label(self) -> str:
+        """Where the store lives (a URL without its password), for logs and health."""
+        ...
+
+    async def get_many(self, task_ids: Sequence[str]) -> dict[str, StoredTask]:
+        """The tasks of ``task_ids`` that exist, in one read."""
+        ...
+
+    async def commit_many(self, writes: Sequence[Write]) -> list[Committed]:
+        """Apply every write in one transaction, or none (``RevisionConflict``,
+        ``IdempotencyKeyTaken``); each advances ``changeSeq`` by one."""
         ...

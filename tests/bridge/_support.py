@@ -37,7 +37,7 @@ from cotal_tasks.core import (
     create_task,
     update_task,
 )
-from cotal_tasks.providers.board import normalize_url, tables
+from cotal_tasks.providers.board import BoardStore, normalize_url, tables
 from cotal_tasks.providers.store import TaskStore
 from tests.conftest import Clock, seat
 from tests.support.paging import follow_cursor
@@ -84,6 +84,23 @@ class CallOptions(TypedDict, total=False):
     envelope_id: str | None
 
 
+def service_over(
+    store: TaskStore,
+    settings: ServiceSettings,
+    clock: Clock,
+    presence: PresenceSource | None = None,
+) -> CommandService:
+    """The service the composition root makes over ``store``: a board's build declares its
+    fast JSON reads, which the service then uses (the in-memory store has none)."""
+    return CommandService(
+        store,
+        settings,
+        clock,
+        presence or NoPresence(),
+        json_reads=store if isinstance(store, BoardStore) else None,
+    )
+
+
 class Client:
     """Calls a ``CommandService`` the way an authenticated transport would."""
 
@@ -104,8 +121,7 @@ class Client:
         """A client of a fresh service over ``store`` in space ``demo``; ``settings``
         override the other service settings."""
         service_settings = ServiceSettings(space="demo", **settings)
-        service = CommandService(store, service_settings, clock, presence=presence or NoPresence())
-        return cls(service, store)
+        return cls(service_over(store, service_settings, clock, presence or NoPresence()), store)
 
     def fresh_id(self) -> str:
         return f"env-{next(self._ids):06d}"

@@ -7,6 +7,8 @@ import asyncio
 from cotal_tasks.bridge.service.commands import Call, CommandService, ServiceSettings
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.store import TaskStore
+from tests.bridge._support import service_over
 from tests.conftest import Clock, seat
 
 SEATS = 50
@@ -32,14 +34,14 @@ async def create(service: CommandService) -> str:
     return task_id
 
 
-async def test_fifty_concurrent_claims_have_one_winner(board: BoardStore, clock: Clock) -> None:
-    service = CommandService(board, ServiceSettings(space="demo"), clock)
+async def test_fifty_concurrent_claims_have_one_winner(store: TaskStore, clock: Clock) -> None:
+    service = service_over(store, ServiceSettings(space="demo"), clock)
     task_id = await create(service)
-    before = await board.change_seq()
+    before = await store.change_seq()
     winners, conflicts = await claim_race([service], task_id)
     assert (winners, conflicts) == (1, SEATS - 1)
-    assert await board.change_seq() == before + 1
-    assert (await board.get(task_id)).task.status == "claimed"
+    assert await store.change_seq() == before + 1
+    assert (await store.get(task_id)).task.status == "claimed"
 
 
 async def test_two_instances_on_one_postgresql_have_one_winner(
@@ -49,7 +51,7 @@ async def test_two_instances_on_one_postgresql_have_one_winner(
     second = await BoardStore.open(postgres_database)
     try:
         services = [
-            CommandService(store, ServiceSettings(space="demo"), clock) for store in (first, second)
+            service_over(store, ServiceSettings(space="demo"), clock) for store in (first, second)
         ]
         task_id = await create(services[0])
         winners, conflicts = await claim_race(services, task_id)

@@ -6,12 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
-from cotal_tasks.bridge.config import EndpointConfig, load_config
-from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig, load_config
+from cotal_tasks.core import ContractError, ErrorCode, Task
+from cotal_tasks.core.models import CLOSED, Record
 from cotal_tasks.providers.board import BoardConfig
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.provider import Settings
 from cotal_tasks.providers.registry import PROVIDERS, provider
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 
@@ -159,3 +162,27 @@ def test_the_registry_is_consistent() -> None:
     assert sorted(routes) == ["github", "gitlab", "jira"]
     with pytest.raises(ContractError, match="Set provider to one of board, github"):
         provider("redmine")
+
+
+def test_an_unknown_provider_is_worded_once_for_the_file_and_the_registry(
+    tmp_path: Path,
+) -> None:
+    with pytest.raises(ContractError) as from_file:
+        load_config(write(tmp_path, '[[endpoints]]\nprovider = "redmine"\n'))
+    with pytest.raises(ContractError) as from_registry:
+        provider("redmine")
+    assert from_registry.value.code is ErrorCode.BAD_REQUEST
+    assert from_registry.value.message in from_file.value.message
+
+
+def test_every_settings_model_and_contract_shape_keeps_the_one_closed_policy() -> None:
+    """Unknown keys refused, frozen, refused values never quoted: written once (CLOSED),
+    for the bridge's settings, every provider's, and the contract's shapes."""
+    models: list[type[BaseModel]] = [BridgeConfig, EndpointConfig, HttpConfig]
+    models += [p.settings for p in PROVIDERS]
+    for model in models:
+        assert issubclass(model, Settings), model
+    shapes: list[type[BaseModel]] = [*models, Record, Task]
+    for shape in shapes:
+        for key, value in CLOSED.items():
+            assert shape.model_config.get(key) == value, (shape, key)

@@ -29,7 +29,7 @@ import pytest
 
 from cotal_tasks.core import Task
 from cotal_tasks.core.rules import check_invariant
-from tests.conftest import seat
+from tests.conftest import BACKENDS, seat
 from tests.support.bridge import ENDPOINT, SPACE, broker, client, set_up_space
 from tests.support.cli import CLI
 from tests.support.cotal import TestCaller, nonce
@@ -147,7 +147,7 @@ def config_file(tmp: Path, nats_url: str, database: str) -> Path:
     return path
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 def crash_board(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'board.db'}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cotal_tasks.core import ErrorCode
-from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.store import TaskStore
 from tests.bridge._support import (
     ALICE,
     ALICE_REBORN,
@@ -128,12 +128,12 @@ async def test_claim_reads_the_callers_own_card(client: Client, presence: DictPr
     ],
 )
 async def test_require_presence_refuses_a_target_without_a_fresh_matching_card(
-    board: BoardStore, clock: Clock, card: tuple[bool, str | None] | None
+    store: TaskStore, clock: Clock, card: tuple[bool, str | None] | None
 ) -> None:
     presence = DictPresence()
     if card is not None:
         presence.put(ALICE, environment="env:a", fresh=card[0], lifecycle_uid=card[1])
-    client = Client.over(board, clock, presence=presence, require_presence=True)
+    client = Client.over(store, clock, presence=presence, require_presence=True)
     task = await client.create()
     seq = await client.change_seq()
     await client.refused_bind(ErrorCode.FAILED_PRECONDITION, ALICE, task["taskId"])
@@ -143,11 +143,11 @@ async def test_require_presence_refuses_a_target_without_a_fresh_matching_card(
 
 
 async def test_require_presence_binds_a_target_with_a_fresh_matching_card(
-    board: BoardStore, clock: Clock
+    store: TaskStore, clock: Clock
 ) -> None:
     presence = DictPresence()
     presence.put(ALICE, environment="env:a")
-    client = Client.over(board, clock, presence=presence, require_presence=True)
+    client = Client.over(store, clock, presence=presence, require_presence=True)
     task_id = (await client.create())["taskId"]
     bound = await client.bind(ALICE, task_id)
     assert bound["binding"]["environment"] == "env:a"

@@ -11,6 +11,7 @@ import pytest
 
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.store import TaskStore
 from tests.bridge._support import ALICE, BOB, OPERATOR, Client, Json
 from tests.conftest import Clock, seat
 
@@ -49,7 +50,7 @@ async def test_an_envelope_id_reused_with_other_args_is_a_conflict(client: Clien
 
 
 async def test_update_task_replays_its_result_without_a_second_effect(
-    client: Client, board: BoardStore, clock: Clock
+    client: Client, store: TaskStore, clock: Clock
 ) -> None:
     task_id = (await client.create())["taskId"]
     await client.claim(ALICE, task_id)
@@ -64,7 +65,7 @@ async def test_update_task_replays_its_result_without_a_second_effect(
     clock.advance_ms(1000)
     assert await client.call("update-task", ALICE, args, mode="self", envelope_id="u-1") == blocked
     assert await client.change_seq() == seq
-    assert len(await board.history(task_id)) == 3
+    assert len(await store.history(task_id)) == 3
 
     # The stored result is the answer even after the task moved on.
     done = await client.update(ALICE, task_id, status="done")
@@ -136,14 +137,14 @@ async def test_replays_survive_a_restart(board: BoardStore, board_url: str, cloc
 RETENTION_MS = 60_000
 
 
-def retaining(board: BoardStore, clock: Clock) -> Client:
-    return Client.over(board, clock, retention_ms=RETENTION_MS)
+def retaining(store: TaskStore, clock: Clock) -> Client:
+    return Client.over(store, clock, retention_ms=RETENTION_MS)
 
 
 async def test_an_envelope_id_is_remembered_for_the_whole_retention_window(
-    board: BoardStore, clock: Clock
+    store: TaskStore, clock: Clock
 ) -> None:
-    client = retaining(board, clock)
+    client = retaining(store, clock)
     first = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
     clock.advance_ms(RETENTION_MS)
     assert await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1") == first
@@ -154,9 +155,9 @@ async def test_an_envelope_id_is_remembered_for_the_whole_retention_window(
 
 
 async def test_an_envelope_id_is_forgotten_after_the_retention_window(
-    board: BoardStore, clock: Clock
+    store: TaskStore, clock: Clock
 ) -> None:
-    client = retaining(board, clock)
+    client = retaining(store, clock)
     first = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
     clock.advance_ms(RETENTION_MS + 1)
     second = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
@@ -164,11 +165,11 @@ async def test_an_envelope_id_is_forgotten_after_the_retention_window(
     assert await client.change_seq() == 2
 
 
-async def test_a_pruned_envelope_id_is_forgotten(board: BoardStore, clock: Clock) -> None:
-    client = retaining(board, clock)
+async def test_a_pruned_envelope_id_is_forgotten(store: TaskStore, clock: Clock) -> None:
+    client = retaining(store, clock)
     first = await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="e-1")
     clock.advance_ms(RETENTION_MS + 1)
-    assert await board.prune(clock.ms - RETENTION_MS) == 1
+    assert await store.prune(clock.ms - RETENTION_MS) == 1
     second = await client.call("create-task", OPERATOR, {"title": "y"}, envelope_id="e-1")
     assert second["taskId"] != first["taskId"]
     assert await board_ids(client) == [first["taskId"], second["taskId"]]
@@ -197,7 +198,7 @@ async def test_the_same_envelope_id_from_two_seats_does_not_collide(client: Clie
 
 
 async def test_a_repeated_claim_returns_the_same_record_and_writes_nothing(
-    client: Client, board: BoardStore, clock: Clock
+    client: Client, store: TaskStore, clock: Clock
 ) -> None:
     task_id = (await client.create())["taskId"]
     claimed = await client.call("claim-task", ALICE, {"taskId": task_id}, mode="self")
@@ -206,7 +207,7 @@ async def test_a_repeated_claim_returns_the_same_record_and_writes_nothing(
     assert await client.claim(ALICE, task_id) == claimed
     assert await client.call("claim-task", ALICE, {"taskId": task_id}, mode="self") == claimed
     assert await client.change_seq() == seq
-    assert [e.command for e in await board.history(task_id)] == ["create-task", "claim-task"]
+    assert [e.command for e in await store.history(task_id)] == ["create-task", "claim-task"]
 
 
 async def test_a_repeated_bind_returns_the_same_record_and_writes_nothing(
@@ -272,7 +273,7 @@ async def test_change_seq_advances_exactly_once_per_effective_write(
 
 
 async def test_change_seq_stays_put_on_replays_refusals_no_ops_and_reads(
-    client: Client, board: BoardStore
+    client: Client, store: TaskStore
 ) -> None:
     events: list[tuple[int, int]] = []
     task_id = (await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="c-1"))[
@@ -287,7 +288,7 @@ async def test_change_seq_stays_put_on_replays_refusals_no_ops_and_reads(
 
     client.service.add_listener(listener)
     seq = await client.change_seq()
-    history = list(await board.history(task_id))
+    history = list(await store.history(task_id))
 
     # Replays.
     await client.call("create-task", OPERATOR, {"title": "x"}, envelope_id="c-1")
@@ -314,7 +315,7 @@ async def test_change_seq_stays_put_on_replays_refusals_no_ops_and_reads(
     await client.get(task_id)
 
     assert await client.change_seq() == seq
-    assert list(await board.history(task_id)) == history
+    assert list(await store.history(task_id)) == history
     assert events == []
 
 
@@ -367,7 +368,7 @@ async def test_a_failing_listener_neither_undoes_nor_fails_the_write(
 
 
 async def test_history_lists_each_write_in_order_with_its_caller_and_note(
-    client: Client, board: BoardStore, clock: Clock
+    client: Client, store: TaskStore, clock: Clock
 ) -> None:
     task_id = (await client.create())["taskId"]
     created_at = clock.ms
@@ -379,7 +380,7 @@ async def test_history_lists_each_write_in_order_with_its_caller_and_note(
     clock.advance_ms(10)
     await client.administer(task_id, unbind=True, note="seat is gone")
 
-    entries = await board.history(task_id)
+    entries = await store.history(task_id)
     assert [(e.command, e.actor, e.status, e.note, e.at) for e in entries] == [
         ("create-task", str(OPERATOR), "open", None, created_at),
         ("claim-task", str(ALICE), "claimed", None, created_at + 10),

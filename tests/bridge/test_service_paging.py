@@ -7,11 +7,19 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.bridge.service.commands import CommandService, ServiceSettings
+from cotal_tasks.bridge.service.commands import ServiceSettings
 from cotal_tasks.bridge.service.paging import encode_cursor
 from cotal_tasks.core import ContractError, ErrorCode, Task
-from cotal_tasks.providers.board import BoardStore
-from tests.bridge._support import ALICE, BOB, OPERATOR, Client, mixed_board, seed_board
+from cotal_tasks.providers.store import TaskStore
+from tests.bridge._support import (
+    ALICE,
+    BOB,
+    OPERATOR,
+    Client,
+    mixed_board,
+    seed_board,
+    service_over,
+)
 from tests.conftest import Clock
 from tests.support.paging import task_ids
 
@@ -23,12 +31,14 @@ def seeded_board(count: int) -> list[Task]:
     return mixed_board(count, space="demo", claimer=ALICE, blocker=BOB)
 
 
-async def test_a_board_of_10000_tasks_pages_completely(client: Client, board_url: str) -> None:
+async def test_a_board_of_10000_tasks_pages_completely(
+    board_client: Client, board_url: str
+) -> None:
     tasks = seeded_board(10_000)
     await seed_board(board_url, tasks)
     every = [t.taskId for t in tasks]
 
-    pages = await client.page_all("list-tasks", OPERATOR, {"limit": 100})
+    pages = await board_client.page_all("list-tasks", OPERATOR, {"limit": 100})
     assert len(pages) == 100
     assert task_ids(pages) == every
     assert all(len(page["tasks"]) == 100 and page["appliedLimit"] == 100 for page in pages)
@@ -36,23 +46,23 @@ async def test_a_board_of_10000_tasks_pages_completely(client: Client, board_url
     assert "nextCursor" not in pages[-1]
     assert {page["changeSeq"] for page in pages} == {0}
 
-    working = await client.page_all(
+    working = await board_client.page_all(
         "list-tasks", OPERATOR, {"limit": 100, "status": ["blocked", "claimed"]}
     )
     assert task_ids(working) == [t.taskId for t in tasks if t.status in ("claimed", "blocked")]
     assert len(working) == 20
-    closed = await client.page_all("list-tasks", OPERATOR, {"limit": 100, "status": ["done"]})
+    closed = await board_client.page_all("list-tasks", OPERATOR, {"limit": 100, "status": ["done"]})
     assert task_ids(closed) == [t.taskId for t in tasks if t.status == "done"]
     assert {s["status"] for page in closed for s in page["tasks"]} == {"done"}
 
-    mine = await client.page_all("my-tasks", ALICE, {"limit": 100}, mode="self")
+    mine = await board_client.page_all("my-tasks", ALICE, {"limit": 100}, mode="self")
     assert task_ids(mine) == [t.taskId for t in tasks if t.binding and t.binding.actor == "alice"]
     assert len(task_ids(mine)) == 1000
 
 
-async def test_the_page_ceiling_narrows_a_large_limit(board: BoardStore, clock: Clock) -> None:
-    service = CommandService(board, ServiceSettings(space="demo", page_ceiling=25), clock)
-    client = Client(service, board)
+async def test_the_page_ceiling_narrows_a_large_limit(store: TaskStore, clock: Clock) -> None:
+    service = service_over(store, ServiceSettings(space="demo", page_ceiling=25), clock)
+    client = Client(service, store)
     for n in range(30):
         await client.create(f"task {n}")
     for limit in (100_000, 26, 2**31 - 1):

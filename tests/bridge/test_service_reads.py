@@ -1,6 +1,7 @@
-"""The three read commands over the real board (SQLite and PostgreSQL) and mode admission
-before anything runs. Paging is in ``test_service_paging.py``; the section 4 rule that
-unreadable, stale and empty are three different answers in ``test_service_unreadable.py``."""
+"""The three read commands over every store (memory, SQLite, PostgreSQL), the board feed's
+page of records, and mode admission before anything runs. Paging is in
+``test_service_paging.py``; the section 4 rule that unreadable, stale and empty are three
+different answers in ``test_service_unreadable.py``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from cotal_tasks.core import ErrorCode, Mode, Seat
+from cotal_tasks.bridge.service.commands import CommandService
+from cotal_tasks.core import ContractError, ErrorCode, Mode, Seat, TaskPage
 from tests.bridge._support import ALICE, BOB, OPERATOR, PAGE_KEYS, Client, DictPresence
 from tests.conftest import Clock, seat
 
@@ -150,3 +152,42 @@ async def test_an_unknown_command_is_unimplemented(client: Client) -> None:
     await client.refused(
         ErrorCode.UNIMPLEMENTED, "reassign-task", ALICE, {"taskId": "t"}, mode="self"
     )
+
+
+# One page builder: list-tasks, my-tasks and the dashboard's page of records.
+
+
+async def test_a_page_is_what_the_contracts_page_model_answers(client: Client) -> None:
+    for n in range(3):
+        await client.create(f"task {n}", brief="long text")
+    page = await client.list_tasks(limit=2)
+    assert "nextCursor" in page
+    assert TaskPage.model_validate(page).to_json() == page  # the model's own form and order
+
+
+async def test_the_board_feed_is_the_list_tasks_page_with_full_records(
+    client: Client, service: CommandService
+) -> None:
+    created = [
+        await client.create(f"task {n}", brief="long text", evidence=[{"kind": "run", "ref": "r"}])
+        for n in range(3)
+    ]
+    listed = await client.list_tasks(limit=2, status=["open"])
+    records = await service.record_page({"limit": 2, "status": ["open"]})
+    assert records["tasks"] == created[:2]  # each task as get-task answers it
+    assert {k: v for k, v in records.items() if k != "tasks"} == {
+        k: v for k, v in listed.items() if k != "tasks"
+    }
+    # A cursor from one continues the other.
+    rest = await client.list_tasks(cursor=records["nextCursor"], status=["open"])
+    assert [t["taskId"] for t in rest["tasks"]] == [created[2]["taskId"]]
+
+
+async def test_the_board_feed_refuses_what_list_tasks_refuses_in_the_same_words(
+    client: Client, service: CommandService
+) -> None:
+    listed = await client.refused(ErrorCode.BAD_REQUEST, "list-tasks", OPERATOR, {"limit": 0})
+    with pytest.raises(ContractError) as fed:
+        await service.record_page({"limit": 0})
+    assert (fed.value.code, fed.value.message) == (listed.code, listed.message)
+    assert fed.value.outcome == "not-executed"

@@ -69,18 +69,18 @@ async def execute(url: str, statement: str) -> None:
 
 
 async def test_a_board_without_its_tasks_table_is_unavailable(
-    client: Client, board_url: str
+    board_client: Client, board_url: str
 ) -> None:
-    await client.create()
+    await board_client.create()
     await execute(board_url, "DROP TABLE ct_tasks")
-    await read_all_refused(client, ErrorCode.UNAVAILABLE)
+    await read_all_refused(board_client, ErrorCode.UNAVAILABLE)
 
 
-async def test_a_damaged_stored_record_is_unavailable(client: Client, board_url: str) -> None:
-    task_id = (await client.create())["taskId"]
+async def test_a_damaged_stored_record_is_unavailable(board_client: Client, board_url: str) -> None:
+    task_id = (await board_client.create())["taskId"]
     await execute(board_url, "UPDATE ct_tasks SET summary = '{\"title\": 1}', body = 'not json'")
-    await client.refused(ErrorCode.UNAVAILABLE, "list-tasks", OPERATOR, {})
-    await client.refused(ErrorCode.UNAVAILABLE, "get-task", OPERATOR, {"taskId": task_id})
+    await board_client.refused(ErrorCode.UNAVAILABLE, "list-tasks", OPERATOR, {})
+    await board_client.refused(ErrorCode.UNAVAILABLE, "get-task", OPERATOR, {"taskId": task_id})
 
 
 class StaleBoard(BoardStore):

@@ -1,6 +1,10 @@
-"""Bad input over the real wire: every refusal a running bridge owes.
+"""Bad input on the wire: every refusal a running bridge owes.
 
-Each test talks to a real bridge through a private nats-server (the ``mesh`` fixture). For
+The table of refusals runs through the endpoint's real server, envelope, subject and
+admission code on a loopback wire (``tests/support/loopback.py``: no nats-server, the
+in-memory store), and a few of its rows again over a real bridge through a private
+nats-server (the ``mesh`` fixture), as the smoke test that the two agree; the checks that
+need the broker's state (the bind fence's describe, lifecycle heads) run there too. For
 every refusal the tests check the error code, ``outcome: not-executed``, the echoed id (the
 request's, or ``invalid`` when the body carries no usable one), that the board did not move
 (same ``changeSeq``, no new task), and that the bridge keeps serving: a good call from the
@@ -44,9 +48,10 @@ from tests.bridge.wire_support import (
 )
 from tests.conformance.conftest import Mesh
 from tests.conformance.conftest import mesh as mesh  # the fixture, reused as is
-from tests.conftest import seat
+from tests.conftest import Clock, seat
 from tests.support.bridge import ENDPOINT
 from tests.support.cotal import nonce
+from tests.support.loopback import loopback_mesh
 
 # -- refusals, one case each ------------------------------------------------------------------
 
@@ -209,9 +214,37 @@ CASES = [
 ]
 
 
+# The rows run over the real broker too: one of each kind of check.
+OVER_THE_BROKER = (
+    "non-json body",
+    "v 2",
+    "inputDigest missing",
+    "from.id not the subject's sender",
+    "self subject with a body target",
+    "replyExpected null",
+    "create-task in mode self",
+    "args with an unknown field",
+)
+
+
 @pytest.mark.parametrize("case", CASES)
-async def test_a_bad_request_is_refused_before_any_effect(mesh: Mesh, case: Case) -> None:
-    st = await stage(mesh)
+async def test_a_bad_request_is_refused_before_any_effect(clock: Clock, case: Case) -> None:
+    async with loopback_mesh(clock) as mesh:
+        await refused_before_any_effect(await stage(mesh), case)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.id in OVER_THE_BROKER])
+async def test_over_the_broker_a_bad_request_is_refused_before_any_effect(
+    mesh: Mesh, case: Case
+) -> None:
+    await refused_before_any_effect(await stage(mesh), case)
+
+
+def test_every_row_kept_over_the_broker_is_in_the_table() -> None:
+    assert set(OVER_THE_BROKER) <= {c.id for c in CASES}
+
+
+async def refused_before_any_effect(st: Stage, case: Case) -> None:
     request_nonce = nonce()
     subject = st.caller.subject(
         case.command, request_nonce, mode=case.mode, target_owner=case.target_owner

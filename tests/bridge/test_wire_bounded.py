@@ -7,6 +7,11 @@ publish failed and the caller heard nothing), a ``v`` or ``class`` nested a thou
 a ``bind-task`` at mode ``any`` whose ``target.actor`` is no token (refused with no
 ``outcome``). Each is now refused with its catalog code and ``not-executed``, in a short
 message that shows at most a prefix of the value, and changes nothing.
+
+The table runs on the loopback wire (``tests/support/loopback.py``: the endpoint's real
+server, envelope and admission code, no nats-server) with the broker's default payload
+limit; three rows run again over a real bridge through a private nats-server, where the
+limit is the broker's own.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from tests.bridge.wire_support import (
     WORKER,
     Edit,
     Json,
+    Stage,
     answered,
     assert_refusal,
     assert_unchanged_and_serving,
@@ -35,8 +41,10 @@ from tests.bridge.wire_support import (
 )
 from tests.conformance.conftest import Mesh
 from tests.conformance.conftest import mesh as mesh  # the fixture, reused as is
+from tests.conftest import Clock
 from tests.support.bridge import SPACE, bridge_config, bridge_on, broker, client, set_up_space
 from tests.support.cotal import Bound, Space, nonce
+from tests.support.loopback import loopback_mesh
 
 BACKSLASHES = "\\" * 500_000
 DELS = "\x7f" * 500_000
@@ -110,16 +118,30 @@ CASES = {
 }
 
 
+OVER_THE_BROKER = ("id of backslashes", "v nested 1,000 deep", "from.id of backslashes")
+
+
 @pytest.mark.parametrize("case", CASES.values(), ids=list(CASES))
-async def test_a_hostile_value_is_refused_short_and_honestly(mesh: Mesh, case: Hostile) -> None:
-    st = await stage(mesh)
+async def test_a_hostile_value_is_refused_short_and_honestly(clock: Clock, case: Hostile) -> None:
+    async with loopback_mesh(clock) as mesh:
+        await refused_short_and_honestly(await stage(mesh), mesh.nc.max_payload, case)
+
+
+@pytest.mark.parametrize("name", OVER_THE_BROKER)
+async def test_over_the_broker_a_hostile_value_is_refused_short_and_honestly(
+    mesh: Mesh, name: str
+) -> None:
+    await refused_short_and_honestly(await stage(mesh), mesh.nc.max_payload, CASES[name])
+
+
+async def refused_short_and_honestly(st: Stage, max_payload: int, case: Hostile) -> None:
     request_nonce = nonce()
     subject = st.caller.subject(
         case.command, request_nonce, mode=case.mode, target_owner=WORKER.owner
     )
     body = st.caller.envelope(case.command, args={"title": "never made"}, request_id=RID)
     data = payload(case.change(copy.deepcopy(body), st.bound))
-    assert len(data) < mesh.nc.max_payload, "the request itself must fit the broker"
+    assert len(data) < max_payload, "the request itself must fit the broker"
 
     got = await st.caller.exchange(subject, data, request_nonce)
 

@@ -22,6 +22,7 @@ from tests.conformance.conftest import Mesh
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE
 from tests.support.cotal import Bound, TestCaller
+from tests.support.loopback import LoopbackMesh
 
 Json = dict[str, Any]
 Edit = Callable[[Json, Bound], Any]
@@ -67,7 +68,7 @@ async def read_board(auditor: TestCaller) -> Board:
 class Stage:
     """A described caller, an auditor reading the board, a seed task, the board before."""
 
-    mesh: Mesh
+    mesh: Any  # a Mesh over the real broker, or a LoopbackMesh (tests/support/loopback.py)
     caller: TestCaller
     auditor: TestCaller
     seed: str
@@ -79,10 +80,11 @@ class Stage:
         return self.caller.bound
 
 
-async def stage(mesh: Mesh) -> Stage:
+async def stage(mesh: Mesh | LoopbackMesh) -> Stage:
     caller = mesh.caller("sender", 1)
     auditor = mesh.caller("auditor", 2)
-    await caller.describe()
+    if caller.bound is None:  # a loopback caller is bound already
+        await caller.describe()
     seed = (await auditor.ok("create-task", {"title": "seed task"}))["taskId"]
     return Stage(mesh, caller, auditor, seed, await read_board(auditor))
 

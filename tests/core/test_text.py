@@ -3,6 +3,8 @@ characters, emptiness, and what a refusal message says and never says."""
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Any
 
 import pytest
@@ -16,6 +18,8 @@ from cotal_tasks.core import (
     check_task_text,
     credential_shape,
 )
+from cotal_tasks.core.text import NO_CONTROL_PATTERN, controls_as_spaces, first_control
+from cotal_tasks.providers.hosted.mapping import clean_text
 
 # Each of these is refused, and the comment names the rule of text.py that refuses it.
 CREDENTIAL_SHAPED = [
@@ -370,3 +374,26 @@ def test_task_text_annotation_json_schema_is_the_character_bound() -> None:
     assert schema["maxLength"] == 200
     assert schema["minLength"] == 1
     assert schema["type"] == "string"
+
+
+# One statement of "control character": the validator, the schema pattern and the trackers'
+# cleaning all take Unicode's category Cc, and nothing else.
+
+CONTROLS = [chr(c) for c in range(0x110000) if unicodedata.category(chr(c)) == "Cc"]
+NOT_CONTROLS = ["a", " ", "é", "\u00a0", "\u2028", "\u200b", "\ufeff", "😀"]
+
+
+def test_every_control_character_is_one_by_every_reading() -> None:
+    pattern = re.compile(NO_CONTROL_PATTERN)
+    assert len(CONTROLS) == 65
+    for char in CONTROLS:
+        with pytest.raises(TextRefused, match="control character"):
+            check_task_text(f"a{char}b", 64, field="title")
+        assert first_control(f"ab{char}") == 2
+        assert pattern.fullmatch(f"a{char}") is None  # a schema pattern matches the whole
+        assert controls_as_spaces(f"a{char}b") == "a b"
+        assert clean_text(f"a{char}b", 64, field="title", task="t") == "a b"
+    for char in NOT_CONTROLS:
+        assert first_control(char) is None
+        assert pattern.fullmatch(char) is not None
+        assert controls_as_spaces(char) == char

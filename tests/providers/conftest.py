@@ -1,8 +1,9 @@
 """The store harness the behaviour suite runs on: one ``TaskStore`` per kind of store.
 
-``harness`` is parametrized over the SQLite board, the PostgreSQL board, and the hosted
-stores of both trackers (a ``HostedStore`` over a fresh SQLite mirror, its tracker the
-fake GitHub or the fake GitLab on loopback, built by the bridge's own ``build_endpoint``).
+``harness`` is parametrized over the in-memory store, the SQLite board, the PostgreSQL
+board, and the hosted stores of both trackers (a ``HostedStore`` over a fresh SQLite
+mirror, its tracker the fake GitHub or the fake GitLab, built by the bridge's own
+``build_endpoint``).
 A hosted store assigns the id of a task it creates (the tracker numbers a new issue), so
 the harness's ``create(n)`` returns the id the store assigned.
 
@@ -33,13 +34,21 @@ from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.hosted.assemble import Hosted
+from cotal_tasks.providers.memory import MemoryStore
 from cotal_tasks.providers.store import Committed, IdempotencyKey, TaskStore, Write
 from tests.bridge._support import DictPresence
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_gitlab import FakeGitLab
 
-Kind = Literal["sqlite", "postgres", "github", "gitlab"]
-STORE_KINDS: tuple[Kind, ...] = ("sqlite", "postgres", "github", "gitlab")
+Kind = Literal["memory", "sqlite", "postgres", "github", "gitlab"]
+# The hosted kinds run their tracker's fake in-process, a second a test: the slow lane.
+STORE_KINDS = (
+    "memory",
+    "sqlite",
+    pytest.param("postgres", marks=pytest.mark.postgres),
+    pytest.param("github", marks=pytest.mark.slow),
+    pytest.param("gitlab", marks=pytest.mark.slow),
+)
 NOW = 1_780_000_000_000
 SPACE = "demo"
 GITHUB_REPO = "octo-org/hello-world"
@@ -170,6 +179,8 @@ def store_target(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[Kind, 
     kind: Kind = request.param
     if kind == "postgres":
         return kind, request.getfixturevalue("postgres_database")
+    if kind == "memory":
+        return kind, "memory"
     if kind == "sqlite":
         return kind, f"sqlite:///{tmp_path / 'board.db'}"
     return kind, f"sqlite:///{tmp_path / 'mirror.db'}"
@@ -181,16 +192,22 @@ async def harness(
 ) -> AsyncIterator[StoreHarness]:
     """Every kind of store, fresh and empty, behind one harness."""
     kind, url = store_target
-    if kind in ("sqlite", "postgres"):
-        opened: list[TaskStore] = [await BoardStore.open(url)]
+    if kind in ("memory", "sqlite", "postgres"):
+        memory = MemoryStore()
 
-        async def reopen_board() -> TaskStore:
+        async def open_own() -> TaskStore:
+            """The store again over the same data (a closed memory store keeps its own)."""
+            return memory.reopen() if kind == "memory" else await BoardStore.open(url)
+
+        opened: list[TaskStore] = [memory if kind == "memory" else await open_own()]
+
+        async def reopen_own() -> TaskStore:
             await opened[-1].close()
-            opened.append(await BoardStore.open(url))
+            opened.append(await open_own())
             return opened[-1]
 
         try:
-            yield StoreHarness(kind, opened[0], reopen_board)
+            yield StoreHarness(kind, opened[0], reopen_own)
         finally:
             await opened[-1].close()
         return

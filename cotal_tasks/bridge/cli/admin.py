@@ -14,7 +14,7 @@ from cotal_tasks.bridge.cli.preview import preview, render
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import CAPABILITIES, endpoint_token
-from cotal_tasks.providers.hosted.sync import SyncReport
+from cotal_tasks.providers.provider import CatchUpReport
 from cotal_tasks.providers.registry import provider
 
 
@@ -116,12 +116,10 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
         )
     degraded: dict[str, int] = {}
 
-    async def work() -> SyncReport | str:
+    async def work() -> CatchUpReport:
         async with open_endpoint(config, target, serve=True) as opened:
-            if opened.hosted is None:
-                if opened.catch_up is None:
-                    raise click.UsageError(f"{target.name} has nothing to sync. Name another")
-                return await opened.catch_up()
+            if opened.catch_up is None:
+                raise click.UsageError(f"{target.name} has nothing to sync. Name another")
             bar: Any = None
 
             def progress(done: int, total: int | None) -> None:
@@ -135,26 +133,15 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
                     click.echo(f"  {done} page(s) read", err=True)
 
             try:
-                return await opened.hosted.sync.poll_once(progress)
+                return await opened.catch_up(progress)
             finally:
                 if bar is not None:
                     bar.__exit__(None, None, None)
-                degraded.update(opened.hosted.store.degradations()["counts"])
+                if opened.degradations is not None:
+                    degraded.update(opened.degradations()["counts"])
 
-    report = run(work)
-    if isinstance(report, str):
-        click.echo(f"{target.name}: {report}")
-        return
-    state = "unchanged (conditional requests answered 304)" if report.not_modified else "synced"
-    click.echo(
-        f"{target.name}: {state}: {report.pages} page(s), {report.issues} issue(s) read, "
-        f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
-    )
-    if report.reconciled:
-        click.echo(
-            f"{target.name}: reconcile sweep: {report.sweep_requests} listing request(s), "
-            f"{report.swept} unlisted unfinished task(s) read one by one"
-        )
+    for line in run(work).lines:
+        click.echo(f"{target.name}: {line}")
     if degraded:
         counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
         click.echo(

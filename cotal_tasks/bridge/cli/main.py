@@ -16,7 +16,7 @@ from cotal_tasks.bridge.cli import conformance as conformance_command
 from cotal_tasks.bridge.cli.announce import announcement
 from cotal_tasks.bridge.cli.common import config_option, load, run
 from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
-from cotal_tasks.bridge.process.lifecycle import serve_until_signalled
+from cotal_tasks.bridge.wiring.lifecycle import serve_until_signalled
 from cotal_tasks.bridge.wiring.process import Bridge
 
 

@@ -21,7 +21,6 @@ from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.http.auth import READ, SELF, Grant, require
 from cotal_tasks.bridge.http.context import HttpContext, context_of, tokens_of
 from cotal_tasks.bridge.http.events import event_stream
-from cotal_tasks.bridge.http.feed import record_page
 from cotal_tasks.bridge.http.history import history_page
 from cotal_tasks.bridge.http.responses import error_answer, json_answer
 from cotal_tasks.bridge.service.commands import Call
@@ -172,7 +171,7 @@ async def board(request: Request, ctx: HttpContext) -> Response:
     name = request.path_params["name"]
     service = ctx.endpoint(name).service
     # One page read of full records: counted as the list-tasks it answers, and no get-task.
-    page = await counted(ctx, name, "list-tasks", record_page(service, args))
+    page = await counted(ctx, name, "list-tasks", service.record_page(args))
     seats = {
         str(seat): seat
         for task in page["tasks"]

@@ -5,8 +5,8 @@ endpoint: the broker connection is up and the store answers a one-task page read
 a cached counter). It carries the endpoint's ``changeSeq``, the ``stale`` marker when
 the store reports one (``freshness()``), and ``lastSync`` when the store reports the
 time of its last successful sync (a mirror's ``sync_state()``),
-and ``degraded`` (counts by reason and the latest few) when the store counts the tracker
-items it mapped without a refused part or skipped (``ReportsDegradations``).
+and ``degraded`` (counts by reason and the latest few) when the endpoint counts the
+tracker items it mapped without a refused part or skipped (its ``Built.degradations``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
 ready (it serves labelled reads), and says so. A hosted endpoint also says whether this
 instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
@@ -16,7 +16,7 @@ exactly one instance per endpoint should say leader.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from starlette.requests import Request
@@ -28,15 +28,6 @@ from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.store import PageQuery
 
 PROBE_TIMEOUT_S = 5.0
-
-
-@runtime_checkable
-class ReportsDegradations(Protocol):
-    """A store that mirrors a tracker and counts the items it could not map in full."""
-
-    def degradations(self) -> dict[str, Any]:
-        """``{"counts": {reason: n}, "recent": [...]}`` since the process started."""
-        ...
 
 
 async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
@@ -51,8 +42,8 @@ async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
         synced = await asyncio.wait_for(store.sync_state(), PROBE_TIMEOUT_S)
         if synced is not None and synced.last_success_ms is not None:
             entry["lastSync"] = synced.last_success_ms
-        if isinstance(store, ReportsDegradations):
-            entry["degraded"] = store.degradations()
+        if endpoint.degradations is not None:
+            entry["degraded"] = endpoint.degradations()
         readable = True
     except ContractError as exc:
         readable = False

@@ -13,7 +13,7 @@ from typing import Any
 
 from starlette.routing import BaseRoute
 
-from cotal_tasks.core import Task, TaskPage, json_schema
+from cotal_tasks.core import STATUSES, Task, TaskPage, json_schema
 
 Json = dict[str, Any]
 _REF = "#/components/schemas/"
@@ -162,7 +162,7 @@ _STATUS = {
     "description": "Repeat it or separate values with commas.",
     "schema": {
         "type": "array",
-        "items": {"enum": ["open", "claimed", "blocked", "done", "dropped"]},
+        "items": {"enum": list(STATUSES)},
     },
     "style": "form",
     "explode": True,

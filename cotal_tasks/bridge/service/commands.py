@@ -37,7 +37,6 @@ from cotal_tasks.core import (
     MyTasksInput,
     Seat,
     Task,
-    TaskPage,
     TaskStatus,
     UpdateTaskInput,
     administer_task,
@@ -53,7 +52,9 @@ from cotal_tasks.providers.store import (
     IdempotencyKey,
     IdempotencyKeyTaken,
     JsonReads,
+    Page,
     PageQuery,
+    RecordPage,
     RevisionConflict,
     StoredTask,
     TaskStore,
@@ -61,6 +62,7 @@ from cotal_tasks.providers.store import (
 )
 
 log = logging.getLogger(__name__)
+LIST_TASKS = "list-tasks"
 
 DEFAULT_PAGE_CEILING = 100
 DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000
@@ -129,13 +131,11 @@ class CommandService:
     clock: Callable[[], int]
     presence: PresenceSource = field(default_factory=NoPresence)
     new_task_id: Callable[[], str] = _new_task_id
+    # The store's stored wire form, where its build declares one (``Built.json_reads``):
+    # read without rebuilding the models; the answer is the same.
+    json_reads: JsonReads | None = None
     _listeners: list[ChangeListener] = field(default_factory=list)
     _last_prune: int = -PRUNE_EVERY_MS
-    # A store that hands out its stored wire form is read without rebuilding the models.
-    _json_reads: JsonReads | None = field(init=False, default=None)
-
-    def __post_init__(self) -> None:
-        self._json_reads = self.store if isinstance(self.store, JsonReads) else None
 
     def add_listener(self, listener: ChangeListener) -> None:
         """Call ``listener(changeSeq, observedAt)`` after every committed change."""
@@ -145,12 +145,7 @@ class CommandService:
         """Serve one call; return the output's JSON form or raise ``ContractError``."""
         spec = COMMANDS.get(call.command)
         if spec is None:
-            raise ContractError(
-                ErrorCode.UNIMPLEMENTED,
-                f"this endpoint has no command {call.command!r}. Describe lists the eight "
-                "ai.cotal.tasks commands",
-                outcome="not-executed",
-            )
+            raise unknown_command(call.command).with_outcome("not-executed")
         try:
             args = call.admitted
             if args is None:
@@ -166,12 +161,26 @@ class CommandService:
         if isinstance(args, MyTasksInput):
             return await self._page(spec.name, args.cursor, args.limit, None, call.caller)
         if isinstance(args, GetTaskInput):
-            if self._json_reads is not None:
-                return await self._json_reads.get_json(args.taskId)
+            if self.json_reads is not None:
+                return await self.json_reads.get_json(args.taskId)
             return (await self.store.get(args.taskId)).task.to_json()
         if spec.idempotency == "envelope-id":
             return await self._idempotent(spec, call, args)
         return (await self._write(spec, call, args, None)).to_json()
+
+    async def record_page(self, args: Mapping[str, Any]) -> Json:
+        """The ``list-tasks`` page ``args`` ask for, each task as its full record (the
+        dashboard's board feed): the same validation, ceiling, cursors, ``stale`` marker
+        and refusals as ``list-tasks``; a cursor from one continues the other."""
+        spec = COMMANDS[LIST_TASKS]
+        try:
+            parsed = parse_args(spec, args)
+            assert isinstance(parsed, ListTasksInput)
+            return await self._page(
+                spec.name, parsed.cursor, parsed.limit, parsed.status, None, records=True
+            )
+        except ContractError as exc:
+            raise exc.with_outcome("not-executed") from None
 
     async def _page(
         self,
@@ -180,7 +189,11 @@ class CommandService:
         limit: int | None,
         statuses: tuple[TaskStatus, ...] | None,
         bound_to: Seat | None,
+        *,
+        records: bool = False,
     ) -> Json:
+        """The one page builder: the ceiling, the cursor, ``changeSeq`` read before the
+        page, ``stale`` after it; summaries, or full records for ``records``."""
         applied = min(limit or self.settings.page_ceiling, self.settings.page_ceiling)
         after = decode_cursor(cursor, command, statuses) if cursor is not None else None
         change_seq = await self.store.change_seq()
@@ -191,32 +204,29 @@ class CommandService:
             statuses=frozenset(statuses) if statuses else None,
             bound_to=bound_to,
         )
-        if self._json_reads is not None:
-            fast = await self._json_reads.page_json(query)
-            last, more = fast.last, fast.more
-        else:
-            page = await self.store.page(query)
-            last, more = page.last, page.more
+        tasks, last, more = await self._read_page(query, records)
         stale = await self.store.freshness()
-        next_cursor = encode_cursor(last, command, statuses) if more and last is not None else None
-        if self._json_reads is None:
-            return TaskPage(
-                tasks=tuple(page.tasks),
-                appliedLimit=applied,
-                nextCursor=next_cursor,
-                observedAt=observed_at,
-                changeSeq=change_seq,
-                stale=stale,
-            ).to_json()
-        # ``TaskPage.to_json()`` of the same values, without validating stored records again.
-        answer: Json = {"tasks": list(fast.tasks), "appliedLimit": applied}
-        if next_cursor is not None:
-            answer["nextCursor"] = next_cursor
+        # ``TaskPage.to_json()`` of the same values, without validating the records again.
+        answer: Json = {"tasks": tasks, "appliedLimit": applied}
+        if more and last is not None:
+            answer["nextCursor"] = encode_cursor(last, command, statuses)
         answer["observedAt"] = observed_at
         answer["changeSeq"] = change_seq
         if stale is not None:
             answer["stale"] = stale.to_json()
         return answer
+
+    async def _read_page(
+        self, query: PageQuery, records: bool
+    ) -> tuple[list[Any], int | None, bool]:
+        """The page's tasks in their wire form, its last position, whether more follow."""
+        fast = self.json_reads
+        if fast is not None:
+            stored = await (fast.page_records_json(query) if records else fast.page_json(query))
+            return list(stored.tasks), stored.last, stored.more
+        page: Page | RecordPage
+        page = await (self.store.page_records(query) if records else self.store.page(query))
+        return [task.to_json() for task in page.tasks], page.last, page.more
 
     async def _idempotent(self, spec: CommandSpec, call: Call, args: Input) -> Json:
         key = f"{call.caller}:{call.envelope_id}"
@@ -350,6 +360,15 @@ class CommandService:
                 await listener(change_seq, observed_at)
             except Exception:  # a listener must never undo a committed write
                 log.exception("change listener failed for changeSeq %d", change_seq)
+
+
+def unknown_command(command: str) -> ContractError:
+    """The refusal of a command the contract does not have (every transport's)."""
+    return ContractError(
+        ErrorCode.UNIMPLEMENTED,
+        f"this endpoint serves no command {command!r}. Describe lists the eight "
+        "ai.cotal.tasks commands it serves",
+    )
 
 
 def _admit(spec: CommandSpec, call: Call) -> None:

@@ -1,4 +1,9 @@
-"""Turn a refused value into a bounded, remedy-naming message.
+"""A call's args validated once, and a refusal's bounded, remedy-naming message.
+
+``parse_args`` is the one validation a call's args get, on every transport: the wire's
+admission calls it and hands the parsed input on (``Call.admitted``); the service calls it
+for HTTP and in-process calls. ``describe_validation_error`` words its refusal, with the
+contract's remedy where the field has one (``hint_for``).
 
 ``preview`` is the one way a refusal shows a value it refused: a short, escaped prefix of
 a string, a short number, the type of anything else. A refusal never quotes more, so

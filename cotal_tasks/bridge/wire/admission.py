@@ -15,7 +15,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from cotal_tasks.bridge.service.commands import Call, PresenceSource
+from cotal_tasks.bridge.service.commands import Call, PresenceSource, unknown_command
 from cotal_tasks.bridge.service.validation import parse_args, preview
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.instance import InstanceIdentity
@@ -130,10 +130,7 @@ class Admission:
             return None
         contract = self.contracts.get(request.command)
         if contract is None:
-            raise ContractError(
-                ErrorCode.UNIMPLEMENTED,
-                f"this endpoint serves no command {request.command!r}. Describe lists them",
-            )
+            raise unknown_command(request.command)
         if (request.input_digest, request.output_digest) != (
             contract.input_digest,
             contract.output_digest,

@@ -14,9 +14,10 @@ from typing import Any
 from cotal_tasks.bridge.service.validation import preview
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import COMMAND_TOKEN, LIFECYCLE_UID
+from cotal_tasks.core.models import MAX_SAFE_INT
 
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-_MAX_SAFE = 2**53 - 1
+_MAX_SAFE = MAX_SAFE_INT
 
 Op = tuple[str, str, str, str | None, str | None]
 

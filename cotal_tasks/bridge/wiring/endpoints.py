@@ -4,12 +4,14 @@ mirror) and its command service, built through the provider registry.
 No provider is named here: the endpoint's ``provider`` finds its registry entry, whose
 ``build`` gets the endpoint's local board store (the board itself, or a mirror), and runs
 what it builds as built (a hosted tracker's runner is its sync under leader election).
+What the endpoint can do is what its ``Built`` declares; nothing here asks a store or a
+part what it is.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -23,10 +25,11 @@ from cotal_tasks.bridge.service.commands import (
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.assemble import Hosted
-from cotal_tasks.providers.hosted.store import MirroredReads
 from cotal_tasks.providers.provider import (
     BuildContext,
     Built,
+    CatchUp,
+    Degradations,
     Runner,
     SeatUids,
     SyncRole,
@@ -52,13 +55,15 @@ class Endpoint:
     runner: Runner | None = None  # run while serving: a sync loop (elected), a file follower
     webhook: WebhookReceiver | None = None  # its side of the provider's webhook route
     parts: object | None = None  # the provider's own parts (for its tools and tests)
-    catch_up: Callable[[], Awaitable[str]] | None = None
+    catch_up: CatchUp | None = None  # bring the store up to date once (the CLI's sync)
+    degradations: Degradations | None = None  # what the source gave that did not map
     sync_role: SyncRole | None = None  # this instance's part in an elected sync
 
     @property
     def hosted(self) -> Hosted | None:
-        """A hosted tracker's parts (store, sync loop, client), else ``None``."""
-        return self.parts if isinstance(self.parts, Hosted) else None
+        """A hosted tracker's parts (store, sync loop, client), else ``None``: for tests
+        and tools; the bridge reads the declared fields above."""
+        return Hosted.of(self.parts)
 
 
 def presence_uids(presence: PresenceSource | None) -> SeatUids:
@@ -94,6 +99,7 @@ async def build_endpoint(
         config.space,
         board,
         wall_clock_ms,
+        json_reads=board,
         seat_uids=presence_uids(presence),
         metrics=metrics,
     )
@@ -128,19 +134,26 @@ async def open_endpoint(
         require_presence=endpoint.require_presence,
     )
     try:
-        service = CommandService(store, settings, wall_clock_ms, presence or NoPresence())
-        if isinstance(store, MirroredReads):
-            store.on_change(service.announce)
+        service = CommandService(
+            store,
+            settings,
+            wall_clock_ms,
+            presence or NoPresence(),
+            json_reads=built.json_reads,
+        )
+        if built.on_change is not None:
+            built.on_change(service.announce)
         yield Endpoint(
             endpoint,
             store,
             service,
             board.label,
-            built.runner,
-            built.webhook,
-            built.parts,
-            built.catch_up,
-            built.sync_role,
+            runner=built.runner,
+            webhook=built.webhook,
+            parts=built.parts,
+            catch_up=built.catch_up,
+            degradations=built.degradations,
+            sync_role=built.sync_role,
         )
     finally:
         await built.close()

@@ -40,8 +40,11 @@ class HttpApp:
 
 
 def served_endpoint(endpoint: Endpoint) -> ServedEndpoint:
-    """What the routes read of an endpoint: a hosted one adds its sync election's role."""
-    return ServedEndpoint(endpoint.config, endpoint.service, endpoint.sync_role)
+    """What the routes read of an endpoint: a hosted one adds its sync election's role and
+    its degradations."""
+    return ServedEndpoint(
+        endpoint.config, endpoint.service, endpoint.sync_role, endpoint.degradations
+    )
 
 
 def build_http_app(

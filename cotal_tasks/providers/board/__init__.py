@@ -10,7 +10,7 @@ __all__ = ["PROVIDER", "BoardConfig", "BoardStore", "normalize_url"]
 
 
 async def build(config: BoardConfig, ctx: BuildContext) -> Built:
-    return Built(ctx.mirror)
+    return Built(ctx.mirror, json_reads=ctx.json_reads)
 
 
 PROVIDER = Provider("board", BoardConfig, build)

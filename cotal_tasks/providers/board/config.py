@@ -5,10 +5,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from cotal_tasks.providers.provider import Settings
 
 
-class BoardConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
-
+class BoardConfig(Settings):
     provider: Literal["board"] = "board"

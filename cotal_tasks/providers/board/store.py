@@ -45,6 +45,7 @@ from cotal_tasks.providers.store import (
     StoredTask,
     SyncState,
     Write,
+    task_not_found,
 )
 
 _M = TypeVar("_M", Task, TaskSummary)
@@ -169,11 +170,7 @@ class BoardStore:
             "reading a task", "SELECT body, revision FROM ct_tasks WHERE task_id = ?", (task_id,)
         )
         if not rows:
-            raise ContractError(
-                ErrorCode.NOT_FOUND,
-                f"no task {task_id!r} on this board. Check the id (list-tasks shows the ids "
-                "there are)",
-            )
+            raise task_not_found(task_id)
         return rows[0][0], rows[0][1]
 
     async def get(self, task_id: str) -> StoredTask:

@@ -50,7 +50,7 @@ async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildC
     on a first start GitLab does not answer: the first issue read names it."""
     if tracker.path is not None:
         return
-    state = ctx.mirror.state()
+    state = assemble.sql_mirror(ctx.mirror).state()
     key = f"gitlab-project:{config.api_url}:{config.project}"
     saved = (await state.load(key) or {}).get("path")
     path = None

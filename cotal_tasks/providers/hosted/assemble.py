@@ -17,16 +17,25 @@ from typing import TypeVar
 import httpx
 
 from cotal_tasks.core import ContractError, ErrorCode, Task
+from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.leader import Election
 from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.store import HostedStore
-from cotal_tasks.providers.hosted.sync import SyncEngine
+from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
 from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.hosted.webhook import HookTarget
 from cotal_tasks.providers.hosted.writeback import WritePlan
-from cotal_tasks.providers.provider import BuildContext, Built, Provider, Webhook
+from cotal_tasks.providers.provider import (
+    BuildContext,
+    Built,
+    CatchUpReport,
+    Progress,
+    Provider,
+    Webhook,
+)
+from cotal_tasks.providers.store import Mirror
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +60,42 @@ class Hosted:
 
     async def close(self) -> None:
         await self.http.client.aclose()
+
+    @staticmethod
+    def of(parts: object) -> Hosted | None:
+        """``Built.parts`` as a hosted endpoint's parts, else ``None`` (tests and tools)."""
+        return parts if isinstance(parts, Hosted) else None
+
+    async def catch_up(self, progress: Progress | None = None) -> CatchUpReport:
+        """One poll to the tracker's present (the CLI's ``sync``), with its report."""
+        return CatchUpReport(report_lines(await self.sync.poll_once(progress)))
+
+
+def report_lines(report: SyncReport) -> tuple[str, ...]:
+    """What a poll did, as the CLI's ``sync`` prints it."""
+    state = "unchanged (conditional requests answered 304)" if report.not_modified else "synced"
+    lines = [
+        f"{state}: {report.pages} page(s), {report.issues} issue(s) read, "
+        f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
+    ]
+    if report.reconciled:
+        lines.append(
+            f"reconcile sweep: {report.sweep_requests} listing request(s), "
+            f"{report.swept} unlisted unfinished task(s) read one by one"
+        )
+    return tuple(lines)
+
+
+def sql_mirror(mirror: Mirror) -> BoardStore:
+    """The mirror as the board store it must be: the hosted machinery keeps its write
+    ledger, leases, checkpoints and wakes in the mirror's database, beside the tasks."""
+    if not isinstance(mirror, BoardStore):
+        raise ContractError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"a hosted tracker's mirror keeps its write ledger in the board's database, and "
+            f"{mirror.label} is not one. Give the endpoint a SQLite or PostgreSQL database",
+        )
+    return mirror
 
 
 def secret(env: str | None, what: str, *, required: bool) -> str | None:
@@ -95,12 +140,13 @@ def assemble(
     """The endpoint over ``tracker``: ``key`` names its sync checkpoint, ``path`` what its
     webhook deliveries name (a repository or project path, or a numeric project id)."""
     metrics, name = ctx.metrics, ctx.name
+    mirror = sql_mirror(ctx.mirror)
     if metrics is not None:
         http.on_response = lambda status: metrics.tracker_request(name, status)
         http.on_wait = lambda seconds: metrics.rate_limit_wait(name, seconds)
         tracker.boundary.observers.append(lambda reason: metrics.degraded(name, reason))
     store = HostedStore(
-        ctx.mirror,
+        mirror,
         tracker,
         config=cfg,
         plan=plan,
@@ -108,7 +154,7 @@ def assemble(
         clock=ctx.clock,
         seat_uids=ctx.seat_uids,
     )
-    sync = SyncEngine(store, ctx.mirror.state(), key, ctx.clock)
+    sync = SyncEngine(store, mirror.state(), key, ctx.clock)
     if metrics is not None:
         sync.sweep_observers.append(
             lambda requests, reads: metrics.reconciled(name, requests, reads)
@@ -127,7 +173,15 @@ def assemble(
     election = Election(sync, cfg.poll_interval_s, ctx.clock, sync.holder)
     hosted = Hosted(store, sync, election, http, cfg, target)
     return Built(
-        store, runner=hosted, webhook=target, parts=hosted, sync_role=election, close=hosted.close
+        store,
+        runner=hosted,
+        sync_role=election,
+        on_change=store.on_change,
+        catch_up=hosted.catch_up,
+        degradations=store.degradations,
+        webhook=target,
+        parts=hosted,
+        close=hosted.close,
     )
 
 

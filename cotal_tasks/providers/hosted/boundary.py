@@ -20,9 +20,8 @@ import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
-
-from cotal_tasks.providers.hosted.tracker import epoch_ms
+from datetime import datetime
+from typing import Any, Literal, TypeVar, get_args
 
 log = logging.getLogger(__name__)
 
@@ -37,14 +36,7 @@ Reason = Literal[
     "issue-unreadable",  # the tracker refused to read one issue: skipped this time
     "webhook-unmappable",  # a verified delivery whose payload names nothing readable
 ]
-REASONS: tuple[Reason, ...] = (
-    "text-refused",
-    "text-cut",
-    "evidence-refused",
-    "item-unmappable",
-    "issue-unreadable",
-    "webhook-unmappable",
-)
+REASONS: tuple[Reason, ...] = get_args(Reason)
 RECENT = 20
 
 
@@ -155,6 +147,14 @@ def as_int(value: Any) -> int | None:
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 18:
         return int(value)
     return None
+
+
+def epoch_ms(stamp: str | None) -> int:
+    """A tracker's ISO 8601 timestamp (``2026-11-30T06:43:14Z``, with or without
+    milliseconds) as epoch milliseconds; 0 when there is none."""
+    if not stamp:
+        return 0
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 def as_ms(value: Any) -> int:

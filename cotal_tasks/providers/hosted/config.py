@@ -11,16 +11,13 @@ from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from cotal_tasks.core import TaskStatus
 from cotal_tasks.core.identity import Principal
+from cotal_tasks.providers.provider import Settings
 
-
-class Closed(BaseModel):
-    """Base of the settings models: closed and frozen; a refused value is never quoted."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+Closed = Settings  # the settings base every provider shares (providers.provider)
 
 
 class StatusRule(Closed):

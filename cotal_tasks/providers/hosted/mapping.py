@@ -31,12 +31,13 @@ from cotal_tasks.core import (
     TextRefused,
     check_task_text,
 )
-from cotal_tasks.core.models import NEEDS_BINDING
+from cotal_tasks.core.models import MAX_SAFE_INT, NEEDS_BINDING
+from cotal_tasks.core.text import controls_as_spaces
 from cotal_tasks.providers.hosted.boundary import Reason, as_dict, as_list, as_str
 from cotal_tasks.providers.hosted.config import StatusRule
 from cotal_tasks.providers.hosted.tracker import NativeState, TrackedIssue, evidence_entries
 
-MAX_MS = 2**53 - 1
+MAX_MS = MAX_SAFE_INT
 WITHHELD = "confidential"  # the fate of an issue the operator did not opt in to mirror
 # Who a binding read from the tracker was made by: the tracker's assignment, not a caller.
 SYNC_BINDER = "tracker-sync"
@@ -101,7 +102,7 @@ def clean_text(
     loss goes to ``note`` (which logs and counts it), and no issue ever stops the sync."""
     if not isinstance(value, str):
         return None
-    text = "".join(" " if ch < " " or "\x7f" <= ch <= "\x9f" else ch for ch in value).strip()
+    text = controls_as_spaces(value).strip()
     if not text:
         return None
     cut = safe_cut(text, max_bytes)

@@ -43,6 +43,7 @@ from cotal_tasks.providers.store import (
     HistoryPage,
     HistoryQuery,
     IdempotencyRecord,
+    Mirror,
     Page,
     PageQuery,
     RecordPage,
@@ -112,7 +113,7 @@ class MirroredReads:
     """The read half of a store whose tasks live in a local mirror (a board store): every
     read is the mirror's, never the source's. Hosted trackers and tower-do boards share it."""
 
-    mirror: BoardStore
+    mirror: Mirror
     health: SyncHealth
     _on_change: list[ChangeHook]
 
@@ -166,6 +167,8 @@ class MirroredReads:
 
 class HostedStore(MirroredReads):
     """The ``TaskStore`` of one hosted tracker endpoint."""
+
+    mirror: BoardStore  # its write ledger and checkpoints live in the board's database
 
     def __init__(
         self,

@@ -61,10 +61,6 @@ class SyncEngine:
     # Told of each reconcile sweep (listing requests, unlisted tasks read): the metrics.
     sweep_observers: list[Callable[[int, int], None]] = field(default_factory=list)
 
-    @property
-    def tracker_name(self) -> str:
-        return self.store.tracker.name
-
     async def checkpoint(self) -> dict[str, Any]:
         return await self.state.load(self.key) or {}
 

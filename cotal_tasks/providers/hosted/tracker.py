@@ -10,15 +10,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from cotal_tasks.core import MAX_EVIDENCE, TaskEvidence
+from cotal_tasks.core.models import EvidenceKind
+from cotal_tasks.providers.hosted.boundary import ItemBoundary
 
-if TYPE_CHECKING:
-    from cotal_tasks.providers.hosted.boundary import ItemBoundary
-
-EvidenceKind = Literal["commit", "branch", "run", "review"]
+# The tracker folders read ``epoch_ms`` here; it lives with the other value readers.
+from cotal_tasks.providers.hosted.boundary import epoch_ms as epoch_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,14 +217,6 @@ def _created_before(item: Mapping[str, Any], ms: int) -> bool:
         return isinstance(stamp, str) and epoch_ms(stamp) < ms
     except ValueError:  # an unreadable stamp proves nothing: read on, within the bound
         return False
-
-
-def epoch_ms(stamp: str | None) -> int:
-    """A tracker's ISO 8601 timestamp (``2026-11-30T06:43:14Z``, with or without
-    milliseconds) as epoch milliseconds; 0 when there is none."""
-    if not stamp:
-        return 0
-    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 def evidence_entries(

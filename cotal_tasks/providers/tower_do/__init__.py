@@ -13,7 +13,7 @@ import contextlib
 from dataclasses import dataclass
 
 from cotal_tasks.core import ContractError, Task
-from cotal_tasks.providers.provider import BuildContext, Built, Provider
+from cotal_tasks.providers.provider import BuildContext, Built, CatchUpReport, Progress, Provider
 from cotal_tasks.providers.tower_do import mapping
 from cotal_tasks.providers.tower_do.boardfile import BoardFile
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
@@ -41,11 +41,17 @@ async def build(config: TowerDoConfig, ctx: BuildContext) -> Built:
     with contextlib.suppress(ContractError):  # unreadable: reads say stale, not empty
         await store.refresh()
 
-    async def catch_up() -> str:
+    async def catch_up(progress: Progress | None = None) -> CatchUpReport:
         await store.refresh()  # opening folded it already
-        return f"caught up with {config.board_file()}"
+        return CatchUpReport((f"caught up with {config.board_file()}",))
 
-    return Built(store, runner=tower.follower, parts=tower, catch_up=catch_up)
+    return Built(
+        store,
+        runner=tower.follower,
+        on_change=store.on_change,
+        catch_up=catch_up,
+        parts=tower,
+    )
 
 
 def describe(config: TowerDoConfig) -> list[str]:

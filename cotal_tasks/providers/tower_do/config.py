@@ -16,19 +16,18 @@ import re
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from cotal_tasks.core.identity import Principal
+from cotal_tasks.providers.provider import Settings
 
 Identity = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\r\n\u2028\u2029\x00]+$")]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-class TowerDoConfig(BaseModel):
+class TowerDoConfig(Settings):
     """``[endpoints.tower_do]``: the board, the seat directory, how often to look."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
     provider: Literal["tower-do"] = "tower-do"
     board: Path | None = None  # the board.jsonl itself

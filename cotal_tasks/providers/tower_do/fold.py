@@ -259,7 +259,6 @@ class Fold:
     removed: set[str] = field(default_factory=set)  # keys whose last event removed them
     # (owner/by, task key) -> the last time that identity wrote an event for that task.
     activity: dict[tuple[str, str], int] = field(default_factory=dict)
-    owners_seen: set[str] = field(default_factory=set)
     # task key -> {message id: (at, body)}: messages threaded under a task, last wins by id
     notes: dict[str, dict[str, tuple[int, str]]] = field(default_factory=dict)
     lines: int = 0  # non-empty lines seen

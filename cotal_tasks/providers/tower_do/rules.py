@@ -16,7 +16,7 @@ A refusal is ``WriteRefused`` naming which rule and the remedy.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from cotal_tasks.providers.tower_do.fold import TOWER, Fold, Row, RowRefused, normalize
@@ -257,17 +257,6 @@ def _check_acyclic(after: Mapping[str, Row]) -> None:
 
     for key in after:
         visit(key)
-
-
-@dataclass(frozen=True, slots=True)
-class Events:
-    """What one write appends: task events (they move ``revision``) and messages."""
-
-    tasks: tuple[dict[str, Any], ...]
-    messages: tuple[dict[str, Any], ...] = ()
-
-    def lines(self) -> list[dict[str, Any]]:
-        return [*self.tasks, *self.messages]
 
 
 def upsert_event(row: Row, by: str, at: int) -> dict[str, Any]:

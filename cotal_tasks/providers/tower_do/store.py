@@ -17,13 +17,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task
-from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.mapping import same_record
 from cotal_tasks.providers.hosted.store import MirroredReads, SyncHealth
 from cotal_tasks.providers.provider import SeatUids, no_uids
 from cotal_tasks.providers.store import (
     Committed,
     IdempotencyKeyTaken,
+    Mirror,
     RevisionConflict,
     StoredTask,
     Write,
@@ -64,7 +64,7 @@ class TowerDoStore(MirroredReads):
 
     def __init__(
         self,
-        mirror: BoardStore,
+        mirror: Mirror,
         config: TowerDoConfig,
         *,
         space: str,

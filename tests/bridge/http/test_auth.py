@@ -1,6 +1,10 @@
 """Bearer tokens: 401 for a missing or unknown token, 403 for a missing capability, the
 caller triple of my-tasks from the token, secrets never echoed or logged; and the local
-reader that stands in when no token is configured."""
+reader that stands in when no token is configured.
+
+The refusal tables run on the app in process (``in_process.py``: the composition root's
+app, no listener, no broker); one row of each runs again on a bridge serving on its socket,
+and the tests that read tasks through a caller on the wire stay there."""
 
 from __future__ import annotations
 
@@ -29,6 +33,7 @@ from tests.bridge.http._support import (
     open_http_mesh,
     set_secrets,
 )
+from tests.bridge.http.in_process import in_process_http
 
 READ_PATHS = (
     "/v1/endpoints",
@@ -55,46 +60,72 @@ def assert_refused(response: httpx.Response, status: int, code: str) -> str:
     return message
 
 
-async def status_of(mesh: HttpMesh, path: str, headers: dict[str, str] | None = None) -> int:
+async def status_of(
+    http: httpx.AsyncClient, path: str, headers: dict[str, str] | None = None
+) -> int:
     if path == "/v1/events":
-        async with mesh.http.stream("GET", path, headers=headers) as response:
+        async with http.stream("GET", path, headers=headers) as response:
             return response.status_code
-    return (await mesh.get(path, headers=headers)).status_code
+    return (await http.get(path, headers=headers)).status_code
 
 
-@pytest.mark.parametrize("path", ALL_PATHS)
-async def test_a_missing_token_is_401(mesh: HttpMesh, path: str) -> None:
-    response = await mesh.get(path)
+@pytest.fixture
+async def app_http(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[httpx.AsyncClient]:
+    """The app with the same tokens, in process."""
+    set_secrets(monkeypatch)
+    async with in_process_http(tmp_path, tokens=TOKENS) as http:
+        yield http
+
+
+def missing_token_refused(response: httpx.Response) -> None:
     message = assert_refused(response, 401, "unauthenticated")
     assert response.headers["www-authenticate"].startswith("Bearer")
     assert "Authorization: Bearer" in message
 
 
-async def test_the_event_stream_needs_a_token_too(mesh: HttpMesh) -> None:
-    assert await status_of(mesh, "/v1/events") == 401
+@pytest.mark.parametrize("path", ALL_PATHS)
+async def test_a_missing_token_is_401(app_http: httpx.AsyncClient, path: str) -> None:
+    missing_token_refused(await app_http.get(path))
 
 
-@pytest.mark.parametrize(
-    "header",
-    [
-        "Bearer not-a-token-this-bridge-knows",
-        f"Bearer {SECRETS[READER_ENV]}x",
-        f"Bearer {SECRETS[READER_ENV][:-1]}",
-        f"Basic {SECRETS[READER_ENV]}",
-        "Bearer",
-        "bearer-" + SECRETS[READER_ENV],
-    ],
-)
-async def test_an_unknown_or_malformed_token_is_401(mesh: HttpMesh, header: str) -> None:
+async def test_on_the_listener_a_missing_token_is_401(mesh: HttpMesh) -> None:
+    missing_token_refused(await mesh.get(ALL_PATHS[1]))
+
+
+async def test_the_event_stream_needs_a_token_too(app_http: httpx.AsyncClient) -> None:
+    assert await status_of(app_http, "/v1/events") == 401
+
+
+BAD_HEADERS = [
+    "Bearer not-a-token-this-bridge-knows",
+    f"Bearer {SECRETS[READER_ENV]}x",
+    f"Bearer {SECRETS[READER_ENV][:-1]}",
+    f"Basic {SECRETS[READER_ENV]}",
+    "Bearer",
+    "bearer-" + SECRETS[READER_ENV],
+]
+
+
+@pytest.mark.parametrize("header", BAD_HEADERS)
+async def test_an_unknown_or_malformed_token_is_401(
+    app_http: httpx.AsyncClient, header: str
+) -> None:
     for path in (*ALL_PATHS, "/v1/events"):
-        assert await status_of(mesh, path, {"Authorization": header}) == 401, path
+        assert await status_of(app_http, path, {"Authorization": header}) == 401, path
+
+
+async def test_on_the_listener_an_unknown_token_is_401(mesh: HttpMesh) -> None:
+    for path in (ALL_PATHS[0], "/v1/events"):
+        assert await status_of(mesh.http, path, {"Authorization": BAD_HEADERS[0]}) == 401
 
 
 async def test_a_reader_token_reads_but_has_no_tasks_of_its_own(mesh: HttpMesh) -> None:
     headers = bearer(READER_ENV)
     for path in READ_PATHS:
         assert (await mesh.get(path, headers=headers)).status_code in (200, 404), path
-    assert await status_of(mesh, "/v1/events", headers) == 200
+    assert await status_of(mesh.http, "/v1/events", headers) == 200
     response = await mesh.get(f"/v1/endpoints/{ACME}/my-tasks", headers=headers)
     message = assert_refused(response, 403, "permission-denied")
     assert "tasks.self" in message
@@ -116,7 +147,7 @@ async def test_a_seat_token_reads_only_its_own_tasks(mesh: HttpMesh) -> None:
     for path in READ_PATHS:
         response = await mesh.get(path, headers=headers)
         assert "tasks.read" in assert_refused(response, 403, "permission-denied")
-    assert await status_of(mesh, "/v1/events", headers) == 403
+    assert await status_of(mesh.http, "/v1/events", headers) == 403
 
 
 async def test_my_tasks_needs_the_tokens_lifecycle_uid(mesh: HttpMesh) -> None:
@@ -211,7 +242,7 @@ async def test_no_tokens_on_the_embedded_loopback_bridge_admit_local_readers(
     async with open_http_mesh(tmp_path) as mesh:
         for path in READ_PATHS:
             assert (await mesh.get(path)).status_code in (200, 404), path
-        assert await status_of(mesh, "/v1/events") == 200
+        assert await status_of(mesh.http, "/v1/events") == 200
         # The local reader is no seat: it has no tasks of its own.
         response = await mesh.get(f"/v1/endpoints/{ACME}/my-tasks")
         assert_refused(response, 403, "permission-denied")
@@ -233,7 +264,7 @@ async def test_no_tokens_on_a_shared_broker_close_the_read_api(tmp_path: Path) -
         for path in ALL_PATHS:
             message = assert_refused(await mesh.get(path), 401, "unauthenticated")
             assert "[[http.tokens]]" in message
-        assert await status_of(mesh, "/v1/events") == 401
+        assert await status_of(mesh.http, "/v1/events") == 401
         for path in OPEN_PATHS:
             assert (await mesh.get(path)).status_code == 200, path
 

@@ -13,8 +13,10 @@ from starlette.routing import Mount, Route
 from cotal_tasks.bridge.cli.announce import announcement
 from cotal_tasks.bridge.cli.seed import SEED_FILE, seed_examples
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
+from cotal_tasks.bridge.http.openapi import openapi_document
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
+from cotal_tasks.core import STATUSES
 from tests.bridge.http._support import ACME, open_http_mesh
 from tests.conftest import seat
 
@@ -43,6 +45,13 @@ async def test_every_route_is_described_and_every_description_served(tmp_path: P
             for operation in item.values():
                 assert operation["summary"], path
                 assert "200" in operation["responses"] or "202" in operation["responses"]
+
+
+def test_the_status_filter_offers_the_contracts_statuses() -> None:
+    """The statuses come from the contract's one list, in its order, never typed again."""
+    tasks = openapi_document()["paths"]["/v1/endpoints/{name}/tasks"]["get"]
+    (status,) = [p for p in tasks["parameters"] if p["name"] == "status"]
+    assert status["schema"]["items"]["enum"] == list(STATUSES)
 
 
 async def test_the_schemas_validate_real_answers(tmp_path: Path) -> None:

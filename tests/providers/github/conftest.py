@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.bridge._support import DictPresence
-from tests.conftest import backend_url
+from tests.conftest import BACKENDS, backend_url
 from tests.providers.github._support import (
     HUMAN,
     SEAT_LOGIN,
@@ -41,7 +41,7 @@ async def github_url(fake: FakeGitHub) -> AsyncIterator[str]:
         yield url
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=BACKENDS)
 def mirror_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """The mirror on each backend, for the tests whose storage side matters."""
     return backend_url(request, tmp_path, "mirror.db")
