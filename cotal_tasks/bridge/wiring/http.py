@@ -66,7 +66,8 @@ def build_http_app(
         tokens,
         events,
         webhook_routes=webhook_routes(
-            [(ep.config.provider, ep.webhook) for ep in endpoints if ep.webhook is not None]
+            [(ep.config.provider, ep.webhook) for ep in endpoints if ep.webhook is not None],
+            config.http.limits,
         ),
         presence=presence if presence is not None else NoPresenceView(),
         broker=broker,

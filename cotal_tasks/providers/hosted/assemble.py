@@ -24,7 +24,7 @@ from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.hosted.tracker import Tracker
-from cotal_tasks.providers.hosted.webhook import HookTarget
+from cotal_tasks.providers.hosted.webhook import MIN_SECRET_CHARS, HookTarget
 from cotal_tasks.providers.hosted.writeback import WritePlan
 from cotal_tasks.providers.provider import BuildContext, Built, Provider, Webhook
 
@@ -62,6 +62,22 @@ def secret(env: str | None, what: str, *, required: bool) -> str | None:
             ErrorCode.FAILED_PRECONDITION,
             f"{what} is read from the environment variable {env}, which is not set. Export it "
             "(the config names the variable, never the secret)",
+        )
+    return value
+
+
+def webhook_secret(env: str | None) -> str | None:
+    """The webhook secret in ``env``; an empty or short one is refused, since anyone can
+    sign a delivery with the empty key (or guess a short one)."""
+    value = secret(env, "the webhook secret", required=False)
+    if value is not None and len(value) < MIN_SECRET_CHARS:
+        raise ContractError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"the webhook secret in {env} is {'empty' if not value else 'too short'} "
+            f"({len(value)} characters, at least {MIN_SECRET_CHARS}): anyone could sign a "
+            "delivery. Set a long random value in the variable and the tracker's webhook "
+            "(for example: openssl rand -hex 32), or unset the variable to take no "
+            "deliveries",
         )
     return value
 
@@ -113,7 +129,7 @@ def assemble(
         sync.sweep_observers.append(
             lambda requests, reads: metrics.reconciled(name, requests, reads)
         )
-    webhook = secret(cfg.webhook_secret_env, "the webhook secret", required=False)
+    webhook = webhook_secret(cfg.webhook_secret_env)
     if webhook is None and cfg.webhook_secret_env is not None:
         log.warning(
             "%s: %s is not set, so every webhook delivery is refused (401); the poll still "
@@ -122,7 +138,13 @@ def assemble(
             cfg.webhook_secret_env,
         )
     target = HookTarget(
-        name, path, webhook.encode() if webhook is not None else None, store, sync, ctx.clock
+        name,
+        path,
+        webhook.encode() if webhook is not None else None,
+        store,
+        sync,
+        ctx.clock,
+        max_issues=cfg.webhook_max_issues,
     )
     election = Election(sync, cfg.poll_interval_s, ctx.clock, sync.holder)
     hosted = Hosted(store, sync, election, http, cfg, target)

@@ -60,6 +60,13 @@ class HostedConfig(Closed):
     # unfinished tasks whose issue is not among them (deleted or transferred issues leave
     # the listing without changing anything the poll sees). 0: never.
     reconcile_interval_s: Annotated[float, Field(ge=0)] = 3600.0
+    # A webhook delivery naming more issues than this wakes one poll instead of a refresh
+    # per issue (a pull request body may mention thousands).
+    webhook_max_issues: Annotated[int, Field(ge=0, le=1000)] = 20
+    # Issues refreshed one by one for webhooks, at most this many a minute per endpoint
+    # (deduplicated while they wait; more waiting than an hour's worth: one poll instead).
+    # The regular poll runs on time whatever is waiting.
+    webhook_refreshes_per_minute: Annotated[float, Field(gt=0, le=6000)] = 30.0
 
     @property
     @abstractmethod

@@ -389,3 +389,27 @@ async def test_a_renamed_project_keeps_its_deliveries(running: Running) -> None:
     stranger = issue_hook_payload(fake, PROJECT, 2, "close")
     stranger["project"] = {**stranger["project"], "id": 999_999, "path_with_namespace": "x/y"}
     assert (await running.deliver(stranger)).status_code == 404
+
+
+async def test_a_merge_request_naming_thousands_of_issues_wakes_one_poll(
+    running: Running,
+) -> None:
+    """Before: every issue a merge request's description mentions was refreshed one by
+    one (5,000 mentions, 5,000 reads and more). Now more than ``webhook_max_issues`` wake
+    one poll, and no issue is read for the mentions."""
+    fake = running.fake
+    fake.add_merge_request(PROJECT, "Touches everything", source_branch="wide")
+    payload = merge_request_hook_payload(fake, PROJECT, 1)
+    payload["object_attributes"]["description"] = " ".join(f"#{n}" for n in range(10, 5010))
+    mark = len(fake.requests)
+
+    reply = await running.deliver(payload, "Merge Request Hook")
+
+    assert reply.status_code == 202
+    assert "more than webhook_max_issues (20)" in reply.json()["message"]
+
+    async def polled() -> bool:
+        return any(r.path == ISSUES for r in fake.requests[mark:])
+
+    await eventually(polled)
+    assert [iid for iid in fetched_iids(fake, mark) if iid >= 10] == []
