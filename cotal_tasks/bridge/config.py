@@ -118,7 +118,7 @@ class HttpLimits(Closed):
     listener sheds load (503 with ``Retry-After``) instead of running out of files."""
 
     header_timeout_s: Annotated[float, Field(gt=0, le=300)] = 10.0  # a request's head, whole
-    idle_timeout_s: Annotated[float, Field(gt=0, le=300)] = 5.0  # keep-alive between requests
+    idle_timeout_s: Annotated[int, Field(ge=1, le=300)] = 5  # keep-alive between requests
     body_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0  # a webhook body, whole
     max_connections: Annotated[int, Field(ge=1, le=100_000)] = 256  # open at once, in all
     max_requests: Annotated[int, Field(ge=1, le=10_000)] = 64  # answered at once (no streams)
