@@ -10,6 +10,7 @@ import click
 from nats.errors import Error as NatsError
 
 from cotal_tasks.bridge.cli.common import parse_seat
+from cotal_tasks.core import Seat
 
 
 def _role_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -81,6 +82,7 @@ def conformance(
         select,
         summary,
     )
+    from cotal_tasks.client.subjects import seat_inbox
 
     creds_by_role = _role_pairs(creds, "--creds")
     seat_by_role = {
@@ -103,20 +105,22 @@ def conformance(
 
         opened: list[Any] = []
 
-        async def connect_as(path: str | None) -> Any:
+        async def connect_as(path: str | None, who: Seat | None = None) -> Any:
+            # A given seat's connection reads under its own inbox prefix, as its grants say.
+            inbox = {} if who is None else {"inbox_prefix": seat_inbox(who)}
             nc = await nats.connect(
                 nats_url, user_credentials=path, name="cotal-tasks-conformance",
-                max_reconnect_attempts=3,
+                max_reconnect_attempts=3, **inbox,
             )  # fmt: skip
             opened.append(nc)
             return nc
 
         try:
-            runner_nc = await connect_as(creds_by_role.get("runner"))
+            runner_nc = await connect_as(creds_by_role.get("runner"), seat_by_role.get("runner"))
             given = {}
             for role, seat in seat_by_role.items():
                 path = creds_by_role.get(role)
-                given[role] = Actor(seat, await connect_as(path) if path else runner_nc)
+                given[role] = Actor(seat, await connect_as(path, seat) if path else runner_nc)
             ctx = Context(
                 runner_nc,
                 space,

@@ -15,6 +15,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.client import Server
 
 from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.wire.grants import bridge_inbox
 from cotal_tasks.core import ContractError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
         "reconnect_to_server_handler": jittered_backoff,
         "connect_timeout": 5,
         "dont_randomize": True,  # the listed order: the nearest node first
+        "inbox_prefix": bridge_inbox(config.space),  # what its serve rows let it read
     }
     if config.nats_credentials is not None:
         options["user_credentials"] = str(config.nats_credentials)
