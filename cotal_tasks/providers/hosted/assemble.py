@@ -95,6 +95,9 @@ def tracker_http(
         retry,
         max_retries=cfg.max_retries,
         max_wait_s=cfg.max_rate_limit_wait_s,
+        max_response_bytes=cfg.max_response_bytes,
+        deadline_s=cfg.request_deadline_s,
+        max_pages=cfg.max_pages,
     )
 
 

@@ -46,7 +46,13 @@ class HostedConfig(Closed):
     poll_interval_s: Annotated[float, Field(gt=0)] = 60.0
     stale_after_s: Annotated[float, Field(gt=0)] = 300.0
     overlap_s: Annotated[float, Field(ge=0)] = 5.0
-    request_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    request_timeout_s: Annotated[float, Field(gt=0)] = 30.0  # each wait for a byte
+    # One request, its whole answer included (a peer dripping a byte every few seconds
+    # never trips request_timeout_s); the largest answer taken (decoded); the most pages
+    # one Link pagination follows.
+    request_deadline_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    max_response_bytes: Annotated[int, Field(ge=1 << 16, le=1 << 30)] = 32 << 20
+    max_pages: Annotated[int, Field(ge=1, le=100_000)] = 1000
     max_rate_limit_wait_s: Annotated[float, Field(ge=0)] = 900.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 5
     mutation_spacing_s: Annotated[float, Field(ge=0)] = 1.0  # between writes, per tracker advice
