@@ -44,6 +44,7 @@ from cotal_tasks.core import (
     UpdateTaskInput,
 )
 from cotal_tasks.core.commands import Mode
+from cotal_tasks.core.masking import mask_credentials
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def _evidence(evidence: Evidence | None) -> list[Any] | None:
 
 
 async def _log_nats_error(exc: Exception) -> None:
-    log.warning("nats: %s", exc)
+    log.warning("nats: %s", mask_credentials(str(exc)))
 
 
 class TasksClient(Session):
@@ -144,7 +145,8 @@ class TasksClient(Session):
         except (NatsError, OSError) as exc:
             raise TasksError(
                 ErrorCode.UNAVAILABLE,
-                f"cannot connect to {nats_url} ({type(exc).__name__}: {exc}). Check the URL "
+                f"cannot connect to {mask_credentials(nats_url)} ({type(exc).__name__}: "
+                f"{mask_credentials(str(exc))}). Check the URL "
                 "and the credentials",
                 outcome="not-executed",
             ) from exc

@@ -11,6 +11,7 @@ from nats.errors import Error as NatsError
 
 from cotal_tasks.bridge.cli.common import parse_seat
 from cotal_tasks.core import Seat
+from cotal_tasks.core.masking import mask_credentials
 
 
 def _role_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -132,7 +133,7 @@ def conformance(
                 timeout=timeout,
             )
             click.echo(
-                f"conformance of {endpoint_name} in space {space} at {nats_url} "
+                f"conformance of {endpoint_name} in space {space} at {mask_credentials(nats_url)} "
                 f"({'open broker: seats invented per check' if open_broker else 'given seats'}"
                 f"{', staging the space' if ctx.stage else ''})"
             )
@@ -147,7 +148,8 @@ def conformance(
         passed = asyncio.run(work())
     except (OSError, NatsError) as exc:
         click.echo(
-            f"cotal-tasks: cannot reach {nats_url}: {exc}. Check --nats, that the broker runs, "
+            f"cotal-tasks: cannot reach {mask_credentials(nats_url)}: "
+            f"{mask_credentials(str(exc))}. Check --nats, that the broker runs, "
             "and the --creds file",
             err=True,
         )

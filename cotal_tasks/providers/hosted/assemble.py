@@ -17,6 +17,7 @@ from typing import TypeVar
 import httpx
 
 from cotal_tasks.core import ContractError, ErrorCode, Task
+from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.leader import Election
@@ -159,7 +160,7 @@ def assemble(
 def describe(provider: str, cfg: HostedConfig) -> list[str]:
     """What ``check-config`` prints about a hosted tracker's settings."""
     return [
-        f"{provider} at {cfg.api_url}, token from ${cfg.token_env}, "
+        f"{provider} at {mask_credentials(cfg.api_url)}, token from ${cfg.token_env}, "
         f"poll every {cfg.poll_interval_s:g} s, stale after {cfg.stale_after_s:g} s",
         f"{len(cfg.status_rules)} status rules, {len(cfg.seats)} seats",
     ]
