@@ -216,6 +216,7 @@ class SyncEngine:
                 wait = max(1.0, exc.until_s - self.clock() / 1000)
                 log.warning("%s rate limit: resuming from the checkpoint in %.0f s", self.key, wait)
                 await _sleep_or(stop, wait)
+                next_poll = loop.time()  # the wait is over: resume the poll at once
                 continue
             except (TrackerHttpError, ContractError) as exc:
                 log.warning("%s sync failed: %s; retrying next poll", self.key, _describe(exc))
