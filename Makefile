@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 
 ## run: set up, then serve the bridge on its embedded default (private NATS, SQLite board)
 run: $(STAMP)
-	$(BIN)/cotal-tasks serve --config examples/embedded.toml $(ARGS)
+	$(BIN)/cotal-tasks serve $(ARGS)
 
 ## test: set up, then every check
 test: check
