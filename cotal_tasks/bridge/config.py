@@ -137,7 +137,7 @@ class HttpConfig(Closed):
     tokens: tuple[HttpToken, ...] = ()
     # With no tokens, an embedded loopback bridge lets plainly local requests read
     # (tasks.read) when this is on. Off by default: behind a reverse proxy every request
-    # looks local. The embedded example config turns it on.
+    # looks local. The embedded default (serve with no config file) turns it on.
     local_reader: bool = False
     limits: HttpLimits = HttpLimits()
 

@@ -8,9 +8,10 @@ presented token, is ever logged or echoed.
 
 With no tokens configured the read API is closed (401, naming the remedy), with one
 exception the operator opts into, the local reader (``[http] local_reader = true``, which
-the embedded example config sets): when the bridge runs its own embedded broker and
-listens on a loopback address, a request from a loopback peer, addressed to a loopback
-host name and carrying no proxy forwarding header, reads with ``tasks.read``. It is off
+the embedded default, ``serve`` with no config file, sets): when the bridge runs its own
+embedded broker and listens on a loopback address, a request from a loopback peer,
+addressed to a loopback host name and carrying no proxy forwarding header, reads with
+``tasks.read``. It is off
 by default because a reverse proxy on the same host (``proxy_pass`` to 127.0.0.1, which
 rewrites ``Host`` and adds no forwarding header) makes every request look local. That
 reader sees
