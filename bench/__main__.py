@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, github, gitlab, jira, scale, wire
+from bench import board, github, gitlab, hostile, jira, scale, wire
 
-PARTS = ("board", "wire", "scale", "github", "gitlab", "jira")
+PARTS = ("board", "wire", "hostile", "scale", "github", "gitlab", "jira")
 
 
 async def main() -> None:
@@ -51,6 +51,8 @@ async def main() -> None:
             print("\nPostgreSQL: skipped (set COTAL_TASKS_BENCH_POSTGRES or pass --postgres)")
     if "wire" in parts:
         await wire.main(rounds=opts.rounds)
+    if "hostile" in parts:
+        await hostile.main(rounds=opts.rounds)
     if "scale" in parts:
         await scale.main(opts.cache, opts.scale_tasks, opts.rounds)
     if "github" in parts:

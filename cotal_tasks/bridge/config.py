@@ -111,6 +111,21 @@ class HttpToken(Closed):
     capabilities: tuple[Literal["tasks.read", "tasks.self"], ...] = ("tasks.read",)
 
 
+class HttpLimits(Closed):
+    """``[http.limits]``: what one peer, or many, may hold of the listener. Past a limit the
+    listener sheds load (503 with ``Retry-After``) instead of running out of files."""
+
+    header_timeout_s: Annotated[float, Field(gt=0, le=300)] = 10.0  # a request's head, whole
+    idle_timeout_s: Annotated[int, Field(ge=1, le=300)] = 5  # keep-alive between requests
+    body_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0  # a webhook body, whole
+    max_connections: Annotated[int, Field(ge=1, le=100_000)] = 256  # open at once, in all
+    max_requests: Annotated[int, Field(ge=1, le=10_000)] = 64  # answered at once (no streams)
+    max_streams: Annotated[int, Field(ge=0, le=10_000)] = 100  # open event streams, in all
+    max_streams_per_token: Annotated[int, Field(ge=0, le=10_000)] = 4  # per caller
+    webhook_max_body_bytes: Annotated[int, Field(ge=1024, le=100 * 2**20)] = 25 * 2**20
+    retry_after_s: Annotated[int, Field(ge=1, le=3600)] = 5  # what a shed request is told
+
+
 class HttpConfig(Closed):
     """The HTTP listener: read API, server-sent events, webhooks, health, metrics, dashboard."""
 
@@ -118,6 +133,11 @@ class HttpConfig(Closed):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8080  # 0: any free port
     tokens: tuple[HttpToken, ...] = ()
+    # With no tokens, an embedded loopback bridge lets plainly local requests read
+    # (tasks.read) when this is on. Off by default: behind a reverse proxy every request
+    # looks local. The embedded default (serve with no config file) turns it on.
+    local_reader: bool = False
+    limits: HttpLimits = HttpLimits()
 
 
 class BridgeConfig(Closed):

@@ -23,7 +23,7 @@ from cotal_tasks.client.errors import TasksError, usage_error
 from cotal_tasks.client.events import BoardWatch
 from cotal_tasks.client.refusals import validation_message
 from cotal_tasks.client.session import Session, as_seat
-from cotal_tasks.client.subjects import board_changed_filter
+from cotal_tasks.client.subjects import board_changed_filter, seat_inbox
 from cotal_tasks.core import (
     AdministerTaskInput,
     BindingRef,
@@ -44,6 +44,7 @@ from cotal_tasks.core import (
     UpdateTaskInput,
 )
 from cotal_tasks.core.commands import Mode
+from cotal_tasks.core.masking import mask_credentials
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +94,7 @@ def _evidence(evidence: Evidence | None) -> list[Any] | None:
 
 
 async def _log_nats_error(exc: Exception) -> None:
-    log.warning("nats: %s", exc)
+    log.warning("nats: %s", mask_credentials(str(exc)))
 
 
 class TasksClient(Session):
@@ -122,7 +123,9 @@ class TasksClient(Session):
         """Connect to ``nats_url`` (with the seat's ``creds`` file on an auth mesh).
 
         ``options`` go to ``nats.connect``. Connecting gives up after a few attempts;
-        once connected, the client reconnects for as long as it is open.
+        once connected, the client reconnects for as long as it is open. The connection's
+        inbox prefix is the seat's own (``seat_inbox``), the one its grants let it read;
+        a connection the caller opens itself must use it too.
         """
         caller = as_seat(seat)
         try:
@@ -135,13 +138,15 @@ class TasksClient(Session):
                     "allow_reconnect": True,
                     "max_reconnect_attempts": CONNECT_ATTEMPTS,
                     "connect_timeout": timeout,
+                    "inbox_prefix": seat_inbox(caller),
                     **options,
                 },
             )
         except (NatsError, OSError) as exc:
             raise TasksError(
                 ErrorCode.UNAVAILABLE,
-                f"cannot connect to {nats_url} ({type(exc).__name__}: {exc}). Check the URL "
+                f"cannot connect to {mask_credentials(nats_url)} ({type(exc).__name__}: "
+                f"{mask_credentials(str(exc))}). Check the URL "
                 "and the credentials",
                 outcome="not-executed",
             ) from exc

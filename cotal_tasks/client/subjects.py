@@ -24,6 +24,13 @@ def seat_tokens(seat: Seat) -> str:
     return f"{seat.owner}.{seat.actor}.{seat.lifecycleUid}"
 
 
+def seat_inbox(seat: Seat) -> str:
+    """The inbox prefix of ``seat``'s connection (nats-py's ``inbox_prefix``): the replies
+    to its own requests (contract-store reads) come back under it, and its grants let it
+    read there only, never ``_INBOX.>``, where every other connection's replies go."""
+    return f"_INBOX.seat.{seat_tokens(seat)}"
+
+
 @dataclass(frozen=True, slots=True)
 class Responder:
     """Who answered, as the reply subject (broker-pinned) says."""

@@ -48,6 +48,8 @@ BOARD = "com.acme.tasks"
 HOSTED = "com.acme.github"
 REPO = "octo-org/hello-world"
 TOKEN_ENV = "COTAL_TASKS_TEST_GITHUB_TOKEN"
+HEALTH_TOKEN_ENV = "COTAL_TASKS_TEST_HEALTH_TOKEN"  # /healthz details (the sync role)
+HEALTH_TOKEN = "health-" + "h" * 40
 CALLERS = 20
 WAIT_S = 2.0  # a caller's wait for an answer (and its deadlineMs)
 POLL_S = 1.0  # the GitHub endpoint's poll interval
@@ -161,6 +163,10 @@ nats_url = "{url}"
 [http]
 port = {port}
 
+[[http.tokens]]
+token_env = "{HEALTH_TOKEN_ENV}"
+principal = "local.ops"
+
 [[endpoints]]
 name = "{BOARD}"
 database = "{board_db}"
@@ -218,7 +224,7 @@ async def test_failover_on_a_nats_cluster(
         async with serve_fake_github(fake) as api:
             nc = await cluster.client([cluster.urls[2], cluster.urls[0], cluster.urls[1]])
             await ensure_space(nc.jetstream(), SPACE, replicas=3)
-            env = {**os.environ, TOKEN_ENV: fake.token}
+            env = {**os.environ, TOKEN_ENV: fake.token, HEALTH_TOKEN_ENV: HEALTH_TOKEN}
             for name, node in (("a", 0), ("b", 1)):
                 port = free_port()
                 config = tmp_path / f"{name}.toml"
@@ -228,7 +234,11 @@ async def test_failover_on_a_nats_cluster(
                     ),
                     encoding="utf-8",
                 )
-                bridges.append(BridgeProcess(name, config, port, tmp_path / f"{name}.log", env))
+                bridges.append(
+                    BridgeProcess(
+                        name, config, port, tmp_path / f"{name}.log", env, token=HEALTH_TOKEN
+                    )
+                )
             a, b = bridges
             await a.start()  # first, so it leads the GitHub endpoint's sync
             await eventually(lambda: _is(a, "leader"), "bridge A leads the GitHub sync", 60)

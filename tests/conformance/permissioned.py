@@ -19,6 +19,7 @@ from nats.aio.msg import Msg
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+from cotal_tasks.client.subjects import seat_inbox
 from cotal_tasks.core import Seat
 from tests.conftest import seat
 from tests.support.bridge import (
@@ -39,7 +40,7 @@ PREFIX = f"cotal.{SPACE}"
 BRIDGE_PASSWORD_ENV = "COTAL_TASKS_TEST_BRIDGE_PASSWORD"
 
 
-async def _grants(config: Path, *args: str) -> Json:
+async def grants_rows(config: Path, *args: str) -> Json:
     permissions: Json = json.loads(await cli_output(config, "grants", *args))["permissions"]
     return permissions
 
@@ -66,8 +67,15 @@ class Errors:
 
 
 @asynccontextmanager
-async def _connected(url: str, user: str, password: str, errors: Errors) -> AsyncIterator[NATS]:
-    nc = await nats.connect(url, user=user, password=password, error_cb=errors.record, name=user)
+async def _connected(
+    url: str, user: str, password: str, errors: Errors, who: Seat | None = None
+) -> AsyncIterator[NATS]:
+    """Connected as ``user``; a seat's connection under its own inbox prefix, the one its
+    rows let it read (as the typed client connects)."""
+    inbox = {"inbox_prefix": seat_inbox(who)} if who is not None else {}
+    nc = await nats.connect(
+        url, user=user, password=password, error_cb=errors.record, name=user, **inbox
+    )
     try:
         yield nc
     finally:
@@ -87,9 +95,9 @@ async def permission_rows(
         encoding="utf-8",
     )
     serve, seat_rows, operator_rows = await asyncio.gather(
-        _grants(toml, "--serve"),
-        _grants(toml, "--capability", "tasks.self", "--as", str(seat_seat)),
-        _grants(
+        grants_rows(toml, "--serve"),
+        grants_rows(toml, "--capability", "tasks.self", "--as", str(seat_seat)),
+        grants_rows(
             toml,
             *("--capability", "tasks.read", "--capability", "tasks.write"),
             *("--capability", "tasks.bind", "--capability", "tasks.self"),
@@ -105,16 +113,22 @@ def permissioned_users(
     serve: Json,
     seat_rows: Json,
     operator_rows: Json,
+    others: dict[str, Json] | None = None,
 ) -> tuple[dict[str, str], Path]:
-    """A nats-server config whose users hold exactly those rows (and an admin with full
-    rights); the bridge's password is set in the environment."""
-    passwords = {name: secrets.token_hex(12) for name in ("admin", "bridge", "seat", "operator")}
+    """A nats-server config whose users hold exactly those rows (and ``others``, by user
+    name, theirs; and an admin with full rights); the bridge's password is set in the
+    environment."""
+    extra = others or {}
+    names = ("admin", "bridge", "seat", "operator", *extra)
+    passwords = {name: secrets.token_hex(12) for name in names}
     users = [
         {"user": "admin", "password": passwords["admin"]},  # full rights: plays Cotal's setup
         {"user": "bridge", "password": passwords["bridge"], "permissions": serve},
         {"user": "seat", "password": passwords["seat"], "permissions": seat_rows},
         {"user": "operator", "password": passwords["operator"], "permissions": operator_rows},
-    ]
+        *({"user": name, "password": passwords[name], "permissions": rows}
+          for name, rows in extra.items()),
+    ]  # fmt: skip
     server_conf = tmp_path / "nats.conf"
     server_conf.write_text(
         "authorization: " + json.dumps({"users": users}, indent=2) + "\n", encoding="utf-8"
@@ -168,8 +182,8 @@ async def permissioned_callers(
     admin_errors = Errors()
     async with (
         _connected(url, "admin", passwords["admin"], admin_errors) as admin_nc,
-        _connected(url, "seat", passwords["seat"], seat_errors) as seat_nc,
-        _connected(url, "operator", passwords["operator"], operator_errors) as op,
+        _connected(url, "seat", passwords["seat"], seat_errors, seat_seat) as seat_nc,
+        _connected(url, "operator", passwords["operator"], operator_errors, operator_seat) as op,
     ):
         await Space(admin_nc.jetstream(), SPACE).spawn(seat_seat)
         routed: list[str] = []

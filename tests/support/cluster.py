@@ -88,6 +88,7 @@ class BridgeProcess:
     log: Path
     env: dict[str, str]
     process: asyncio.subprocess.Process | None = None
+    token: str | None = None  # a tasks.read token: /healthz details (the sync role) need one
 
     async def start(self) -> None:
         with self.log.open("ab") as sink:
@@ -103,7 +104,8 @@ class BridgeProcess:
 
     async def health(self) -> dict[str, object] | None:
         try:
-            async with httpx.AsyncClient(timeout=2) as http:
+            headers = {"Authorization": f"Bearer {self.token}"} if self.token else {}
+            async with httpx.AsyncClient(timeout=2, headers=headers) as http:
                 response = await http.get(f"http://127.0.0.1:{self.http_port}/healthz")
         except httpx.HTTPError:
             return None

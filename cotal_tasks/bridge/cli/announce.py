@@ -7,6 +7,7 @@ from cotal_tasks.bridge.cli.seed import Seeded
 from cotal_tasks.bridge.http.auth import is_loopback_host
 from cotal_tasks.bridge.wire.subjects import event_filter
 from cotal_tasks.bridge.wiring.process import Bridge
+from cotal_tasks.core.masking import mask_credentials
 
 CLI = ".venv/bin/cotal-tasks"
 EXAMPLE_SEAT = "local.builder/01j9builder000000000000000"
@@ -15,7 +16,9 @@ EXAMPLE_SEAT = "local.builder/01j9builder000000000000000"
 def announcement(bridge: Bridge, seeded: Seeded) -> list[str]:
     config = bridge.config
     where = "embedded nats-server" if bridge.embedded else "NATS"
-    lines = [f"cotal-tasks: serving space {config.space!r} on {where} at {bridge.url}"]
+    lines = [
+        f"cotal-tasks: serving space {config.space!r} on {where} at {mask_credentials(bridge.url)}"
+    ]
     for endpoint, server in zip(bridge.endpoints, bridge.servers, strict=True):
         ident = server.identity
         lines.append(

@@ -10,6 +10,8 @@ import click
 from nats.errors import Error as NatsError
 
 from cotal_tasks.bridge.cli.common import parse_seat
+from cotal_tasks.core import Seat
+from cotal_tasks.core.masking import mask_credentials
 
 
 def _role_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
@@ -81,6 +83,7 @@ def conformance(
         select,
         summary,
     )
+    from cotal_tasks.client.subjects import seat_inbox
 
     creds_by_role = _role_pairs(creds, "--creds")
     seat_by_role = {
@@ -103,20 +106,22 @@ def conformance(
 
         opened: list[Any] = []
 
-        async def connect_as(path: str | None) -> Any:
+        async def connect_as(path: str | None, who: Seat | None = None) -> Any:
+            # A given seat's connection reads under its own inbox prefix, as its grants say.
+            inbox = {} if who is None else {"inbox_prefix": seat_inbox(who)}
             nc = await nats.connect(
                 nats_url, user_credentials=path, name="cotal-tasks-conformance",
-                max_reconnect_attempts=3,
+                max_reconnect_attempts=3, **inbox,
             )  # fmt: skip
             opened.append(nc)
             return nc
 
         try:
-            runner_nc = await connect_as(creds_by_role.get("runner"))
+            runner_nc = await connect_as(creds_by_role.get("runner"), seat_by_role.get("runner"))
             given = {}
             for role, seat in seat_by_role.items():
                 path = creds_by_role.get(role)
-                given[role] = Actor(seat, await connect_as(path) if path else runner_nc)
+                given[role] = Actor(seat, await connect_as(path, seat) if path else runner_nc)
             ctx = Context(
                 runner_nc,
                 space,
@@ -128,7 +133,7 @@ def conformance(
                 timeout=timeout,
             )
             click.echo(
-                f"conformance of {endpoint_name} in space {space} at {nats_url} "
+                f"conformance of {endpoint_name} in space {space} at {mask_credentials(nats_url)} "
                 f"({'open broker: seats invented per check' if open_broker else 'given seats'}"
                 f"{', staging the space' if ctx.stage else ''})"
             )
@@ -143,7 +148,8 @@ def conformance(
         passed = asyncio.run(work())
     except (OSError, NatsError) as exc:
         click.echo(
-            f"cotal-tasks: cannot reach {nats_url}: {exc}. Check --nats, that the broker runs, "
+            f"cotal-tasks: cannot reach {mask_credentials(nats_url)}: "
+            f"{mask_credentials(str(exc))}. Check --nats, that the broker runs, "
             "and the --creds file",
             err=True,
         )

@@ -41,6 +41,9 @@ def serve(config_path: Path | None) -> None:
     )
     seeded = Seeded()
     if config_path is None and config.nats_url is None:  # the embedded default (make run)
+        # It asks for the local reader: its dashboard reads on loopback with no set-up.
+        http = config.http.model_copy(update={"local_reader": True})
+        config = config.model_copy(update={"http": http})
         seeded = run(lambda: seed_examples(config))
     run(lambda: serve_until_signalled(config, lambda bridge: _announce(bridge, seeded)))
     click.echo("cotal-tasks: stopped cleanly")

@@ -15,12 +15,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
 from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.http.auth import READ, SELF, Grant, require
 from cotal_tasks.bridge.http.context import HttpContext, context_of, tokens_of
-from cotal_tasks.bridge.http.events import event_stream
+from cotal_tasks.bridge.http.events import PlacedStream, event_stream
 from cotal_tasks.bridge.http.history import history_page
 from cotal_tasks.bridge.http.responses import error_answer, json_answer
 from cotal_tasks.bridge.service.commands import Call
@@ -214,10 +214,21 @@ def _bound_seat(binding: Json | None) -> Seat | None:
 
 async def events(request: Request, ctx: HttpContext) -> Response:
     """GET /v1/events: board-changed of every endpoint, as server-sent events."""
-    authorize(request, READ)
+    grant = authorize(request, READ)
     query_args(request, "GET /v1/events", ())
-    return StreamingResponse(
+    limits = ctx.config.http.limits
+    caller = f"{grant.principal}/{grant.lifecycle_uid or ''}"
+    try:
+        ctx.events.take_place(
+            caller, most=limits.max_streams, most_per_caller=limits.max_streams_per_token
+        )
+    except ContractError as exc:
+        refused = error_answer(exc)
+        refused.headers["Retry-After"] = str(limits.retry_after_s)
+        return refused
+    return PlacedStream(
         event_stream(ctx.events, ctx.keepalive_s, ctx.metrics),
+        release=lambda: ctx.events.give_back(caller),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )

@@ -35,6 +35,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cotal_tasks.bridge.http import api, health
 from cotal_tasks.bridge.http.context import HttpContext
+from cotal_tasks.bridge.http.listener import Shed
 from cotal_tasks.bridge.http.openapi import openapi_document
 from cotal_tasks.bridge.http.responses import error_answer
 from cotal_tasks.bridge.service.metrics import Metrics
@@ -129,5 +130,6 @@ def create_app(context: HttpContext) -> Starlette:
     )
     app.state.context = context
     app.state.openapi = openapi_document(contributed)
+    app.add_middleware(Shed, limits=context.config.http.limits)  # inside the guard's headers
     app.add_middleware(_Guard, metrics=context.metrics)
     return app

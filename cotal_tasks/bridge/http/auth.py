@@ -7,9 +7,14 @@ secret in constant time (``hmac.compare_digest``, no early exit), and no secret,
 presented token, is ever logged or echoed.
 
 With no tokens configured the read API is closed (401, naming the remedy), with one
-exception, the local reader: when the bridge runs its own embedded broker and listens on
-a loopback address, a request from a loopback peer, addressed to a loopback host name
-and carrying no proxy forwarding header, reads with ``tasks.read``. That reader sees
+exception the operator opts into, the local reader (``[http] local_reader = true``, which
+the embedded default, ``serve`` with no config file, sets): when the bridge runs its own
+embedded broker and listens on a loopback address, a request from a loopback peer,
+addressed to a loopback host name and carrying no proxy forwarding header, reads with
+``tasks.read``. It is off
+by default because a reverse proxy on the same host (``proxy_pass`` to 127.0.0.1, which
+rewrites ``Host`` and adds no forwarding header) makes every request look local. That
+reader sees
 nothing the embedded broker beside it does not already give every local process (it
 takes any command, unauthenticated, on loopback). The Host check stops a web page from
 reaching the listener through DNS rebinding. ``my-tasks`` always needs a token, since
@@ -127,12 +132,19 @@ class Tokens:
             grant = Grant(token.principal, token.lifecycle_uid, frozenset(token.capabilities))
             entries.append((raw, grant))
         local = None
-        if not entries and config.nats_url is None and is_loopback_host(config.http.host):
+        why_not = _local_reader_refused(config) if not entries else None
+        if not entries and config.http.local_reader and why_not is None:
             local = Grant(f"{config.owner}.{LOCAL_ACTOR}", None, frozenset({READ}), local=True)
             log.info(
                 "HTTP: no [[http.tokens]] configured; loopback clients read the dashboard "
                 "and the read API as %s (tasks.read)",
                 local.principal,
+            )
+        elif not entries and config.http.local_reader:
+            log.warning(
+                "HTTP: [http] local_reader is on, but %s, so the local reader stays off and "
+                "the read API answers 401; add a [[http.tokens]] entry to open it",
+                why_not,
             )
         elif not entries:
             log.warning(
@@ -179,8 +191,18 @@ class Tokens:
         return (
             "no [[http.tokens]] are configured, so the read API is closed; add one "
             '([[http.tokens]] token_env = "NAME", principal = "owner.actor", '
-            'capabilities = ["tasks.read"]), export NAME, and restart the bridge'
+            'capabilities = ["tasks.read"]), export NAME, and restart the bridge (an '
+            "embedded loopback bridge not behind a proxy may set [http] local_reader = true)"
         )
+
+
+def _local_reader_refused(config: BridgeConfig) -> str | None:
+    """Why the local reader cannot apply to ``config`` (``None``: it can)."""
+    if config.nats_url is not None:
+        return "the bridge joins a broker (nats_url) rather than running its own"
+    if not is_loopback_host(config.http.host):
+        return f"the listener's host {config.http.host} is not a loopback address"
+    return None
 
 
 def require(grant: Grant, capability: str) -> None:

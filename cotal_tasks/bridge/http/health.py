@@ -11,6 +11,10 @@ The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoi
 ready (it serves labelled reads), and says so. A hosted endpoint also says whether this
 instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
 exactly one instance per endpoint should say leader.
+
+All of that is for a caller holding ``tasks.read`` (a bearer token, or the local reader):
+it names files and quotes tracker errors. A caller without one (a load balancer's probe,
+or a stranger) sees the status, liveness and, per endpoint, ``ready`` alone.
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from starlette.requests import Request
 from starlette.responses import Response
 
-from cotal_tasks.bridge.http.context import ServedEndpoint, context_of
+from cotal_tasks.bridge.http.auth import READ
+from cotal_tasks.bridge.http.context import ServedEndpoint, context_of, tokens_of
 from cotal_tasks.bridge.http.responses import json_answer
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.store import PageQuery
@@ -73,13 +78,22 @@ async def healthz(request: Request) -> Response:
         if "changeSeq" in entry:
             ctx.metrics.changed(name, entry["changeSeq"])
     ready = broker_up and all(entry["ready"] for entry in endpoints.values())
-    body = {
-        "status": "ok" if ready else "degraded",
-        "live": True,
-        "broker": {"connected": broker_up},
-        "endpoints": endpoints,
-    }
+    status = {"status": "ok" if ready else "degraded", "live": True}
+    if not _may_see_details(request):
+        brief = {name: {"ready": entry["ready"]} for name, entry in endpoints.items()}
+        return json_answer({**status, "endpoints": brief}, 200 if ready else 503)
+    body = {**status, "broker": {"connected": broker_up}, "endpoints": endpoints}
     return json_answer(body, 200 if ready else 503)
+
+
+def _may_see_details(request: Request) -> bool:
+    """Whether the caller holds ``tasks.read``; a missing or unknown token is no refusal
+    here (a health probe carries none), only the brief answer."""
+    try:
+        grant = tokens_of(request).authenticate(request)
+    except ContractError:
+        return False
+    return READ in grant.capabilities
 
 
 async def metrics(request: Request) -> Response:

@@ -38,7 +38,7 @@ def error_answer(exc: ContractError) -> JSONResponse:
     headers = dict(NO_STORE)
     if exc.code is ErrorCode.UNAUTHENTICATED:
         headers["WWW-Authenticate"] = 'Bearer realm="cotal-tasks"'
-    if exc.code is ErrorCode.UNAVAILABLE:
+    if exc.code in (ErrorCode.UNAVAILABLE, ErrorCode.RESOURCE_EXHAUSTED):
         headers["Retry-After"] = "5"
     body = {"error": {"code": exc.code.value, "message": exc.message}}
     return JSONResponse(body, status_code=status_of(exc.code), headers=headers)

@@ -1,5 +1,6 @@
 """Run an ASGI app under uvicorn inside the bridge's event loop, on a pre-bound socket
-(so port 0 picks a free port and the bound address is known before serving)."""
+(so port 0 picks a free port and the bound address is known before serving), within the
+listener's bounds (``bridge.http.listener``)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,21 @@ from contextlib import asynccontextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
+from cotal_tasks.bridge.config import HttpLimits
+from cotal_tasks.bridge.http.listener import ShedLog, bounded_protocol, uvicorn_options
+
 # Open responses (event streams) get this long to end after the listener is told to stop.
 GRACEFUL_S = 5
 
 
 @asynccontextmanager
 async def serve_http(
-    app: ASGIApp, host: str, port: int, *, on_stop: Callable[[], None] | None = None
+    app: ASGIApp,
+    host: str,
+    port: int,
+    *,
+    on_stop: Callable[[], None] | None = None,
+    limits: HttpLimits | None = None,
 ) -> AsyncIterator[str]:
     """Serve ``app`` on ``host:port`` until the block exits; yield the base URL.
 
@@ -40,12 +49,15 @@ async def serve_http(
     sock.listen(128)
     sock.setblocking(False)
     bound_port = sock.getsockname()[1]
+    bounds = limits or HttpLimits()
     config = uvicorn.Config(
         app,
+        http=bounded_protocol(bounds, ShedLog()),
         lifespan="off",
         log_level="warning",
         access_log=False,  # never log request lines: nothing of a request is echoed
         timeout_graceful_shutdown=GRACEFUL_S,
+        **uvicorn_options(bounds),
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

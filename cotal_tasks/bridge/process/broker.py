@@ -24,6 +24,8 @@ import sys
 import time
 from pathlib import Path
 
+from cotal_tasks.providers.private import private_dir, write_private
+
 log = logging.getLogger(__name__)
 
 _START_TIMEOUT_S = 15.0
@@ -72,7 +74,7 @@ class EmbeddedNats:
         return f"nats://127.0.0.1:{self.port}"
 
     async def start(self) -> str:
-        self.store_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.store_dir)
         self._lock()
         try:
             await asyncio.to_thread(self._stop_orphan)
@@ -99,8 +101,9 @@ class EmbeddedNats:
                 # Its own session: a Ctrl-C meant for the bridge must not kill the broker
                 # under it; the bridge stops the broker itself, after draining.
                 start_new_session=True,
+                umask=0o077,  # its store, log and pid: private to this user
             )
-            self._pid_file.write_text(f"{self._process.pid}\n", encoding="utf-8")
+            write_private(self._pid_file, f"{self._process.pid}\n")
             if await self._wait_ready():
                 return self.url
             await self._terminate()

@@ -15,7 +15,9 @@ from nats.aio.client import Client as NATS
 from nats.aio.client import Server
 
 from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.wire.grants import bridge_inbox
 from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.core.masking import mask_credentials
 
 log = logging.getLogger(__name__)
 
@@ -38,18 +40,19 @@ def server_urls(url: str) -> list[str]:
 
 
 async def _log_nats_error(exc: Exception) -> None:
-    log.warning("NATS connection: %s: %s", type(exc).__name__, exc)
+    log.warning("NATS connection: %s: %s", type(exc).__name__, mask_credentials(str(exc)))
 
 
 async def connect(config: BridgeConfig, url: str) -> NATS:
     nc = NATS()
+    shown = mask_credentials(url)  # what logs and errors say: never a password in the URL
 
     async def log_disconnect() -> None:
         if not (nc.is_closed or nc.is_draining):
-            log.warning("NATS connection to %s lost; reconnecting with backoff", url)
+            log.warning("NATS connection to %s lost; reconnecting with backoff", shown)
 
     async def log_reconnect() -> None:
-        log.warning("NATS connection to %s restored", url)
+        log.warning("NATS connection to %s restored", shown)
 
     options: dict[str, Any] = {
         "name": "cotal-tasks",
@@ -60,6 +63,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
         "reconnect_to_server_handler": jittered_backoff,
         "connect_timeout": 5,
         "dont_randomize": True,  # the listed order: the nearest node first
+        "inbox_prefix": bridge_inbox(config.space),  # what its serve rows let it read
     }
     if config.nats_credentials is not None:
         options["user_credentials"] = str(config.nats_credentials)
@@ -79,7 +83,7 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
     except (OSError, nats.errors.Error, TimeoutError) as exc:
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"cannot connect to NATS at {url} ({type(exc).__name__}). Check nats_url and the "
+            f"cannot connect to NATS at {shown} ({type(exc).__name__}). Check nats_url and the "
             "credentials, or leave nats_url unset for the embedded broker",
         ) from exc
     return nc

@@ -4,6 +4,12 @@
 Every request row pins the caller triple; the nonce (and the ``ep.v1`` generation) is the
 only wildcard. ``owner`` mode pins the target owner to the caller's own owner; ``any`` mode
 takes a named target owner, or ``*`` only when the operator's policy says so.
+
+No row grants ``_INBOX.>``: replies to a connection's own requests (contract-store and
+presence reads) come back under an inbox prefix of its own, and each row set reads that
+prefix alone: a seat ``_INBOX.seat.<owner>.<actor>.<uid>`` (``seat_inbox``, which the
+typed client connects with), the bridge ``_INBOX.bridge.<space>`` (``bridge_inbox``). So
+a seat never hears another seat's replies, nor the bridge's presence reads.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from cotal_tasks.bridge.wire.subjects import prefix, serve_filters, stream_names
+from cotal_tasks.client.subjects import seat_inbox
 from cotal_tasks.core import (
     BOARD_CHANGED_TOPIC,
     CAPABILITIES,
@@ -19,7 +26,13 @@ from cotal_tasks.core import (
     ErrorCode,
     Seat,
     endpoint_token,
+    space_token,
 )
+
+
+def bridge_inbox(space: str) -> str:
+    """The inbox prefix of the bridge's broker connection in ``space``."""
+    return f"_INBOX.bridge.{space_token(space)}"
 
 
 @dataclass
@@ -58,7 +71,7 @@ def baseline_rows(space: str, caller: Seat) -> Permissions:
         subscribe=[
             f"{prefix(space)}.ep.reply.*.*.*.{who}.*",
             f"{prefix(space)}.ep.v1.reply.*.*.*.{who}.*.*",
-            "_INBOX.>",  # replies to the contract-store reads
+            f"{seat_inbox(caller)}.>",  # replies to its contract-store reads, its own
         ],
     )
 
@@ -124,6 +137,6 @@ def serve_rows(space: str, endpoint: str, instance_id: str) -> Permissions:
         ],
         subscribe=[
             *(f.subject for f in serve_filters(space, token, instance_id, commands)),
-            "_INBOX.>",
+            f"{bridge_inbox(space)}.>",  # replies to its own reads, under its own prefix
         ],
     )

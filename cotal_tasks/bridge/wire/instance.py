@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cotal_tasks.core.identity import INSTANCE_ID
+from cotal_tasks.providers.private import private_dir, write_private
 
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -29,7 +30,7 @@ def new_instance_id() -> str:
 def next_incarnation(data_dir: Path, endpoint_token: str) -> InstanceIdentity:
     """Load (or mint) this endpoint's instance id, advance its epoch, and persist both."""
     path = data_dir / f"{endpoint_token}.instance.json"
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_dir(data_dir)
     instance_id, epoch = new_instance_id(), 0
     if path.exists():
         try:
@@ -43,6 +44,6 @@ def next_incarnation(data_dir: Path, endpoint_token: str) -> InstanceIdentity:
             ) from exc
     identity = InstanceIdentity(instance_id, epoch + 1)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"instanceId": instance_id, "epoch": identity.epoch}), "utf-8")
+    write_private(tmp, json.dumps({"instanceId": instance_id, "epoch": identity.epoch}))
     os.replace(tmp, path)
     return identity

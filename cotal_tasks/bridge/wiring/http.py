@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from starlette.applications import Starlette
 
-from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.config import BridgeConfig, HttpLimits
 from cotal_tasks.bridge.http.app import create_app
 from cotal_tasks.bridge.http.auth import Tokens
 from cotal_tasks.bridge.http.context import KEEPALIVE_S, HttpContext, ServedEndpoint
@@ -32,11 +32,12 @@ class HttpApp:
 
     asgi: Starlette
     events: EventHub
+    limits: HttpLimits
 
     def serve(self, host: str, port: int) -> AbstractAsyncContextManager[str]:
-        """Listen on ``host:port`` (yielding the base URL); on exit the open event streams
-        end first, so the listener does not wait on them."""
-        return serve_http(self.asgi, host, port, on_stop=self.events.close)
+        """Listen on ``host:port`` (yielding the base URL) within ``limits``; on exit the
+        open event streams end first, so the listener does not wait on them."""
+        return serve_http(self.asgi, host, port, on_stop=self.events.close, limits=self.limits)
 
 
 def served_endpoint(endpoint: Endpoint) -> ServedEndpoint:
@@ -69,10 +70,11 @@ def build_http_app(
         tokens,
         events,
         webhook_routes=webhook_routes(
-            [(ep.config.provider, ep.webhook) for ep in endpoints if ep.webhook is not None]
+            [(ep.config.provider, ep.webhook) for ep in endpoints if ep.webhook is not None],
+            config.http.limits,
         ),
         presence=presence if presence is not None else NoPresenceView(),
         broker=broker,
         keepalive_s=keepalive_s,
     )
-    return HttpApp(create_app(context), events)
+    return HttpApp(create_app(context), events, config.http.limits)

@@ -41,6 +41,7 @@ from cotal_tasks.bridge.wiring.endpoints import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.http import HttpApp, build_http_app
 from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
+from cotal_tasks.providers.private import private_dir, write_private
 
 ServedHook = Callable[[str, str, float], None]
 BackgroundLoop = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
@@ -71,6 +72,7 @@ async def running_bridge(
     ``on_served(command, code, seconds)`` hears every answered request, beside metrics.
     """
     async with AsyncExitStack() as stack:
+        private_dir(config.data_dir)  # 0700: everything the bridge keeps is its user's
         url, embedded = await _open_broker(stack, config)
         nc = await connect(config, url)
         stack.push_async_callback(close_connection, nc)
@@ -132,7 +134,7 @@ async def _open_broker(stack: AsyncExitStack, config: BridgeConfig) -> tuple[str
         raise ContractError(ErrorCode.FAILED_PRECONDITION, str(exc)) from exc
     stack.push_async_callback(broker.stop)
     # Local callers (cotal-tasks invoke/describe) find the private broker here.
-    embedded_url_file(config).write_text(url + "\n", encoding="utf-8")
+    write_private(embedded_url_file(config), url + "\n")
     stack.callback(embedded_url_file(config).unlink, missing_ok=True)
     return url, True
 

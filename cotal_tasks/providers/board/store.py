@@ -32,6 +32,7 @@ from cotal_tasks.providers.board.postgres import PostgresBoard
 from cotal_tasks.providers.board.records import Decoded, damaged, stored_json, unavailable
 from cotal_tasks.providers.board.sqlite import BUSY_TIMEOUT_MS, PRAGMAS, SqliteFile
 from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.private import private_dir, private_file
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,
@@ -352,7 +353,12 @@ class BoardStore:
 
 
 def _ensure_folder(database: str) -> None:
-    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    """The database's folder and the file itself, private to this user (0700, 0600)."""
+    if not database or database == ":memory:":
+        return
+    path = Path(database).expanduser()
+    private_dir(path.parent, narrow=False)  # the data directory is narrowed by the bridge
+    private_file(path)
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

@@ -17,6 +17,7 @@ from typing import TypeVar
 import httpx
 
 from cotal_tasks.core import ContractError, ErrorCode, Task
+from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
@@ -25,7 +26,7 @@ from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
 from cotal_tasks.providers.hosted.tracker import Tracker
-from cotal_tasks.providers.hosted.webhook import HookTarget
+from cotal_tasks.providers.hosted.webhook import MIN_SECRET_CHARS, HookTarget
 from cotal_tasks.providers.hosted.writeback import WritePlan
 from cotal_tasks.providers.provider import (
     BuildContext,
@@ -111,6 +112,22 @@ def secret(env: str | None, what: str, *, required: bool) -> str | None:
     return value
 
 
+def webhook_secret(env: str | None) -> str | None:
+    """The webhook secret in ``env``; an empty or short one is refused, since anyone can
+    sign a delivery with the empty key (or guess a short one)."""
+    value = secret(env, "the webhook secret", required=False)
+    if value is not None and len(value) < MIN_SECRET_CHARS:
+        raise ContractError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"the webhook secret in {env} is {'empty' if not value else 'too short'} "
+            f"({len(value)} characters, at least {MIN_SECRET_CHARS}): anyone could sign a "
+            "delivery. Set a long random value in the variable and the tracker's webhook "
+            "(for example: openssl rand -hex 32), or unset the variable to take no "
+            "deliveries",
+        )
+    return value
+
+
 def tracker_http(
     cfg: HostedConfig,
     tracker: str,
@@ -124,6 +141,9 @@ def tracker_http(
         retry,
         max_retries=cfg.max_retries,
         max_wait_s=cfg.max_rate_limit_wait_s,
+        max_response_bytes=cfg.max_response_bytes,
+        deadline_s=cfg.request_deadline_s,
+        max_pages=cfg.max_pages,
     )
 
 
@@ -159,7 +179,7 @@ def assemble(
         sync.sweep_observers.append(
             lambda requests, reads: metrics.reconciled(name, requests, reads)
         )
-    webhook = secret(cfg.webhook_secret_env, "the webhook secret", required=False)
+    webhook = webhook_secret(cfg.webhook_secret_env)
     if webhook is None and cfg.webhook_secret_env is not None:
         log.warning(
             "%s: %s is not set, so every webhook delivery is refused (401); the poll still "
@@ -168,7 +188,13 @@ def assemble(
             cfg.webhook_secret_env,
         )
     target = HookTarget(
-        name, path, webhook.encode() if webhook is not None else None, store, sync, ctx.clock
+        name,
+        path,
+        webhook.encode() if webhook is not None else None,
+        store,
+        sync,
+        ctx.clock,
+        max_issues=cfg.webhook_max_issues,
     )
     election = Election(sync, cfg.poll_interval_s, ctx.clock, sync.holder)
     hosted = Hosted(store, sync, election, http, cfg, target)
@@ -188,7 +214,7 @@ def assemble(
 def describe(provider: str, cfg: HostedConfig) -> list[str]:
     """What ``check-config`` prints about a hosted tracker's settings."""
     return [
-        f"{provider} at {cfg.api_url}, token from ${cfg.token_env}, "
+        f"{provider} at {mask_credentials(cfg.api_url)}, token from ${cfg.token_env}, "
         f"poll every {cfg.poll_interval_s:g} s, stale after {cfg.stale_after_s:g} s",
         f"{len(cfg.status_rules)} status rules, {len(cfg.seats)} seats",
     ]

@@ -43,7 +43,13 @@ class HostedConfig(Closed):
     poll_interval_s: Annotated[float, Field(gt=0)] = 60.0
     stale_after_s: Annotated[float, Field(gt=0)] = 300.0
     overlap_s: Annotated[float, Field(ge=0)] = 5.0
-    request_timeout_s: Annotated[float, Field(gt=0)] = 30.0
+    request_timeout_s: Annotated[float, Field(gt=0)] = 30.0  # each wait for a byte
+    # One request, its whole answer included (a peer dripping a byte every few seconds
+    # never trips request_timeout_s); the largest answer taken (decoded); the most pages
+    # one Link pagination follows.
+    request_deadline_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    max_response_bytes: Annotated[int, Field(ge=1 << 16, le=1 << 30)] = 32 << 20
+    max_pages: Annotated[int, Field(ge=1, le=100_000)] = 1000
     max_rate_limit_wait_s: Annotated[float, Field(ge=0)] = 900.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 5
     mutation_spacing_s: Annotated[float, Field(ge=0)] = 1.0  # between writes, per tracker advice
@@ -57,6 +63,13 @@ class HostedConfig(Closed):
     # unfinished tasks whose issue is not among them (deleted or transferred issues leave
     # the listing without changing anything the poll sees). 0: never.
     reconcile_interval_s: Annotated[float, Field(ge=0)] = 3600.0
+    # A webhook delivery naming more issues than this wakes one poll instead of a refresh
+    # per issue (a pull request body may mention thousands).
+    webhook_max_issues: Annotated[int, Field(ge=0, le=1000)] = 20
+    # Issues refreshed one by one for webhooks, at most this many a minute per endpoint
+    # (deduplicated while they wait; more waiting than an hour's worth: one poll instead).
+    # The regular poll runs on time whatever is waiting.
+    webhook_refreshes_per_minute: Annotated[float, Field(gt=0, le=6000)] = 30.0
 
     @property
     @abstractmethod

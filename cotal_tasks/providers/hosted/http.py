@@ -5,6 +5,13 @@ Each tracker supplies a ``RetryPolicy``: given a response and the attempt number
 seconds to wait before retrying it, or ``None`` when it must not be retried. Waits longer
 than ``max_wait_s`` are not slept through: the request fails ``RateLimited`` and the sync
 resumes from its checkpoint on a later poll.
+
+Every answer is bounded before it costs memory or time: its body is read as it arrives
+and refused past ``max_response_bytes`` (decoded, so a compressed bomb is refused too);
+one attempt, body included, has ``deadline_s`` in all (the client's own timeout only
+bounds each wait for a byte, which a peer dripping a byte every few seconds never
+trips); and a ``Link`` pagination (each request for the ``next`` URL the previous page
+named) ends with an error past ``max_pages`` pages.
 """
 
 from __future__ import annotations
@@ -28,6 +35,12 @@ from tenacity import (
 
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _BACKOFF_CAP_S = 30.0
+_LINKS_KEPT = 64  # next URLs remembered, to count the pages of a Link walk
+_DROPPED_HEADERS = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+
+class _Deadline(httpx.TransportError):
+    """One attempt ran past its whole deadline (retried like any transport failure)."""
 
 
 class TrackerHttpError(Exception):
@@ -123,6 +136,10 @@ class TrackerHttp:
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     clock_s: Callable[[], float] = time.time
     extra_origins: set[str] = field(default_factory=set)
+    max_response_bytes: int = 32 << 20
+    deadline_s: float = 120.0
+    max_pages: int = 1000
+    _pages: dict[str, int] = field(default_factory=dict)  # a next URL -> its page number
 
     async def request(
         self,
@@ -141,6 +158,15 @@ class TrackerHttp:
         """
         path = httpx.URL(url).path
         self._check_origin(method, url, path)
+        page = self._pages.pop(url, 1)
+        if page > self.max_pages:
+            raise TrackerHttpError(
+                None,
+                f"the listing runs past {self.max_pages} pages (max_pages); stopped there. "
+                "Check api_url points at the tracker, or raise max_pages",
+                method=method,
+                path=path,
+            )
 
         def wait(state: RetryCallState) -> float:
             outcome = state.outcome
@@ -175,11 +201,13 @@ class TrackerHttp:
             )
         except httpx.TransportError as exc:
             self.on_response("error")
+            said = str(exc) if isinstance(exc, _Deadline) else "the tracker did not answer"
             raise TrackerHttpError(
-                None, f"{type(exc).__name__}: the tracker did not answer", method=method, path=path
+                None, f"{type(exc).__name__.lstrip('_')}: {said}", method=method, path=path
             ) from exc
         assert response is not None
         if response.status_code < 300 or response.status_code == 304:
+            self._count_page(response, page)
             return response
         wait_s = self.policy(response, 1, self.clock_s())
         if wait_s is not None and response.status_code not in RETRYABLE_STATUS:
@@ -208,6 +236,13 @@ class TrackerHttp:
             path=path,
         )
 
+    def _count_page(self, response: httpx.Response, page: int) -> None:
+        following = response.links.get("next", {}).get("url")
+        if following:
+            while len(self._pages) >= _LINKS_KEPT:
+                self._pages.pop(next(iter(self._pages)))
+            self._pages[following] = page + 1
+
     async def _send(
         self,
         method: str,
@@ -216,6 +251,41 @@ class TrackerHttp:
         json: Any,
         headers: Mapping[str, str] | None,
     ) -> httpx.Response:
-        response = await self.client.request(method, url, params=params, json=json, headers=headers)
+        request = self.client.build_request(method, url, params=params, json=json, headers=headers)
+        try:
+            async with asyncio.timeout(self.deadline_s):
+                response = await self._bounded(request)
+        except TimeoutError:
+            raise _Deadline(
+                f"no whole answer within {self.deadline_s:g} s (deadline_s)", request=request
+            ) from None
         self.on_response(str(response.status_code))
         return response
+
+    async def _bounded(self, request: httpx.Request) -> httpx.Response:
+        """The answer, its body read as it arrives and refused past the size cap."""
+        streamed = await self.client.send(request, stream=True)
+        try:
+            body = bytearray()
+            async for chunk in streamed.aiter_bytes():
+                body += chunk
+                if len(body) > self.max_response_bytes:
+                    self.on_response("too-large")
+                    raise TrackerHttpError(
+                        streamed.status_code,
+                        f"the answer is larger than {self.max_response_bytes} bytes "
+                        "(max_response_bytes); refused. Check api_url points at the tracker, "
+                        "or raise max_response_bytes",
+                        method=request.method,
+                        path=request.url.path,
+                    )
+        finally:
+            await streamed.aclose()
+        kept = [(k, v) for k, v in streamed.headers.multi_items() if k not in _DROPPED_HEADERS]
+        return httpx.Response(
+            streamed.status_code,
+            headers=kept,
+            content=bytes(body),
+            request=request,
+            extensions=streamed.extensions,
+        )

@@ -29,6 +29,7 @@ from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from cotal_tasks.providers.hosted.refreshes import RefreshQueue
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.wakes import process_holder
 
@@ -56,10 +57,13 @@ class SyncEngine:
     key: str  # the checkpoint's name, e.g. "github:acme/widgets"
     clock: Callable[[], int]
     holder: str = field(default_factory=process_holder)  # this instance, among those sharing
-    _woken: set[int] = field(default_factory=set)
+    _woken: RefreshQueue = field(init=False)  # what webhooks asked for, let out at a rate
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     # Told of each reconcile sweep (listing requests, unlisted tasks read): the metrics.
     sweep_observers: list[Callable[[int, int], None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._woken = RefreshQueue(self.store.config.webhook_refreshes_per_minute)
 
     async def checkpoint(self) -> dict[str, Any]:
         return await self.state.load(self.key) or {}
@@ -177,37 +181,51 @@ class SyncEngine:
         return fetched, changed
 
     def wake(self, numbers: Iterable[int]) -> None:
-        """A webhook named these issues: fetch them on the next turn of the loop, soon."""
-        self._woken.update(numbers)
+        """A webhook named these issues (none: poll): fetch them soon, at the endpoint's
+        refresh rate (``hosted.refreshes``)."""
+        self._woken.add(numbers)
         self._wake.set()
 
     def _take_woken(self) -> set[int]:
-        taken, self._woken = self._woken, set()
-        return taken
+        return self._woken.take()
 
     async def run(self, interval_s: float, stop: asyncio.Event) -> None:
-        """Poll every ``interval_s`` (sooner when woken) until ``stop`` is set."""
+        """Poll every ``interval_s`` until ``stop`` is set; between polls, refresh what
+        webhooks named as the refresh rate lets out. The poll is due on its own clock:
+        no number of wakes puts it off."""
+        loop = asyncio.get_running_loop()
+        next_poll = loop.time()
         while not stop.is_set():
             self._wake.clear()  # before the work: a wake-up during it is not lost
             try:
-                if self._woken and self.store.health.last_success_ms is not None:
-                    await self.refresh(self._take_woken())
-                else:
+                if (
+                    loop.time() >= next_poll
+                    or self.store.health.last_success_ms is None
+                    or self._woken.take_poll()
+                ):
+                    next_poll = loop.time() + interval_s
+                    self._woken.clear_poll()
                     await self.poll_once()
+                elif self._woken.pending:
+                    await self.refresh(self._take_woken())
             except RateLimited as exc:
                 wait = max(1.0, exc.until_s - self.clock() / 1000)
                 log.warning("%s rate limit: resuming from the checkpoint in %.0f s", self.key, wait)
                 await _sleep_or(stop, wait)
+                next_poll = loop.time()  # the wait is over: resume the poll at once
                 continue
             except (TrackerHttpError, ContractError) as exc:
                 log.warning("%s sync failed: %s; retrying next poll", self.key, _describe(exc))
             except Exception:
                 log.exception("%s sync failed unexpectedly; retrying next poll", self.key)
                 self.store.health.failed("unexpected error (see the bridge log)", self.clock())
-            if self._woken and self.store.health.failing is None:
-                continue  # woken while working: refresh now, not at the next interval
+            wait = next_poll - loop.time()
+            if self.store.health.failing is None:  # woken: refresh soon, not at the next poll
+                wait = min(wait, self._woken.ready_in_s())
+            if wait <= 0:
+                continue
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(_first(stop.wait(), self._wake.wait()), timeout=interval_s)
+                await asyncio.wait_for(_first(stop.wait(), self._wake.wait()), timeout=wait)
 
 
 def _describe(exc: Exception) -> str:

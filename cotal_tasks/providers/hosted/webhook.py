@@ -2,11 +2,15 @@
 the path its deliveries name, and the port the route talks to), finding the endpoint a
 delivery is for, and accepting a verified delivery.
 
-A delivery is authenticated first (by the tracker's own scheme, in constant time); a bad
-one is 401 and changes nothing. A delivery seen before (by its delivery id) is
-acknowledged and ignored. Otherwise it only wakes the endpoint's sync for the issues it
-names, on whichever instance leads it (``hosted.wakes``): polling stays the source of
-truth.
+A delivery is authenticated first, on its raw bytes and before anything of it is
+decoded (by the tracker's own scheme, in constant time, against every endpoint's secret);
+one that no endpoint's secret verifies is 401, with the same answer whether or not this
+bridge syncs what it names, and changes nothing. Only a verified body is parsed; one that
+does not parse (not JSON, not an object, nested too deep) is 400. A delivery seen before
+(by its delivery id) is acknowledged and ignored. Otherwise it only wakes the endpoint's
+sync for the issues it names, on whichever instance leads it (``hosted.wakes``), and at
+most ``webhook_max_issues`` of them: a delivery naming more wakes one poll instead.
+Polling stays the source of truth.
 """
 
 from __future__ import annotations
@@ -27,10 +31,7 @@ from cotal_tasks.providers.provider import Receive, WebhookReceiver, WebhookRepl
 log = logging.getLogger(__name__)
 
 NOT_AN_OBJECT = "the body is not a JSON object. Send the tracker's JSON webhook payload"
-NO_SECRET = (
-    "this endpoint has no webhook secret: webhook_secret_env is unset, or the variable it "
-    "names is not in the bridge's environment. Set it, export the variable and restart"
-)
+MIN_SECRET_CHARS = 16  # a shorter webhook secret is refused at start
 DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
 UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
@@ -48,6 +49,7 @@ class HookTarget:
     store: HostedStore
     sync: SyncEngine
     clock: Callable[[], int]
+    max_issues: int = 20  # a delivery naming more wakes one poll instead
 
     async def first_delivery(self, delivery_id: str) -> bool:
         state = self.store.mirror.state()
@@ -79,9 +81,10 @@ def targets(receivers: Sequence[WebhookReceiver]) -> list[HookTarget]:
 
 
 def json_object(body: bytes) -> dict[str, Any] | None:
+    """The body as a JSON object; ``None`` when it is not one, nested too deep included."""
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return payload if isinstance(payload, dict) else None
 
@@ -143,29 +146,29 @@ async def find_verified(
     matcher: Matcher,
     pid: int | None,
     path: str | None,
-    verifies: Callable[[HookTarget], bool],
+    verified: Sequence[HookTarget],
     *,
     what: str,
     mismatch: str,
 ) -> HookTarget | WebhookReply:
-    """The endpoint a delivery is for, if it is verified by that endpoint's secret; else
-    the refusal (``what`` is a repository or a project; ``mismatch`` says a bad secret)."""
-    endpoint = await matcher.find(pid, path, verifies)
+    """The endpoint a verified delivery is for (``verified``: the endpoints whose secret
+    verifies it); else the refusal (``what`` is a repository or a project; ``mismatch``
+    says the signature matches no secret: a delivery signed with one endpoint's secret
+    that names another is refused like an unsigned one)."""
+    endpoint = await matcher.find(pid, path, lambda ep: ep in verified)
     if endpoint is None:
         return WebhookReply(
             404,
             f"no endpoint of this bridge syncs that {what}. Point the webhook at the "
             f"bridge that syncs it, or add an endpoint for the {what}",
         )
-    if endpoint.secret is None:
-        return WebhookReply(401, NO_SECRET)
-    if not verifies(endpoint):
+    if endpoint not in verified:
         return WebhookReply(401, mismatch)
     return endpoint
 
 
 async def accept(
-    endpoint: WebhookReceiver, delivery: str | None, named: set[int] | None, tracker: str
+    endpoint: HookTarget, delivery: str | None, named: set[int] | None, tracker: str
 ) -> WebhookReply:
     """Deduplicate a verified delivery by its id, then wake the sync for what it names
     (``None``: the payload named nothing readable; the poll finds the change)."""
@@ -182,6 +185,14 @@ async def accept(
         return WebhookReply(503, exc.message)
     if not first:
         return WebhookReply(200, "delivery already received")
+    limit = endpoint.max_issues
+    if len(numbers) > limit:
+        await endpoint.wake(set())  # one poll, not a refresh per issue named
+        return WebhookReply(
+            202,
+            f"accepted; {len(numbers)} issues named, more than webhook_max_issues ({limit}): "
+            "the next poll reads what changed",
+        )
     if numbers:
         await endpoint.wake(numbers)
     return WebhookReply(202, f"accepted; {len(numbers)} issue(s) to refresh")
@@ -213,21 +224,24 @@ def receiver(scheme: Scheme) -> Callable[[Sequence[WebhookReceiver]], Receive]:
         matcher = Matcher(targets(receivers))
 
         async def receive(headers: Headers, body: bytes) -> WebhookReply:
+            # The raw bytes against every secret (each check is constant-time, and every
+            # endpoint is checked), before anything of the body is decoded.
+            verified = [
+                ep
+                for ep in matcher.endpoints
+                if ep.secret is not None and scheme.verify(ep.secret, headers, body)
+            ]
+            if not verified:
+                return WebhookReply(401, scheme.mismatch)
             payload = json_object(body)
             if payload is None:
                 return WebhookReply(400, NOT_AN_OBJECT)
-
-            def verifies(ep: HookTarget) -> bool:
-                return ep.secret is not None and scheme.verify(ep.secret, headers, body)
-
             event = headers.get(scheme.event_header, "")
             path, pid = scheme.source(payload)
             if path is None and pid is None and scheme.hello(event, payload):
-                if any(verifies(ep) for ep in matcher.endpoints):
-                    return WebhookReply(200, "pong")
-                return WebhookReply(401, scheme.mismatch)
+                return WebhookReply(200, "pong")
             endpoint = await find_verified(
-                matcher, pid, path, verifies, what=scheme.what, mismatch=scheme.mismatch
+                matcher, pid, path, verified, what=scheme.what, mismatch=scheme.mismatch
             )
             if isinstance(endpoint, WebhookReply):
                 return endpoint

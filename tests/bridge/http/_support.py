@@ -18,7 +18,13 @@ import httpx
 import pytest
 from nats.aio.client import Client as NATS
 
-from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig, HttpToken
+from cotal_tasks.bridge.config import (
+    BridgeConfig,
+    EndpointConfig,
+    HttpConfig,
+    HttpLimits,
+    HttpToken,
+)
 from cotal_tasks.bridge.wiring import Endpoint
 from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 from cotal_tasks.core import Seat, StaleMarker
@@ -117,6 +123,8 @@ async def open_http_mesh(
     embedded: bool = True,  # False: a separate broker, reached through a TcpProxy
     headers: dict[str, str] | None = None,
     before_start: BeforeStart | None = None,
+    local_reader: bool | None = None,  # None: on when embedded (the ``make run`` shape)
+    limits: HttpLimits | None = None,
     **endpoint: Any,
 ) -> AsyncIterator[HttpMesh]:
     """A bridge serving ``names`` with HTTP on a free loopback port.
@@ -138,7 +146,12 @@ async def open_http_mesh(
             space=SPACE,
             data_dir=tmp_path / "bridge",
             nats_url=nats_url,
-            http=HttpConfig(port=0, tokens=tuple(tokens)),
+            http=HttpConfig(
+                port=0,
+                tokens=tuple(tokens),
+                local_reader=embedded if local_reader is None else local_reader,
+                limits=limits or HttpLimits(),
+            ),
             endpoints=tuple(EndpointConfig(name=name, **endpoint) for name in names),
         )
         if before_start is not None:

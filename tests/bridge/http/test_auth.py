@@ -259,6 +259,17 @@ async def test_no_tokens_on_the_embedded_loopback_bridge_admit_local_readers(
         assert (await mesh.get(READ_PATHS[0], headers=bearer(READER_ENV))).status_code == 401
 
 
+async def test_the_local_reader_is_off_unless_the_operator_turns_it_on(tmp_path: Path) -> None:
+    """Finding: behind a default reverse proxy (``proxy_pass`` to 127.0.0.1 rewrites Host
+    and adds no forwarding header) every request looked local, so everyone read."""
+    async with open_http_mesh(tmp_path, local_reader=False) as mesh:
+        # What a proxy on the same host sends: a loopback peer, a loopback Host.
+        response = await mesh.get(READ_PATHS[0], headers={"Host": "127.0.0.1"})
+        message = assert_refused(response, 401, "unauthenticated")
+        assert "local_reader = true" in message
+        assert await status_of(mesh.http, "/v1/events") == 401
+
+
 async def test_no_tokens_on_a_shared_broker_close_the_read_api(tmp_path: Path) -> None:
     async with open_http_mesh(tmp_path, embedded=False) as mesh:
         for path in ALL_PATHS:

@@ -25,6 +25,7 @@ from tests.providers.github._support import (
     task_id,
 )
 from tests.providers.hosted_support import add_issues
+from tests.support.bridge import ENDPOINT
 from tests.support.fake_github import (
     TEST_VECTOR_PAYLOAD,
     TEST_VECTOR_SECRET,
@@ -300,7 +301,9 @@ async def test_an_issue_from_before_2013_is_an_issue_in_a_delivery(hooked: GitHu
     assert answer.json() == {"message": "accepted; 1 issue(s) to refresh"}  # before: 0
 
 
-async def test_degradations_show_in_healthz_and_metrics(hooked: GitHubMesh) -> None:
+async def test_degradations_show_in_metrics_and_not_to_a_tokenless_healthz(
+    hooked: GitHubMesh,
+) -> None:
     fake = hooked.fake
     fake.add_pull(REPO, "Refresh tokens", head_ref="fix/token=refresh", closes=[2])
     payload = pull_request_payload(fake, "opened", REPO, 6)
@@ -311,12 +314,13 @@ async def test_degradations_show_in_healthz_and_metrics(hooked: GitHubMesh) -> N
 
     await eventually(refused)
     async with httpx.AsyncClient(base_url=str(hooked.bridge.http_url)) as http:
-        health = (await http.get("/healthz")).json()
+        tokenless = (await http.get("/healthz")).json()  # ready or not, no details
         metrics = (await http.get("/metrics")).text
-    (entry,) = health["endpoints"].values()
-    assert entry["degraded"]["counts"] == {"evidence-refused": 1}
-    assert entry["degraded"]["recent"][0]["item"] == task_id(2)
-    assert "fix/token=refresh" not in str(health)
+    assert tokenless["endpoints"] == {ENDPOINT: {"ready": True}}
+    degraded = hooked.hosted.store.degradations()  # what /healthz shows a token holder
+    assert degraded["counts"] == {"evidence-refused": 1}
+    assert degraded["recent"][0]["item"] == task_id(2)
+    assert "fix/token=refresh" not in str(degraded)
     assert 'cotal_tasks_sync_degraded_items_total{endpoint="' in metrics
     line = next(x for x in metrics.splitlines() if 'reason="evidence-refused"' in x)
     assert line.endswith(" 1.0")

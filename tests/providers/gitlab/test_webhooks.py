@@ -408,3 +408,27 @@ async def test_a_delivery_of_an_older_gitlab_without_delivery_ids_is_taken(
     assert fetched_iids(fake, mark) == [3]
     again = await running.http.post("/webhooks/gitlab", content=body, headers=headers)
     assert again.status_code == 202  # not taken for the first one: no id to say so
+
+
+async def test_a_merge_request_naming_thousands_of_issues_wakes_one_poll(
+    running: Running,
+) -> None:
+    """Before: every issue a merge request's description mentions was refreshed one by
+    one (5,000 mentions, 5,000 reads and more). Now more than ``webhook_max_issues`` wake
+    one poll, and no issue is read for the mentions."""
+    fake = running.fake
+    fake.add_merge_request(PROJECT, "Touches everything", source_branch="wide")
+    payload = merge_request_hook_payload(fake, PROJECT, 1)
+    payload["object_attributes"]["description"] = " ".join(f"#{n}" for n in range(10, 5010))
+    mark = len(fake.requests)
+
+    reply = await running.deliver(payload, "Merge Request Hook")
+
+    assert reply.status_code == 202
+    assert "more than webhook_max_issues (20)" in reply.json()["message"]
+
+    async def polled() -> bool:
+        return any(r.path == ISSUES for r in fake.requests[mark:])
+
+    await eventually(polled)
+    assert [iid for iid in fetched_iids(fake, mark) if iid >= 10] == []
