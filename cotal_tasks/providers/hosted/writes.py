@@ -29,6 +29,8 @@ from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Outcome, Ta
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.config import HostedConfig
+from cotal_tasks.providers.hosted.conflict import contested, first_come
+from cotal_tasks.providers.hosted.echo import content_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.ledger import PENDING, Intent, Leases, Ledger, marker_of
 from cotal_tasks.providers.hosted.tracker import (
@@ -212,7 +214,9 @@ class Writes:
     async def _create(self, task: Task, key: str, resume: Intent | None, job: _Job) -> Task:
         issue, follow = plan_new(task, self.plan)
         marker = marker_of(key)
-        await self.ledger.pending(key, None, None, self.instance, self.clock(), HOLD_MS)
+        await self.ledger.pending(
+            key, None, None, self.instance, self.clock(), HOLD_MS, content_of(task)
+        )
         created: TrackedIssue | None = None
         if resume is not None:
             created = await self._earlier_create(resume, marker)
@@ -275,8 +279,12 @@ class Writes:
         )
         if not change:
             return write.task
+        if resume is None:
+            await self._first_come(stored.revision, stored.task, write.task, number)
         marker = marker_of(key)
-        await self.ledger.pending(key, task_id, number, self.instance, self.clock(), HOLD_MS)
+        await self.ledger.pending(
+            key, task_id, number, self.instance, self.clock(), HOLD_MS, content_of(write.task)
+        )
         if resume is not None:
             change = await self._remaining(number, change, marker)
         if change:
@@ -291,10 +299,28 @@ class Writes:
         tracked = await self._reread(number)
         if tracked is None:
             return write.task
-        projected = await self.project(tracked, write.task)
-        return Task.model_validate(
-            {**write.task.model_dump(), "statusSource": projected.statusSource}
-        )
+        # What the tracker holds after the write, as the mapping reads it: a person's
+        # edit that landed meanwhile (a title, a close) is in the record and the reply.
+        return await self.project(tracked, write.task)
+
+    async def _first_come(self, revision: int, read: Task, new: Task, number: int) -> None:
+        """The conflict rule (``hosted.conflict``): a write that changes a field a person
+        changed on the tracker since the mirror read it is refused with ``conflict``,
+        nothing written, and the mirror shows what the person did."""
+        if not contested(read, new):
+            return
+        try:
+            tracked = await self.tracker.fetch(number)
+        except TrackerHttpError as exc:
+            raise self.error(exc, "not-executed") from exc
+        if tracked is None:
+            return
+        current = await self.project(tracked, read)
+        if refusal := first_come(read, new, current, self.tracker.name):
+            with contextlib.suppress(ContractError, RevisionConflict):
+                actor = f"{self.tracker.name}-write-back"
+                await self.mirror.commit(Write(current, revision, "sync", actor))
+            raise refusal
 
     def _marked(self, change: TrackerChange, marker: str) -> TrackerChange:
         if not change.comment:
@@ -319,6 +345,11 @@ class Writes:
         with contextlib.suppress(ContractError):
             await self.ledger.forget(key)
         return self.error(exc, "not-executed")
+
+    async def _read_over(self, number: int, final: Task) -> Task:
+        """``final`` as the tracker holds it now (``final`` itself if it cannot be read)."""
+        tracked = await self._reread(number)
+        return final if tracked is None else await self.project(tracked, final)
 
     async def _reread(self, number: int) -> TrackedIssue | None:
         try:
@@ -346,9 +377,15 @@ class Writes:
     # -- the mirror ----------------------------------------------------------------------
     async def _mirror(self, final: Task, write: Write) -> Committed:
         """Commit what the tracker took. It is there already: a conflict with the sync is
-        settled by committing over the newer revision, never by writing the tracker again."""
+        settled in the mirror, never by writing the tracker again. The sync's newer
+        revision may hold a person's edit read after this write's own read, so the
+        record committed over it is the tracker's as read again after the conflict
+        (newer than anything the sync read before it committed)."""
         expected = write.expected_revision
-        for _ in range(_MIRROR_ATTEMPTS):
+        number = self.tracker.number_of(final.taskId)
+        for attempt in range(_MIRROR_ATTEMPTS):
+            if attempt and number is not None:
+                final = await self._read_over(number, final)
             try:
                 return await self.mirror.commit(
                     Write(
