@@ -130,6 +130,7 @@ class Held(Scripted):
 
     # Held only once the fake has taken more writes than this (``None``: any request).
     writes_before: int | None = None
+    only_writes: bool = False  # held only if it is a write (POST, PATCH, PUT, DELETE)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -233,18 +234,31 @@ class FakeTracker:
         self.stalls.append(ScriptedStall(method and method.upper(), path, seconds))
 
     def hold_next(
-        self, *, method: str | None = None, path: str | None = None, after_a_write: bool = False
+        self,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        after_a_write: bool = False,
+        a_write: bool = False,
     ) -> Held:
         """Hold the next request matching ``method``/``path`` (``after_a_write``: the next
-        one after the fake took a write) in flight until the test calls ``release()`` on
-        what this returns (a write takes effect when it is answered)."""
-        held = Held(method and method.upper(), path, len(self.writes) if after_a_write else None)
+        one after the fake took a write; ``a_write``: the next write) in flight until the
+        test calls ``release()`` on what this returns (a write takes effect when it is
+        answered)."""
+        writes = len(self.writes) if after_a_write else None
+        held = Held(method and method.upper(), path, writes, a_write)
         self.holds.append(held)
         return held
 
     def take_held(self, method: str, path: str) -> Held | None:
         writes = len(self.writes)
-        ready = [h for h in self.holds if h.writes_before is None or writes > h.writes_before]
+        write = method in ("POST", "PATCH", "PUT", "DELETE") and not path.endswith("/graphql")
+        ready = [
+            h
+            for h in self.holds
+            if (h.writes_before is None or writes > h.writes_before)
+            and (write or not h.only_writes)
+        ]
         found = take_first(deque(ready), method, path)
         if found is not None:
             self.holds.remove(found)

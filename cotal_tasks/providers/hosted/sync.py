@@ -239,6 +239,12 @@ class SyncEngine:
         self._woken.update(numbers)
         self._wake.set()
 
+    async def refresh_woken(self) -> None:
+        """Read the issues webhooks named since the last turn; those a write in flight
+        deferred wait in the checkpoint for the next poll."""
+        await self.refresh(self._take_woken())
+        await self._keep_deferred()
+
     def _take_woken(self) -> set[int]:
         taken, self._woken = self._woken, set()
         return taken
@@ -249,8 +255,7 @@ class SyncEngine:
             self._wake.clear()  # before the work: a wake-up during it is not lost
             try:
                 if self._woken and self.store.health.last_success_ms is not None:
-                    await self.refresh(self._take_woken())
-                    await self._keep_deferred()
+                    await self.refresh_woken()
                 else:
                     await self.poll_once()
             except RateLimited as exc:

@@ -18,6 +18,7 @@ from tests.providers.github.writeback_support import claimed_by_builder, synced
 from tests.providers.twoway.harness import (
     answer,
     assert_no_write_loop,
+    deliver,
     during_write,
     tracker_writes,
 )
@@ -125,4 +126,107 @@ async def test_a_claim_of_an_issue_a_person_just_closed_answers_conflict(
     record = await gh.get(1)  # the mirror shows what the person did, at once
     assert (record["status"], record["statusSource"]) == ("dropped", "closed/not_planned")
     assert "binding" not in record
+    await assert_no_write_loop(gh, gh.fake)
+
+
+# -- the matrix: where the person's edit lands, and what the webhooks do ------------------
+#
+# A seat blocks issue 1 (claimed by it) while a person renames the issue. The rule: the
+# title is the person's, the status the seat's; both stand, on GitHub and in the mirror,
+# within one poll, with one write of each kind and no write over three idle polls.
+
+WHEN = ["before", "during", "during-landed", "after"]
+HOOKS = ["absent", "early", "late", "duplicated"]
+
+
+@pytest.mark.parametrize("hooks", HOOKS)
+@pytest.mark.parametrize("when", WHEN)
+async def test_a_rename_and_a_seats_write_both_stand(
+    gh: GitHubEndpoint, when: str, hooks: str
+) -> None:
+    await claimed_by_builder(gh)
+    await gh.poll()
+    mark = len(gh.fake.requests)
+    side = GitHubSide(gh.fake)
+    write = gh.client.update(BUILDER, task_id(1), status="blocked", note="Waiting on CI.")
+
+    def edit() -> None:
+        rename(gh.fake, 1, "Ship the parser, v2")
+
+    if when == "before":
+        edit()
+        if hooks == "early":
+            await deliver(gh, 1)
+        reply = await answer(write)
+    elif when.startswith("during"):
+        reply = await during_write(
+            gh,
+            side,
+            1,
+            write,
+            edit,
+            landed=when == "during-landed",
+            poll_while_held=hooks == "absent",
+            wake_while_held=hooks in ("early", "duplicated"),
+        )
+    else:
+        reply = await answer(write)
+        edit()
+    if hooks in ("late", "duplicated"):
+        await deliver(gh, 1, times=2 if hooks == "duplicated" else 1)
+
+    assert reply.error is None, reply.error  # a true outcome: the write took effect
+    assert reply.record is not None
+    assert reply.record["status"] == "blocked"
+    gh.fake.advance(5)
+    await gh.poll()  # within one poll
+    record = await gh.get(1)
+    assert (record["title"], record["status"]) == ("Ship the parser, v2", "blocked")
+    issue = gh.fake.issue(REPO, 1)
+    assert (issue.title, issue.labels) == ("Ship the parser, v2", ["blocked"])
+    writes = tracker_writes(gh.fake, mark)
+    assert len(writes) == len(set(writes)), f"a duplicate write: {writes}"
+    assert len([c for c in issue.comments if "Waiting on CI." in (c.body or "")]) == 1
+    await assert_no_write_loop(gh, gh.fake)
+
+
+@pytest.mark.parametrize("when", WHEN)
+async def test_a_person_closing_while_a_seat_blocks_is_never_undone(
+    gh: GitHubEndpoint, when: str
+) -> None:
+    """The status is written by both: a close a person made first wins (``conflict``,
+    nothing written); one that lands while the write is on its way stands beside it, and
+    the reply says what GitHub holds; one after it stands. The bridge never reopens."""
+    await claimed_by_builder(gh)
+    await gh.poll()
+    mark = len(gh.fake.requests)
+    write = gh.client.update(BUILDER, task_id(1), status="blocked")
+
+    def edit() -> None:
+        gh.fake.close_issue(REPO, 1, "not_planned", by=HUMAN)
+
+    if when == "before":
+        edit()
+        reply = await answer(write)
+        assert reply.error is not None
+        assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "not-executed")
+        assert tracker_writes(gh.fake, mark) == []
+    elif when.startswith("during"):
+        reply = await during_write(
+            gh, GitHubSide(gh.fake), 1, write, edit, landed=when == "during-landed"
+        )
+        assert reply.record is not None, reply.error
+        assert reply.record["status"] == "dropped"  # what GitHub holds, as the rules read it
+    else:
+        reply = await answer(write)
+        assert reply.record is not None, reply.error
+        assert reply.record["status"] == "blocked"
+        edit()
+    gh.fake.advance(5)
+    await gh.poll()
+    record = await gh.get(1)
+    assert (record["status"], record["statusSource"]) == ("dropped", "closed/not_planned")
+    assert gh.fake.issue(REPO, 1).state == "closed"  # never reopened
+    writes = tracker_writes(gh.fake, mark)
+    assert len(writes) == len(set(writes)), f"a duplicate write: {writes}"
     await assert_no_write_loop(gh, gh.fake)

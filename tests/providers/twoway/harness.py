@@ -60,6 +60,14 @@ async def answer(call: Awaitable[Json]) -> Reply:
         return Reply(error=exc)
 
 
+async def deliver(ep: HostedEndpoint[Any], number: int, times: int = 1) -> None:
+    """A webhook delivery naming issue ``number`` (``times`` over: a duplicated one), as
+    the sync loop takes it: the issue is read and mirrored at once."""
+    for _ in range(times):
+        ep.sync.wake([number])
+        await ep.sync.refresh_woken()
+
+
 def tracker_writes(fake: FakeTracker, since: int) -> list[tuple[str, str]]:
     return [(r.method, r.path) for r in fake.requests[since:] if r.is_write]
 
@@ -86,7 +94,7 @@ async def during_write(
             method="GET", path=side.read_path(number), after_a_write=True
         )
     else:
-        held = side.fake.hold_next(path=side.write_path(number))
+        held = side.fake.hold_next(path=side.write_path(number), a_write=True)
     running = asyncio.ensure_future(answer(write))
     try:
         await asyncio.wait_for(held.arrived.wait(), 10)
@@ -95,7 +103,7 @@ async def during_write(
         if poll_while_held:
             await ep.poll()
         if wake_while_held:
-            await ep.sync.refresh([number])
+            await deliver(ep, number)
     finally:
         held.release()
     return await asyncio.wait_for(running, 10)
