@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, github, gitlab, scale, wire
+from bench import board, github, gitlab, scale, twoway, wire
 
-PARTS = ("board", "wire", "scale", "github", "gitlab")
+PARTS = ("board", "wire", "scale", "github", "gitlab", "twoway")
 
 
 async def main() -> None:
@@ -37,6 +37,7 @@ async def main() -> None:
     parser.add_argument("--github-rounds", type=int, default=3)
     parser.add_argument("--gitlab-issues", type=int, default=10_000)
     parser.add_argument("--gitlab-rounds", type=int, default=3)
+    parser.add_argument("--twoway-seconds", type=float, default=60.0)
     opts = parser.parse_args()
     parts = opts.parts or list(PARTS)
     print(f"cotal-tasks bench: {', '.join(parts)}; medians of {opts.rounds} rounds (spread)")
@@ -55,6 +56,8 @@ async def main() -> None:
         await github.main(issues=opts.github_issues, rounds=opts.github_rounds)
     if "gitlab" in parts:
         await gitlab.main(issues=opts.gitlab_issues, rounds=opts.gitlab_rounds)
+    if "twoway" in parts:
+        await twoway.main(seconds=opts.twoway_seconds)
 
 
 if __name__ == "__main__":

@@ -10,12 +10,15 @@ silently dropped:
   write that would change one a person changed since the mirror last read the issue is
   refused with ``conflict`` (``outcome: not-executed``, nothing written) and the mirror
   shows the person's change, so the seat decides again on what is really there;
-- a note and evidence only add: both sides' always stand.
+- a note and evidence only add: both sides' always stand;
+- a person's close that lands while a seat's write that leaves the issue unfinished is on
+  its way stands: the write takes back its own assignee and label, and the seat hears
+  ``conflict`` (``outcome: executed``: its comment may remain).
 """
 
 from __future__ import annotations
 
-from cotal_tasks.core import ContractError, ErrorCode, Task
+from cotal_tasks.core import ContractError, ErrorCode, Task, is_terminal
 
 # The fields a seat's write and a person's edit can both set, in the order messages name them.
 CONTESTED = ("status", "brief", "assignee")
@@ -54,3 +57,19 @@ def first_come(read: Task, new: Task, current: Task, tracker: str) -> ContractEr
         "task shows what the tracker holds. Read it again with get-task and decide again",
         outcome="not-executed",
     )
+
+
+def closed_meanwhile(read: Task, new: Task, after: Task) -> ContractError | None:
+    """A person closed the issue while a write that leaves it unfinished was on its way
+    (``after``: the issue read back after the write): the refusal to answer once the
+    write's own additions are taken back, or ``None``."""
+    if is_terminal(after.status) and not is_terminal(new.status) and not is_terminal(read.status):
+        source = f" ({after.statusSource})" if after.statusSource else ""
+        return ContractError(
+            ErrorCode.CONFLICT,
+            f"{read.taskId} was closed on the tracker while this write was on its way: it "
+            f"reads {after.status}{source}, and the write's assignee and label were taken "
+            "back. Read it again with get-task and decide again",
+            outcome="executed",
+        )
+    return None

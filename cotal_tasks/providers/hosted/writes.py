@@ -29,7 +29,7 @@ from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Outcome, Ta
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.config import HostedConfig
-from cotal_tasks.providers.hosted.conflict import contested, first_come
+from cotal_tasks.providers.hosted.conflict import closed_meanwhile, contested, first_come
 from cotal_tasks.providers.hosted.echo import content_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.ledger import PENDING, Intent, Leases, Ledger, marker_of
@@ -301,7 +301,11 @@ class Writes:
             return write.task
         # What the tracker holds after the write, as the mapping reads it: a person's
         # edit that landed meanwhile (a title, a close) is in the record and the reply.
-        return await self.project(tracked, write.task)
+        after = await self.project(tracked, write.task)
+        if refusal := closed_meanwhile(stored.task, write.task, after):
+            await self._take_back(number, change, key)
+            raise refusal
+        return after
 
     async def _first_come(self, revision: int, read: Task, new: Task, number: int) -> None:
         """The conflict rule (``hosted.conflict``): a write that changes a field a person
@@ -321,6 +325,20 @@ class Writes:
                 actor = f"{self.tracker.name}-write-back"
                 await self.mirror.commit(Write(current, revision, "sync", actor))
             raise refusal
+
+    async def _take_back(self, number: int, change: TrackerChange, key: str) -> None:
+        """A person closed the issue while ``change`` was written: remove what the write
+        added (its assignee, its labels), never what the person did, and mirror the
+        issue as it is then. A retry of the write starts over and hears ``conflict``."""
+        undo = TrackerChange(unassign=change.assign, remove_labels=change.add_labels)
+        if undo:
+            try:
+                await self.tracker.apply(number, undo)
+            except TrackerRefused as exc:
+                log.warning("taking back a write to issue %s failed: %s", number, exc)
+        with contextlib.suppress(ContractError):
+            await self.ledger.forget(key)
+        await self._show(number)
 
     def _marked(self, change: TrackerChange, marker: str) -> TrackerChange:
         if not change.comment:

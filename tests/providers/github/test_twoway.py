@@ -195,8 +195,9 @@ async def test_a_person_closing_while_a_seat_blocks_is_never_undone(
     gh: GitHubEndpoint, when: str
 ) -> None:
     """The status is written by both: a close a person made first wins (``conflict``,
-    nothing written); one that lands while the write is on its way stands beside it, and
-    the reply says what GitHub holds; one after it stands. The bridge never reopens."""
+    nothing written); one that lands while the write is on its way stands, the write
+    takes back its own label and answers ``conflict`` (``executed``); one after it
+    stands. The bridge never reopens."""
     await claimed_by_builder(gh)
     await gh.poll()
     mark = len(gh.fake.requests)
@@ -215,8 +216,10 @@ async def test_a_person_closing_while_a_seat_blocks_is_never_undone(
         reply = await during_write(
             gh, GitHubSide(gh.fake), 1, write, edit, landed=when == "during-landed"
         )
-        assert reply.record is not None, reply.error
-        assert reply.record["status"] == "dropped"  # what GitHub holds, as the rules read it
+        # Finding 2: the write takes back its own label; the seat hears what happened.
+        assert reply.error is not None, reply.record
+        assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "executed")
+        assert "blocked" not in gh.fake.issue(REPO, 1).labels
     else:
         reply = await answer(write)
         assert reply.record is not None, reply.error
@@ -229,4 +232,29 @@ async def test_a_person_closing_while_a_seat_blocks_is_never_undone(
     assert gh.fake.issue(REPO, 1).state == "closed"  # never reopened
     writes = tracker_writes(gh.fake, mark)
     assert len(writes) == len(set(writes)), f"a duplicate write: {writes}"
+    await assert_no_write_loop(gh, gh.fake)
+
+
+async def test_a_claim_while_a_person_closes_leaves_no_seat_on_the_closed_issue(
+    gh: GitHubEndpoint,
+) -> None:
+    """Finding 2, in the write's window: the close lands after the bridge's read and
+    before its writes. The claim used to leave the closed issue with the seat assigned
+    and ``in-progress`` added, and answered ``claimed``."""
+    await synced(gh, "Ship the parser")
+    reply = await during_write(
+        gh,
+        GitHubSide(gh.fake),
+        1,
+        gh.client.claim(BUILDER, task_id(1)),
+        lambda: gh.fake.close_issue(REPO, 1, "not_planned", by=HUMAN),
+    )
+
+    assert reply.error is not None, reply.record
+    assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "executed")
+    issue = gh.fake.issue(REPO, 1)
+    assert (issue.state, issue.assignees, issue.labels) == ("closed", [], [])
+    record = await gh.get(1)
+    assert (record["status"], record["statusSource"]) == ("dropped", "closed/not_planned")
+    assert "binding" not in record
     await assert_no_write_loop(gh, gh.fake)
