@@ -1,7 +1,7 @@
 """The two-way soak: seats write through the bridge while a simulated person edits the
 same GitHub issues at random, for ``seconds`` (60 by default), against the fake GitHub on
-loopback with the bridge's own sync loop polling it (0.2 s) and webhooks waking it for
-half of the person's edits.
+loopback (each write in flight 50 to 400 ms, as GitHub's take) with the bridge's own sync
+loop polling it (0.2 s) and webhooks waking it for half of the person's edits.
 
 Printed at the end, after the writers stop and the mirror has settled:
 
@@ -42,6 +42,7 @@ ISSUES = 12
 SEATS = 3
 HUMAN = "octocat"
 POLL_S = 0.2
+WRITE_LATENCY_S = (0.05, 0.4)  # each write to the fake is in flight this long
 
 
 @dataclass
@@ -198,6 +199,8 @@ def extra_writes(soak: Soak) -> int:
 
 async def soak_once(seconds: float, data_dir: Path) -> None:
     fake = FakeGitHub(repos=(REPO,), assignable=[f"seat-{k}" for k in range(SEATS)])
+    latency = random.Random(7)
+    fake.write_latency = lambda: latency.uniform(*WRITE_LATENCY_S)  # GitHub's writes take time
     os.environ[TOKEN_ENV] = fake.token
     for k in range(1, ISSUES + 1):
         fake.add_issue(REPO, f"Issue {k}")

@@ -169,6 +169,9 @@ class FakeTracker:
         self.failures: deque[ScriptedFailure] = deque()
         self.stalls: deque[ScriptedStall] = deque()
         self.holds: deque[Held] = deque()
+        # Seconds each write is held in flight before it takes effect (a real tracker's
+        # write takes a few hundred milliseconds): ``None``, or a function drawing them.
+        self.write_latency: Callable[[], float] | None = None
         self.refusal: tuple[int, str | None] | None = None
         # Runs before each authenticated request is answered (method, path, query): a
         # test edits state "between two page requests" with it.
@@ -356,6 +359,8 @@ def logging_app(
         stall = take_first(fake.stalls, request.method, path)
         if stall is not None:
             await asyncio.sleep(stall.seconds)
+        if fake.write_latency is not None and request.method in ("POST", "PATCH", "PUT", "DELETE"):
+            await asyncio.sleep(fake.write_latency())
         held = fake.take_held(request.method, path)
         if held is not None:
             held.arrived.set()

@@ -250,13 +250,19 @@ class SyncEngine:
         return taken
 
     async def run(self, interval_s: float, stop: asyncio.Event) -> None:
-        """Poll every ``interval_s`` (sooner when woken) until ``stop`` is set."""
+        """Poll every ``interval_s`` (sooner when woken) until ``stop`` is set. Webhooks
+        arriving faster than that never put the poll off: a poll is due every
+        ``interval_s`` whatever was refreshed meanwhile (it reads the woken issues too)."""
+        loop = asyncio.get_running_loop()
+        polled = -interval_s
         while not stop.is_set():
             self._wake.clear()  # before the work: a wake-up during it is not lost
             try:
-                if self._woken and self.store.health.last_success_ms is not None:
+                due = loop.time() - polled >= interval_s
+                if self._woken and self.store.health.last_success_ms is not None and not due:
                     await self.refresh_woken()
                 else:
+                    polled = loop.time()
                     await self.poll_once()
             except RateLimited as exc:
                 wait = max(1.0, exc.until_s - self.clock() / 1000)
