@@ -22,10 +22,10 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Outcome, Task
+from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.config import HostedConfig
@@ -33,6 +33,7 @@ from cotal_tasks.providers.hosted.conflict import closed_meanwhile, contested, f
 from cotal_tasks.providers.hosted.echo import content_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.ledger import PENDING, Intent, Leases, Ledger, marker_of
+from cotal_tasks.providers.hosted.rereads import ErrorOf, Project, Rereads
 from cotal_tasks.providers.hosted.tracker import (
     NewIssue,
     TrackedIssue,
@@ -44,7 +45,6 @@ from cotal_tasks.providers.hosted.writeback import (
     WritePlan,
     plan_change,
     plan_new,
-    remaining,
     with_marker,
 )
 from cotal_tasks.providers.store import (
@@ -61,9 +61,6 @@ LEASE_MS = 6_000  # a write's hold on its task, renewed every third while it run
 HOLD_MS = 120_000  # how long a pending write keeps the sync off its task
 _MIRROR_ATTEMPTS = 8
 _TAKE_EVERY_S = 0.05
-
-Project = Callable[[TrackedIssue, Task | None], Awaitable[Task]]
-ErrorOf = Callable[[Exception, Outcome], ContractError]
 
 
 @dataclass
@@ -97,6 +94,7 @@ class Writes:
         self.clock = clock
         self.project = project
         self.error = error
+        self.reads = Rereads(tracker, project, error)
         self.instance = instance or uuid.uuid4().hex[:12]
         self.lease_ms = lease_ms
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -219,7 +217,7 @@ class Writes:
         )
         created: TrackedIssue | None = None
         if resume is not None:
-            created = await self._earlier_create(resume, marker)
+            created = await self.reads.earlier_create(resume, marker)
         if created is None:
             job.touched = True
             try:
@@ -229,7 +227,7 @@ class Writes:
             except TrackerHttpError as exc:
                 raise await self._refused(exc, key, None) from exc
         else:
-            follow = await self._remaining(created.number, follow, marker)
+            follow = await self.reads.remaining(created.number, follow, marker)
         await self.ledger.located(key, created.task_id, created.number)
         if follow:
             job.touched = True
@@ -238,7 +236,7 @@ class Writes:
             except TrackerRefused as exc:
                 await self._show(created.number)
                 raise self.error(exc.error, "executed") from exc
-        tracked = await self._reread(created.number) or created
+        tracked = await self.reads.reread(created.number) or created
         projected = await self.project(tracked, None)
         evidence = {(e.kind, e.ref): e for e in (*projected.evidence, *task.evidence)}
         return Task.model_validate(
@@ -247,18 +245,6 @@ class Writes:
                 "evidence": [e.model_dump() for e in evidence.values()][-MAX_EVIDENCE:],
             }
         )
-
-    async def _earlier_create(self, resume: Intent, marker: str) -> TrackedIssue | None:
-        """The issue an earlier attempt of this create made, if it is still there (one
-        deleted or moved since is no answer to this create: it is made again)."""
-        try:
-            if resume.number is not None:
-                issue = await self.tracker.fetch(resume.number)
-            else:
-                issue = await self.tracker.find_marked(marker, resume.created_at)
-        except TrackerHttpError as exc:
-            raise self.error(exc, "unknown") from exc
-        return None if issue is None or issue.gone else issue
 
     async def _update(
         self, write: Write, key: str, task_id: str, resume: Intent | None, job: _Job
@@ -286,7 +272,7 @@ class Writes:
             key, task_id, number, self.instance, self.clock(), HOLD_MS, content_of(write.task)
         )
         if resume is not None:
-            change = await self._remaining(number, change, marker)
+            change = await self.reads.remaining(number, change, marker)
         if change:
             job.touched = True
             try:
@@ -296,7 +282,7 @@ class Writes:
                     await self._show(number)
                     raise self.error(exc.error, "executed") from exc
                 raise await self._refused(exc.error, key, number) from exc
-        tracked = await self._reread(number)
+        tracked = await self.reads.reread(number)
         if tracked is None:
             return write.task
         # What the tracker holds after the write, as the mapping reads it: a person's
@@ -313,13 +299,9 @@ class Writes:
         nothing written, and the mirror shows what the person did."""
         if not contested(read, new):
             return
-        try:
-            tracked = await self.tracker.fetch(number)
-        except TrackerHttpError as exc:
-            raise self.error(exc, "not-executed") from exc
-        if tracked is None:
+        current = await self.reads.current(number, read)
+        if current is None:
             return
-        current = await self.project(tracked, read)
         if refusal := first_come(read, new, current, self.tracker.name):
             with contextlib.suppress(ContractError, RevisionConflict):
                 actor = f"{self.tracker.name}-write-back"
@@ -345,17 +327,6 @@ class Writes:
             return change
         return replace(change, comment=with_marker(change.comment, marker))
 
-    async def _remaining(self, number: int, change: TrackerChange, marker: str) -> TrackerChange:
-        """What an earlier attempt of this write left undone on the tracker."""
-        try:
-            issue = await self.tracker.fetch(number)
-            commented = bool(change.comment) and await self.tracker.has_marked_comment(
-                number, marker
-            )
-        except TrackerHttpError as exc:
-            raise self.error(exc, "unknown") from exc
-        return change if issue is None else remaining(change, issue, commented)
-
     async def _refused(self, exc: Exception, key: str, number: int | None) -> ContractError:
         """A write nothing of which took effect, unless no answer came (then it may have)."""
         if isinstance(exc, TrackerHttpError) and exc.status is None:
@@ -364,21 +335,9 @@ class Writes:
             await self.ledger.forget(key)
         return self.error(exc, "not-executed")
 
-    async def _read_over(self, number: int, final: Task) -> Task:
-        """``final`` as the tracker holds it now (``final`` itself if it cannot be read)."""
-        tracked = await self._reread(number)
-        return final if tracked is None else await self.project(tracked, final)
-
-    async def _reread(self, number: int) -> TrackedIssue | None:
-        try:
-            return await self.tracker.fetch(number)
-        except TrackerHttpError:
-            log.warning("re-reading issue %s after the write failed; the next sync will", number)
-            return None
-
     async def _show(self, number: int) -> None:
         """Part of a write took effect: mirror the issue as the tracker now holds it."""
-        tracked = await self._reread(number)
+        tracked = await self.reads.reread(number)
         if tracked is None:
             return
         try:
@@ -403,7 +362,7 @@ class Writes:
         number = self.tracker.number_of(final.taskId)
         for attempt in range(_MIRROR_ATTEMPTS):
             if attempt and number is not None:
-                final = await self._read_over(number, final)
+                final = await self.reads.read_over(number, final)
             try:
                 return await self.mirror.commit(
                     Write(
