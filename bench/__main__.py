@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, github, gitlab, hostile, jira, scale, wire
+from bench import board, github, gitlab, hostile, jira, scale, twoway, wire
 
-PARTS = ("board", "wire", "hostile", "scale", "github", "gitlab", "jira")
+PARTS = ("board", "wire", "hostile", "scale", "github", "gitlab", "jira", "twoway")
 
 
 async def main() -> None:
@@ -39,6 +39,7 @@ async def main() -> None:
     parser.add_argument("--gitlab-rounds", type=int, default=3)
     parser.add_argument("--jira-issues", type=int, default=2_000)
     parser.add_argument("--jira-rounds", type=int, default=3)
+    parser.add_argument("--twoway-seconds", type=float, default=60.0)
     opts = parser.parse_args()
     parts = opts.parts or list(PARTS)
     print(f"cotal-tasks bench: {', '.join(parts)}; medians of {opts.rounds} rounds (spread)")
@@ -61,6 +62,8 @@ async def main() -> None:
         await gitlab.main(issues=opts.gitlab_issues, rounds=opts.gitlab_rounds)
     if "jira" in parts:
         await jira.main(issues=opts.jira_issues, rounds=opts.jira_rounds)
+    if "twoway" in parts:
+        await twoway.main(seconds=opts.twoway_seconds)
 
 
 if __name__ == "__main__":

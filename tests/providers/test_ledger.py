@@ -28,12 +28,15 @@ async def test_a_lease_has_one_holder_until_it_expires_or_is_released(board: Boa
 async def test_the_ledger_records_writes_and_their_echo_marks(board: BoardStore) -> None:
     ledger = Ledger(board.state().engine)
     key = "local.builder/u1:e-1"
-    await ledger.pending(key, "o/r#1", 1, "i1", NOW, 10_000)
+    await ledger.pending(key, "o/r#1", 1, "i1", NOW, 10_000, sent='["t",null,"claimed",null]')
     pending = await ledger.get(key)
     assert pending is not None
     assert (pending.state, pending.marker, pending.created_at) == (PENDING, marker_of(key), NOW)
-    assert await ledger.echoes(["o/r#1", "o/r#2"], 0, NOW) == {"o/r#1"}  # in flight
-    assert await ledger.echoes(["o/r#1"], 0, NOW + 20_000) == set()  # held too long: stale
+    # in flight, with what it sent
+    assert await ledger.echoes(["o/r#1", "o/r#2"], 0, NOW) == {
+        "o/r#1": frozenset({'["t",null,"claimed",null]'})
+    }
+    assert await ledger.echoes(["o/r#1"], 0, NOW + 20_000) == {}  # held too long: stale
 
     await ledger.pending(key, "o/r#1", 1, "i2", NOW + 1, 10_000)  # a retry takes over
     again = await ledger.get(key)
@@ -43,8 +46,8 @@ async def test_the_ledger_records_writes_and_their_echo_marks(board: BoardStore)
     found = await ledger.get(key)
     assert found is not None
     assert (found.state, found.change_seq, found.number) == (DONE, 42, 1)
-    assert await ledger.echoes(["o/r#1"], 41, NOW) == {"o/r#1"}  # written after the read
-    assert await ledger.echoes(["o/r#1"], 42, NOW) == set()
+    assert set(await ledger.echoes(["o/r#1"], 41, NOW)) == {"o/r#1"}  # written after the read
+    assert await ledger.echoes(["o/r#1"], 42, NOW) == {}
 
     await ledger.pending("k2", None, None, "i1", NOW, 10_000)
     await ledger.forget("k2")

@@ -35,12 +35,21 @@ def test_the_github_defaults_read_the_project_status(
     assert evaluate(DEFAULTS, native) == (status, source)
 
 
+# What a configured rule set needs to read back what write-back writes (the defaults' labels).
+READ_BACK = [
+    {"status": "dropped", "state": "closed", "state_reasons": ["not_planned"]},
+    {"status": "done", "state": "closed"},
+    {"status": "blocked", "label": "blocked"},
+]
+
+
 def test_a_configured_project_status_rule_needs_that_fact() -> None:
     config = GitHubConfig.model_validate(
         {
             "repository": "octo-org/hello-world",
             "status_rules": [
                 {"status": "blocked", "project_status": "Waiting"},
+                *READ_BACK,
                 {"status": "open"},
             ],
         }

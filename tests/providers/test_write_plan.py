@@ -4,7 +4,7 @@ own folder; the shared planner turns a record's change into them."""
 from __future__ import annotations
 
 from cotal_tasks.core import Task
-from cotal_tasks.providers.github import CLOSE_REASONS
+from cotal_tasks.providers.github.config import CLOSE_REASONS
 from cotal_tasks.providers.hosted.writeback import (
     WritePlan,
     plan_change,

@@ -189,6 +189,8 @@ def graphql(ctx: Ctx) -> Reply:
     """``POST /graphql``: ``{"query": …, "variables": …}``; errors come back with 200."""
     from tests.support.fake_github_graphql import execute
 
+    if ctx.fake.graphql_answers:  # scripted: a transient error, a rate limit
+        return Reply(200, ctx.fake.graphql_answers.popleft())
     body = json_object(ctx)
     query = body.get("query")
     if not isinstance(query, str):

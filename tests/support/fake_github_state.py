@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -65,6 +66,8 @@ class FakeGitHub(FakeGitHubMutations):
         self.primary_status = 403
         # seconds during which a fresh update is not yet visible to ``since`` queries
         self.since_lag = 0
+        # whole bodies the next GraphQL requests are answered with (200), in order
+        self.graphql_answers: deque[JSON] = deque()
         for name in repos:
             self.add_repo(name)
 

@@ -13,7 +13,7 @@ import zlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from types import EllipsisType
 from typing import Any, Generic, Protocol, TypeVar
@@ -123,6 +123,21 @@ class ScriptedStall(Scripted):
     seconds: float
 
 
+@dataclass
+class Held(Scripted):
+    """A request held in flight until the test lets it go (``release``): ``arrived`` is
+    set when it reaches the fake; it takes effect only once released."""
+
+    # Held only once the fake has taken more writes than this (``None``: any request).
+    writes_before: int | None = None
+    only_writes: bool = False  # held only if it is a write (POST, PATCH, PUT, DELETE)
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    released: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def release(self) -> None:
+        self.released.set()
+
+
 S = TypeVar("S", bound=Scripted)
 
 
@@ -153,6 +168,10 @@ class FakeTracker:
         self.requests: list[RecordedRequest] = []
         self.failures: deque[ScriptedFailure] = deque()
         self.stalls: deque[ScriptedStall] = deque()
+        self.holds: deque[Held] = deque()
+        # Seconds each write is held in flight before it takes effect (a real tracker's
+        # write takes a few hundred milliseconds): ``None``, or a function drawing them.
+        self.write_latency: Callable[[], float] | None = None
         self.refusal: tuple[int, str | None] | None = None
         # Runs before each authenticated request is answered (method, path, query): a
         # test edits state "between two page requests" with it.
@@ -216,6 +235,37 @@ class FakeTracker:
         """Hold the answer to the next request matching ``method``/``path`` for ``seconds``
         of real time, then answer it (the write takes effect when it is answered)."""
         self.stalls.append(ScriptedStall(method and method.upper(), path, seconds))
+
+    def hold_next(
+        self,
+        *,
+        method: str | None = None,
+        path: str | None = None,
+        after_a_write: bool = False,
+        a_write: bool = False,
+    ) -> Held:
+        """Hold the next request matching ``method``/``path`` (``after_a_write``: the next
+        one after the fake took a write; ``a_write``: the next write) in flight until the
+        test calls ``release()`` on what this returns (a write takes effect when it is
+        answered)."""
+        writes = len(self.writes) if after_a_write else None
+        held = Held(method and method.upper(), path, writes, a_write)
+        self.holds.append(held)
+        return held
+
+    def take_held(self, method: str, path: str) -> Held | None:
+        writes = len(self.writes)
+        write = method in ("POST", "PATCH", "PUT", "DELETE") and not path.endswith("/graphql")
+        ready = [
+            h
+            for h in self.holds
+            if (h.writes_before is None or writes > h.writes_before)
+            and (write or not h.only_writes)
+        ]
+        found = take_first(deque(ready), method, path)
+        if found is not None:
+            self.holds.remove(found)
+        return found
 
     def refuse_writes(self, status: int | None = 403, message: str | None = None) -> None:
         """Refuse every POST/PATCH/PUT/DELETE with ``status`` (403, or 422, 404…) until
@@ -309,6 +359,12 @@ def logging_app(
         stall = take_first(fake.stalls, request.method, path)
         if stall is not None:
             await asyncio.sleep(stall.seconds)
+        if fake.write_latency is not None and request.method in ("POST", "PATCH", "PUT", "DELETE"):
+            await asyncio.sleep(fake.write_latency())
+        held = fake.take_held(request.method, path)
+        if held is not None:
+            held.arrived.set()
+            await held.released.wait()
         reply = answer()
         fake.requests.append(
             RecordedRequest(

@@ -107,6 +107,9 @@ intents = Table(
     Column("lease_until", BigInteger, nullable=False),
     Column("change_seq", BigInteger),
     Column("created_at", BigInteger, nullable=False),
+    # What the write makes the issue say, as the mapping reads it (``hosted.echo``): the
+    # sync skips a snapshot as the write's echo only when it says exactly that.
+    Column("sent", Text),
     Index("ct_intents_task", "task_id", "state"),
     Index("ct_intents_created", "created_at"),
 )

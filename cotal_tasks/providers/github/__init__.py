@@ -8,23 +8,15 @@ composition root calls.
 
 from __future__ import annotations
 
-from cotal_tasks.core import TaskStatus
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
-from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.github.config import CLOSE_REASONS, GitHubConfig
 from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.github.webhook import WEBHOOK
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
-from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
+from cotal_tasks.providers.hosted.writeback import WritePlan
 
 __all__ = ["PROVIDER", "GitHubConfig", "open_tracker"]
-
-# GitHub keeps a state_reason with the state: why an issue closed, or that it reopened.
-CLOSE_REASONS: dict[TaskStatus, str] = {
-    "done": "completed",
-    "dropped": "not_planned",
-    "open": "reopened",
-}
 
 
 def open_tracker(config: GitHubConfig) -> tuple[GitHubTracker, TrackerHttp]:
@@ -35,8 +27,7 @@ def open_tracker(config: GitHubConfig) -> tuple[GitHubTracker, TrackerHttp]:
 
 
 def write_plan(config: GitHubConfig) -> WritePlan:
-    labels = status_labels(claimed=config.claimed_label, blocked=config.blocked_label)
-    return WritePlan(labels, reasons=CLOSE_REASONS)
+    return WritePlan(config.status_labels(), reasons=CLOSE_REASONS)
 
 
 PROVIDER = assemble.provider("github", GitHubConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)

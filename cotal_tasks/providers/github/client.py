@@ -11,11 +11,11 @@ from urllib.parse import quote
 
 import httpx
 
+from cotal_tasks.providers.github import graphql
 from cotal_tasks.providers.github.mapping import is_pull_request
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
-    RateLimited,
     TrackerHttp,
     TrackerHttpError,
     backoff,
@@ -53,10 +53,6 @@ class EventsRead:
     newest: int | None = None
     etag: str | None = None
     not_modified: bool = False
-
-
-class GraphQLRefused(TrackerHttpError):
-    """The GraphQL endpoint refused a query (a field this server lacks, a permission)."""
 
 
 def github_retry(response: httpx.Response, attempt: int, now_s: float) -> float | None:
@@ -281,22 +277,9 @@ class GitHubClient:
         return numbers, requests
 
     async def graphql(self, url: str, query: str, variables: Mapping[str, Any]) -> Any:
-        """The ``data`` of a GraphQL answer. Errors that come with data (an alias that
-        names no issue) leave that alias null. Without data, a rate limit is
-        ``RateLimited`` (the poll resumes from its checkpoint) and any other error
-        ``GraphQLRefused`` (a query this server does not take)."""
-        response = await self.http.request(
-            "POST", url, json={"query": query, "variables": dict(variables)}
-        )
-        body = as_dict(response.json())
-        if body.get("data") is None:
-            error = as_dict((as_list(body.get("errors")) or [{}])[0])
-            if error.get("type") == "RATE_LIMITED":
-                reset = response.headers.get("x-ratelimit-reset")
-                until = float(reset) if reset and reset.isdigit() else self.http.clock_s() + 60
-                raise RateLimited(until, status=200, method="POST", path=url)
-            raise GraphQLRefused(200, f"GraphQL: {error.get('message')}", method="POST", path=url)
-        return body["data"]
+        """The ``data`` of a GraphQL answer (``graphql.query``): ``RateLimited``,
+        ``GraphQLUnavailable`` or ``GraphQLRefused`` otherwise."""
+        return await graphql.query(self.http, url, query, variables)
 
     async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         response = await self.http.request("POST", self._path("/issues"), json=dict(payload))
@@ -340,22 +323,16 @@ class GitHubClient:
         """Issue number → Projects v2 "Status" name, one GraphQL request for all ids."""
         if not node_ids:
             return {}
-        response = await self.http.request(
-            "POST", url, json={"query": PROJECT_STATUS_QUERY, "variables": {"ids": node_ids}}
-        )
-        body = response.json()
-        if body.get("errors"):
-            raise TrackerHttpError(
-                200, f"GraphQL: {body['errors'][0].get('message')}", method="POST", path=url
-            )
+        data = await self.graphql(url, PROJECT_STATUS_QUERY, {"ids": node_ids})
         statuses: dict[int, str] = {}
-        for node in (body.get("data") or {}).get("nodes") or ():
-            if not node or "number" not in node:
+        for node in as_list(as_dict(data).get("nodes")):
+            node = as_dict(node)
+            if as_int(node.get("number")) is None:
                 continue
-            for item in (node.get("projectItems") or {}).get("nodes") or ():
-                value = (item or {}).get("fieldValueByName") or {}
-                if value.get("name"):
-                    statuses[int(node["number"])] = str(value["name"])
+            for item in as_list(as_dict(node.get("projectItems")).get("nodes")):
+                name = as_dict(as_dict(item).get("fieldValueByName")).get("name")
+                if isinstance(name, str) and name:
+                    statuses[int(node["number"])] = name
                     break
         return statuses
 

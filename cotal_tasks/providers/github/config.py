@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from cotal_tasks.core import TaskStatus
 from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
+from cotal_tasks.providers.hosted.readback import unreadable
+from cotal_tasks.providers.hosted.tracker import NativeState
+from cotal_tasks.providers.hosted.writeback import status_labels
 
 PROJECT_STATUS = "project_status"  # NativeState.extra: the Projects v2 Status
 
@@ -21,14 +25,27 @@ class GitHubStatusRule(StatusRule):
         return {} if self.project_status is None else {PROJECT_STATUS: self.project_status}
 
 
-def github_default_rules() -> tuple[GitHubStatusRule, ...]:
+# The status labels, declared once: write-back writes them, the default rules read them.
+CLAIMED_LABEL, BLOCKED_LABEL = "in-progress", "blocked"
+# GitHub keeps a state_reason with the state: why an issue closed, or that it reopened.
+CLOSE_REASONS: dict[TaskStatus, str] = {
+    "done": "completed",
+    "dropped": "not_planned",
+    "open": "reopened",
+}
+
+
+def github_default_rules(
+    claimed: str | None = CLAIMED_LABEL, blocked: str | None = BLOCKED_LABEL
+) -> tuple[GitHubStatusRule, ...]:
+    """The default rules, reading the status labels write-back writes."""
     rule = GitHubStatusRule
     return (
         rule(status="dropped", state="closed", state_reasons=("not_planned", "duplicate")),
         rule(status="done", state="closed"),
-        rule(status="blocked", state="open", label="blocked"),
+        *([rule(status="blocked", state="open", label=blocked)] if blocked else []),
         rule(status="blocked", state="open", project_status="Blocked"),
-        rule(status="claimed", state="open", label="in-progress"),
+        *([rule(status="claimed", state="open", label=claimed)] if claimed else []),
         rule(status="claimed", state="open", project_status="In Progress"),
         rule(status="open", state="open"),
     )
@@ -41,6 +58,9 @@ class GitHubConfig(HostedConfig):
     repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
     api_url: str = "https://api.github.com"
     token_env: str = "GITHUB_TOKEN"
+    claimed_label: str | None = CLAIMED_LABEL
+    blocked_label: str | None = BLOCKED_LABEL
+    # Default: ``github_default_rules`` over the two labels above.
     status_rules: tuple[GitHubStatusRule, ...] = Field(default_factory=github_default_rules)
     # Read each issue's Projects v2 "Status" (GraphQL, one request per page of issues) so
     # project_status rules can match. Off by default: it costs a request per page.
@@ -55,6 +75,43 @@ class GitHubConfig(HostedConfig):
     # finds what only a timeline shows (another repository's pull request) within
     # ceil(open issues / 100) polls. Off: it costs a counted request every poll.
     reference_sweep: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rules_read_the_labels(cls, data: Any) -> Any:
+        """Default rules read the configured labels, not the default ones."""
+        if isinstance(data, dict) and "status_rules" not in data:
+            claimed = data.get("claimed_label", CLAIMED_LABEL)
+            blocked = data.get("blocked_label", BLOCKED_LABEL)
+            if (claimed, blocked) != (CLAIMED_LABEL, BLOCKED_LABEL):
+                data = {**data, "status_rules": github_default_rules(claimed, blocked)}
+        return data
+
+    @model_validator(mode="after")
+    def _rules_read_back_the_writes(self) -> GitHubConfig:
+        if problem := unreadable(self.status_rules, self.written_states()):
+            raise ValueError(problem)
+        return self
+
+    def status_labels(self) -> dict[TaskStatus, str]:
+        """Status -> the label write-back writes for it."""
+        return status_labels(claimed=self.claimed_label, blocked=self.blocked_label)
+
+    def written_states(self) -> dict[TaskStatus, NativeState]:
+        """What an issue looks like after write-back wrote each status."""
+        labels = self.status_labels()
+
+        def native(status: TaskStatus, state: str) -> NativeState:
+            label = labels.get(status)
+            return NativeState(state, CLOSE_REASONS.get(status), (label,) if label else ())
+
+        return {
+            "open": native("open", "open"),
+            "claimed": native("claimed", "open"),
+            "blocked": native("blocked", "open"),
+            "done": native("done", "closed"),
+            "dropped": native("dropped", "closed"),
+        }
 
     def graphql_endpoint(self) -> str:
         if self.graphql_url is not None:

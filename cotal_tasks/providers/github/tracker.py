@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 
 from cotal_tasks.providers.github import evidence, mapping, sweep
-from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient, GraphQLRefused
+from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
 from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.github.graphql import GraphQLRefused, GraphQLUnavailable
 from cotal_tasks.providers.github.walk import Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
@@ -49,6 +51,7 @@ class GitHubTracker:
         self.config = config
         self.repo = config.repository
         self.boundary = ItemBoundary(self.name)
+        self._owed: set[int] = set()  # issues whose evidence GraphQL did not answer for
 
     def number_of(self, task_id: str) -> int | None:
         return mapping.number_of(self.repo, task_id)
@@ -76,6 +79,8 @@ class GitHubTracker:
                     yield referenced
                 if swept := await self._swept(remembered.get(sweep.SWEEP)):
                     yield swept
+                if self._owed:
+                    yield ListPage((), pages=0, owed=self._take_owed())
                 yield ListPage((), not_modified=True)
                 return
             raw = self.boundary.page(response.json(), "the issue listing")
@@ -99,11 +104,18 @@ class GitHubTracker:
                 remember={ETAG: list(page_etag)} if page_etag else None,
                 evidenced=frozenset(read.evidenced),
                 fetched=read.reread,  # earlier pages' issues, read again for evidence
+                owed=self._take_owed(),
             )
         if referenced := await self._referenced(marks, set(walk.as_of)):
             yield referenced
         if swept := await self._swept(remembered.get(sweep.SWEEP)):
             yield swept
+        if self._owed:
+            yield ListPage((), pages=0, owed=self._take_owed())
+
+    def _take_owed(self) -> frozenset[int]:
+        owed, self._owed = frozenset(self._owed), set()
+        return owed
 
     async def open_numbers(self) -> tuple[set[int], int]:
         return await self.client.open_numbers()
@@ -148,6 +160,9 @@ class GitHubTracker:
         variables = {"owner": owner, "name": name, "after": state.after}
         try:
             data = await self.client.graphql(self.config.graphql_endpoint(), sweep.QUERY, variables)
+        except GraphQLUnavailable as exc:
+            self.boundary.down("GraphQL", "the reference sweep", str(exc))
+            return None  # the lap goes on where it was once GraphQL answers
         except GraphQLRefused as exc:
             # An older server, or a cursor it no longer takes: the sweep starts over.
             self.boundary.note("evidence-refused", "the reference sweep", str(exc))
@@ -219,7 +234,11 @@ class GitHubTracker:
             return None
         found = await self._links([number], [])
         statuses = await self._project_statuses([item])
-        return self._tracked(item, found.evidence.get(number, ()), statuses.get(number))
+        tracked = self._tracked(item, found.evidence.get(number, ()), statuses.get(number))
+        if tracked is not None and number in self._owed:
+            self._owed.discard(number)
+            tracked = replace(tracked, evidence_unread=True)
+        return tracked
 
     async def _links(self, issues: list[int], pulls: list[int]) -> evidence.Found:
         """Evidence of ``issues`` and the issues ``pulls`` name, ``BATCH`` per request;
@@ -237,11 +256,19 @@ class GitHubTracker:
                 data = await self.client.graphql(
                     url, document, {"owner": owner, "name": name, **variables}
                 )
+            except GraphQLUnavailable as exc:
+                # GraphQL down (a wrong graphql_url, a server without it, an outage, a
+                # transient error past its retries): the REST mirror goes on, these
+                # issues' evidence is owed and read again once GraphQL answers.
+                self.boundary.down("GraphQL", f"links of {len(issues)} issue(s)", str(exc))
+                self._owed.update(issues)
+                return found
             except GraphQLRefused as exc:
                 # A server that takes no such query (an older GitHub Enterprise Server)
                 # must not stop the sync: the issues are mirrored without these links.
                 log.warning("%s: evidence not readable (%s); mirrored without it", self.repo, exc)
                 return found
+            self.boundary.up("GraphQL")
             ref = f"links of {', '.join(str(ask.number) for ask in batch[:3])}"
             refused = self.boundary.note
             self.boundary.map(
@@ -262,7 +289,13 @@ class GitHubTracker:
         if not self.config.project_status:
             return {}
         ids = [str(item["node_id"]) for item in items if item.get("node_id")]
-        return await self.client.project_statuses(self.config.graphql_endpoint(), ids)
+        try:
+            return await self.client.project_statuses(self.config.graphql_endpoint(), ids)
+        except (GraphQLUnavailable, GraphQLRefused) as exc:
+            # The status is evidence of a kind: the issues map without it this time.
+            self.boundary.down("GraphQL", f"project status of {len(ids)} issue(s)", str(exc))
+            self._owed.update(n for item in items if (n := as_int(item.get("number"))))
+            return {}
 
     async def create(self, issue: NewIssue) -> TrackedIssue:
         payload: dict[str, Any] = {"title": issue.title}

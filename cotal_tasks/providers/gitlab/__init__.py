@@ -18,7 +18,7 @@ from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.gitlab.webhook import WEBHOOK
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
-from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
+from cotal_tasks.providers.hosted.writeback import WritePlan
 from cotal_tasks.providers.provider import BuildContext, Built
 
 log = logging.getLogger(__name__)
@@ -35,12 +35,7 @@ def open_tracker(config: GitLabConfig) -> tuple[GitLabTracker, TrackerHttp]:
 
 
 def write_plan(config: GitLabConfig) -> WritePlan:
-    # GitLab keeps no close reason: the dropped label says "dropped".
-    return WritePlan(
-        status_labels(
-            claimed=config.claimed_label, blocked=config.blocked_label, dropped=config.dropped_label
-        )
-    )
+    return WritePlan(config.status_labels())
 
 
 async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildContext) -> None:

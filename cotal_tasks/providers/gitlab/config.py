@@ -2,23 +2,43 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from cotal_tasks.core import TaskStatus
 from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
+from cotal_tasks.providers.hosted.readback import unreadable
+from cotal_tasks.providers.hosted.tracker import NativeState
+from cotal_tasks.providers.hosted.writeback import status_labels
+
+# The status labels, declared once: write-back writes them, the default rules read them.
+CLAIMED_LABEL = "workflow::in progress"
+BLOCKED_LABEL = "workflow::blocked"
+DROPPED_LABEL = "workflow::won't do"
+_LABELS = {
+    "claimed_label": CLAIMED_LABEL,
+    "blocked_label": BLOCKED_LABEL,
+    "dropped_label": DROPPED_LABEL,
+}
 
 
-def gitlab_default_rules() -> tuple[StatusRule, ...]:
+def gitlab_default_rules(
+    claimed: str | None = CLAIMED_LABEL,
+    blocked: str | None = BLOCKED_LABEL,
+    dropped: str | None = DROPPED_LABEL,
+) -> tuple[StatusRule, ...]:
+    """The default rules, reading the status labels write-back writes."""
+    rule = StatusRule
     return (
-        StatusRule(status="dropped", state="closed", state_reasons=("duplicate",)),
-        StatusRule(status="dropped", state="closed", label="workflow::won't do"),
-        StatusRule(status="dropped", state="closed", label="workflow::cancelled"),
-        StatusRule(status="done", state="closed"),
-        StatusRule(status="blocked", state="opened", label="workflow::blocked"),
-        StatusRule(status="claimed", state="opened", label="workflow::in progress"),
-        StatusRule(status="claimed", state="opened", label="workflow::in review"),
-        StatusRule(status="open", state="opened"),
+        rule(status="dropped", state="closed", state_reasons=("duplicate",)),
+        *([rule(status="dropped", state="closed", label=dropped)] if dropped else []),
+        rule(status="dropped", state="closed", label="workflow::cancelled"),
+        rule(status="done", state="closed"),
+        *([rule(status="blocked", state="opened", label=blocked)] if blocked else []),
+        *([rule(status="claimed", state="opened", label=claimed)] if claimed else []),
+        rule(status="claimed", state="opened", label="workflow::in review"),
+        rule(status="open", state="opened"),
     )
 
 
@@ -29,9 +49,10 @@ class GitLabConfig(HostedConfig):
     project: Annotated[str, Field(min_length=1)]  # "group/project" path or numeric id
     api_url: str = "https://gitlab.com/api/v4"
     token_env: str = "GITLAB_TOKEN"
-    claimed_label: str | None = "workflow::in progress"
-    blocked_label: str | None = "workflow::blocked"
-    dropped_label: str | None = "workflow::won't do"
+    claimed_label: str | None = CLAIMED_LABEL
+    blocked_label: str | None = BLOCKED_LABEL
+    dropped_label: str | None = DROPPED_LABEL
+    # Default: ``gitlab_default_rules`` over the three labels above.
     status_rules: tuple[StatusRule, ...] = Field(default_factory=gitlab_default_rules)
     pagination: Literal["auto", "keyset", "offset"] = "auto"
     # Confidential issues are withheld from the board (which every tasks.read holder can
@@ -45,6 +66,45 @@ class GitLabConfig(HostedConfig):
     # merge request (GitLab shows those only as system notes): one request per changed
     # issue (more past 100 notes). Off: only merge requests link commits.
     commit_mentions: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rules_read_the_labels(cls, data: Any) -> Any:
+        """Default rules read the configured labels, not the default ones."""
+        if isinstance(data, dict) and "status_rules" not in data:
+            labels = [data.get(key, default) for key, default in _LABELS.items()]
+            if labels != list(_LABELS.values()):
+                data = {**data, "status_rules": gitlab_default_rules(*labels)}
+        return data
+
+    @model_validator(mode="after")
+    def _rules_read_back_the_writes(self) -> GitLabConfig:
+        if problem := unreadable(self.status_rules, self.written_states()):
+            raise ValueError(problem)
+        return self
+
+    def status_labels(self) -> dict[TaskStatus, str]:
+        """Status -> the label write-back writes for it (GitLab keeps no close reason:
+        the dropped label says "dropped")."""
+        return status_labels(
+            claimed=self.claimed_label, blocked=self.blocked_label, dropped=self.dropped_label
+        )
+
+    def written_states(self) -> dict[TaskStatus, NativeState]:
+        """What an issue looks like after write-back wrote each status."""
+        labels = self.status_labels()
+
+        def native(status: TaskStatus, state: str) -> NativeState:
+            label = labels.get(status)
+            return NativeState(state, None, (label,) if label else ())
+
+        return {
+            "open": native("open", "opened"),
+            "claimed": native("claimed", "opened"),
+            "blocked": native("blocked", "opened"),
+            "done": native("done", "closed"),
+            "dropped": native("dropped", "closed"),
+        }
 
     @property
     def location(self) -> str:

@@ -35,6 +35,9 @@ Reason = Literal[
     "item-unmappable",  # an item with nothing usable: skipped
     "issue-unreadable",  # the tracker refused to read one issue: skipped this time
     "webhook-unmappable",  # a verified delivery whose payload names nothing readable
+    # the evidence endpoint (GitHub's GraphQL) did not answer: the issues are mirrored
+    # without the new evidence, which is read again once it answers
+    "evidence-unavailable",
 ]
 REASONS: tuple[Reason, ...] = get_args(Reason)
 RECENT = 20
@@ -55,6 +58,9 @@ class ItemBoundary:
     counts: Counter[str] = field(default_factory=Counter)
     recent: deque[Degradation] = field(default_factory=lambda: deque(maxlen=RECENT))
     observers: list[Callable[[str], None]] = field(default_factory=list)
+    # Parts of the tracker's API that do not answer now (part -> why), until they do: an
+    # endpoint whose evidence is degraded says so in ``/healthz`` and the sync summary.
+    unavailable: dict[str, str] = field(default_factory=dict)
 
     def note(self, reason: Reason, item: str, detail: str = "") -> None:
         """Record one degradation (the caller has already kept what is valid)."""
@@ -66,6 +72,16 @@ class ItemBoundary:
                 observer(reason)
             except Exception:  # an observer never costs the sync its item
                 log.exception("a degradation observer failed")
+
+    def down(self, part: str, item: str, detail: str) -> None:
+        """``part`` did not answer for ``item``: counted, and marked until ``up``."""
+        self.unavailable[part] = detail[:200]
+        self.note("evidence-unavailable", item, detail)
+
+    def up(self, part: str) -> None:
+        """``part`` answered again."""
+        if self.unavailable.pop(part, None) is not None:
+            log.warning("%s %s answers again", self.tracker, part)
 
     def map(
         self, item: str, step: Callable[..., T], *args: Any, reason: Reason = "item-unmappable"
@@ -86,13 +102,16 @@ class ItemBoundary:
 
     def snapshot(self) -> dict[str, Any]:
         """What ``/healthz`` and the sync summary show: counts by reason, the latest few."""
-        return {
+        shown: dict[str, Any] = {
             "counts": {reason: self.counts[reason] for reason in REASONS if self.counts[reason]},
             "recent": [
                 {"reason": d.reason, "item": d.item, **({"detail": d.detail} if d.detail else {})}
                 for d in list(self.recent)[-5:]
             ],
         }
+        if self.unavailable:
+            shown["unavailable"] = dict(self.unavailable)
+        return shown
 
     def total(self) -> int:
         return sum(self.counts.values())

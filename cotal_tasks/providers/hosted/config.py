@@ -53,8 +53,6 @@ class HostedConfig(Closed):
     max_rate_limit_wait_s: Annotated[float, Field(ge=0)] = 900.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 5
     mutation_spacing_s: Annotated[float, Field(ge=0)] = 1.0  # between writes, per tracker advice
-    claimed_label: str | None = "in-progress"
-    blocked_label: str | None = "blocked"
     # Tracker account (login or username) -> seat principal owner.actor. Only these
     # accounts can ever produce a binding; every other assignee is a human.
     seats: dict[str, Principal] = Field(default_factory=dict)

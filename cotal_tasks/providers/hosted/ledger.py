@@ -10,7 +10,7 @@ The ledger (``ct_intents``) records every tracker write under the caller triple 
 envelope id before the tracker call (``pending``) and after the mirror commit (``done``,
 with the changeSeq the mirror took it at). A retry that finds its key pending reconciles
 against the tracker instead of writing again; the sync reads the ``done`` rows as the
-echo marks of the bridge's own writes.
+echo marks of the bridge's own writes, with what each write sent (``hosted.echo``).
 """
 
 from __future__ import annotations
@@ -130,12 +130,16 @@ class Ledger:
         holder: str,
         now: int,
         hold_ms: int,
+        sent: str | None = None,
     ) -> None:
         """Record the write as pending (or take over the row of an earlier attempt, which
-        keeps when that attempt began); the sync leaves its task alone for ``hold_ms``
-        unless the write finishes first."""
+        keeps when that attempt began), with what it makes the issue say (``sent``, see
+        ``hosted.echo``); for ``hold_ms``, unless the write finishes first, the sync skips
+        a snapshot of its task only as its echo and reads anything else again later."""
         i = tables.intents
         keep: dict[str, object] = {"task_id": task_id} if task_id is not None else {}
+        if sent is not None:
+            keep["sent"] = sent
         if number is not None:
             keep["number"] = number
         try:
@@ -162,6 +166,7 @@ class Ledger:
                             holder=holder,
                             lease_until=now + hold_ms,
                             created_at=now,
+                            sent=sent,
                         )
                     )
         except (SQLAlchemyError, OSError) as exc:
@@ -191,19 +196,23 @@ class Ledger:
         except (SQLAlchemyError, OSError) as exc:
             raise mirror_unavailable("write ledger", exc) from exc
 
-    async def echoes(self, task_ids: Sequence[str], read_mark: int, now: int) -> set[str]:
-        """The tasks among ``task_ids`` a tracker snapshot taken at ``read_mark`` must not
-        overwrite: written through the endpoint after it, or with a write in flight."""
+    async def echoes(
+        self, task_ids: Sequence[str], read_mark: int, now: int
+    ) -> dict[str, frozenset[str]]:
+        """The tasks among ``task_ids`` a tracker snapshot taken at ``read_mark`` may
+        predate a write to (written through the endpoint after it, or with a write in
+        flight), each with what those writes sent (``hosted.echo``): the snapshot is
+        their echo only if it says one of those, and is read again otherwise."""
         if not task_ids:
-            return set()
+            return {}
         i = tables.intents
-        found: set[str] = set()
+        found: dict[str, set[str]] = {}
         try:
             async with self._engine.connect() as conn:
                 for start in range(0, len(task_ids), 500):
                     chunk = list(task_ids[start : start + 500])
                     rows = await conn.execute(
-                        select(i.c.task_id).where(
+                        select(i.c.task_id, i.c.sent).where(
                             i.c.task_id.in_(chunk),
                             or_(
                                 and_(i.c.state == PENDING, i.c.lease_until >= now),
@@ -211,10 +220,13 @@ class Ledger:
                             ),
                         )
                     )
-                    found.update(str(row.task_id) for row in rows)
+                    for row in rows:
+                        sent = found.setdefault(str(row.task_id), set())
+                        if row.sent is not None:
+                            sent.add(str(row.sent))
         except (SQLAlchemyError, OSError) as exc:
             raise mirror_unavailable("write ledger", exc) from exc
-        return found
+        return {task_id: frozenset(sent) for task_id, sent in found.items()}
 
     async def prune(self, before: int) -> int:
         """Forget finished writes recorded before ``before`` (epoch ms)."""

@@ -2,9 +2,11 @@
 tracker first and into the mirror only once the tracker took them.
 
 The mirror is a board store, shared by every instance of the endpoint on PostgreSQL.
-Writes go through ``writes`` (one at a time per task, recorded in the write ledger); the
-sync skips the tasks the ledger says were written after the tracker was read, and reads
-a page again when a write lands while it commits. Reads never call the tracker; they
+Writes go through ``writes`` (one at a time per task, recorded in the write ledger with
+what each sent); the sync never applies a snapshot of a task the ledger says was
+written after the tracker was read (or is being written): it defers the issue, to be
+read again once the write settled, and reads a page again when a write lands while it
+commits. Reads never call the tracker; they
 carry a ``stale`` marker when the last successful sync is older than the bound or the
 tracker is failing.
 """
@@ -31,6 +33,7 @@ from cotal_tasks.core import (
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.config import HostedConfig
+from cotal_tasks.providers.hosted.echo import is_echo
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.mapping import project, same_record
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
@@ -59,6 +62,22 @@ _SYNC_ATTEMPTS = 5
 UNFINISHED: frozenset[TaskStatus] = frozenset(STATUSES) - TERMINAL
 
 ChangeHook = Callable[[int], Awaitable[None]]
+
+
+@dataclass(frozen=True, slots=True)
+class Mirrored:
+    """What mirroring a page did: records ``changed``; issues ``skipped`` as the echo of
+    a write in flight or just mirrored (the snapshot says what the write sent); issues
+    ``deferred`` (a snapshot that may predate such a write: read them again once it
+    settles). A page with either must not move a validator or cursor past them."""
+
+    changed: int
+    skipped: frozenset[int] = frozenset()
+    deferred: frozenset[int] = frozenset()
+
+    @property
+    def held_back(self) -> bool:
+        return bool(self.skipped or self.deferred)
 
 
 @dataclass
@@ -309,18 +328,26 @@ class HostedStore(MirroredReads):
     async def upsert_page(
         self, issues: Sequence[TrackedIssue], read_mark: int | None = None
     ) -> int:
-        """Mirror a page of tracked issues in one transaction; how many records changed.
+        """``mirror_page``, counting the records that changed."""
+        return (await self.mirror_page(issues, read_mark)).changed
 
-        An issue the bridge wrote through the endpoint after ``read_mark`` (the changeSeq
-        when the tracker was read) is skipped: the snapshot may predate the write, and
-        applying it would undo it. The next poll reads the issue as the tracker holds it
-        after the write.
+    async def mirror_page(
+        self, issues: Sequence[TrackedIssue], read_mark: int | None = None
+    ) -> Mirrored:
+        """Mirror a page of tracked issues in one transaction.
+
+        An issue with a write through the endpoint in flight, or mirrored after
+        ``read_mark`` (the changeSeq when the tracker was read), is not applied: the
+        snapshot may predate the write, and applying it would undo it. It is
+        ``skipped`` as the write's echo only when it says what the write sent
+        (``hosted.echo``); otherwise it is ``deferred``: read again once the write has
+        settled, so a person's edit in the write's window is never taken for the echo.
         """
         if not issues:
-            return 0
+            return Mirrored(0)
         for _ in range(_SYNC_ATTEMPTS):
             try:
-                committed = await self._mirror_page(issues, read_mark)
+                committed, skipped, deferred = await self._mirror_page(issues, read_mark)
                 break
             except RevisionConflict:
                 continue  # a write through the endpoint landed meanwhile: read again
@@ -331,7 +358,7 @@ class HostedStore(MirroredReads):
             )
         if committed:
             await self.announce_change(committed[-1].change_seq)
-        return len(committed)
+        return Mirrored(len(committed), frozenset(skipped), frozenset(deferred))
 
     async def announce_change(self, change_seq: int) -> None:
         """Tell the hooks the mirror reached ``change_seq`` through a sync."""
@@ -343,22 +370,29 @@ class HostedStore(MirroredReads):
 
     async def _mirror_page(
         self, issues: Sequence[TrackedIssue], read_mark: int | None
-    ) -> list[Committed]:
+    ) -> tuple[list[Committed], set[int], set[int]]:
         ids = [issue.task_id for issue in issues]
         held = await self.mirror.get_many(ids)
-        echoes = set()
+        echoes: dict[str, frozenset[str]] = {}
         if read_mark is not None:
             echoes = await self.writes.ledger.echoes(ids, read_mark, self.clock())
         writes: list[Write] = []
+        skipped: set[int] = set()
+        deferred: set[int] = set()
         for issue in issues:
-            if issue.task_id in echoes:
-                continue
             stored = held.get(issue.task_id)
             record = await self._synced_record(issue, stored.task if stored else None)
             if record is None:
                 continue
             if stored is not None and same_record(record, stored.task):
-                continue  # nothing new, or the echo of the bridge's own write
+                continue  # nothing new
+            sent = echoes.get(issue.task_id)
+            if sent is not None:
+                # Written through the endpoint meanwhile: the write commits what the
+                # tracker holds after it. A snapshot saying exactly what it sent is its
+                # echo; any other may predate it and is read again (never lost).
+                (skipped if is_echo(record, sent) else deferred).add(issue.number)
+                continue
             writes.append(
                 Write(
                     record,
@@ -367,4 +401,4 @@ class HostedStore(MirroredReads):
                     f"{self.tracker.name}-sync",
                 )
             )
-        return await self.mirror.commit_many(writes)
+        return await self.mirror.commit_many(writes), skipped, deferred

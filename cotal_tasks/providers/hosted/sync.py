@@ -1,5 +1,10 @@
 """The sync loop: polling is the source of truth, webhooks only wake it.
 
+An issue the store did not apply because a write through the endpoint was in flight or
+had just been mirrored (skipped as the write's echo, or deferred: see
+``HostedStore.mirror_page``) holds the cursor and every validator of the poll where
+they were, and a deferred one is read again, one by one, until it is applied.
+
 Each poll walks the issues updated since the cursor (the highest ``updated_at`` seen,
 re-read with a small overlap), oldest first, checkpointing the cursor after every page,
 so a crash or a rate limit resumes where it stopped rather than starting over. The walk
@@ -21,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +39,8 @@ from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.wakes import process_holder
 
 log = logging.getLogger(__name__)
+
+OWED = "owed"  # the checkpoint's issues whose evidence is still to be read
 
 Progress = Callable[[int, int | None], None]  # (pages done, total pages if known)
 
@@ -48,6 +55,11 @@ class SyncReport:
     reconciled: bool = False  # the reconcile sweep ran in this poll
     sweep_requests: int = 0  # its listing of the open issues, in requests
     swept: int = 0  # unfinished tasks whose issue it did not list: read one by one
+    # Issues not applied because a write through the endpoint was in flight or had just
+    # been mirrored: skipped as its echo, or deferred to be read again.
+    skipped: int = 0
+    deferred: int = 0
+    owed: int = 0  # issues whose evidence could not be read: read again once it answers
 
 
 @dataclass
@@ -58,6 +70,8 @@ class SyncEngine:
     clock: Callable[[], int]
     holder: str = field(default_factory=process_holder)  # this instance, among those sharing
     _woken: RefreshQueue = field(init=False)  # what webhooks asked for, let out at a rate
+    _deferred: set[int] = field(default_factory=set)  # to read again: a write was in flight
+    _owed: set[int] = field(default_factory=set)  # to read again: evidence did not answer
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
     # Told of each reconcile sweep (listing requests, unlisted tasks read): the metrics.
     sweep_observers: list[Callable[[int, int], None]] = field(default_factory=list)
@@ -85,8 +99,10 @@ class SyncEngine:
         report = SyncReport()
         # Issues owed an evidence read survive an interruption: they are checkpointed too.
         linked: set[int] = set(saved.get("pending") or ())
+        self._owed |= set(saved.get(OWED) or ())
         total: int | None = None
         mark = await self.store.read_mark()
+        held_back = False  # a page held an issue not applied: nothing moves past it
         async for page in tracker.list_changed(cursor, saved):
             if page.not_modified:
                 report.not_modified = True
@@ -94,23 +110,36 @@ class SyncEngine:
             report.pages += page.pages
             report.issues += len(page.issues) - page.fetched
             report.fetched += page.fetched
-            report.changed += await self.store.upsert_page(page.issues, mark)
+            mirrored = await self.store.mirror_page(page.issues, mark)
+            report.changed += mirrored.changed
+            report.skipped += len(mirrored.skipped)
+            report.deferred += len(mirrored.deferred)
+            held_back = held_back or mirrored.held_back
             linked = (linked - page.evidenced) | (page.linked - page.evidenced)
-            if page.cursor is not None:
+            linked |= mirrored.deferred
+            self._owed |= page.owed
+            if page.cursor is not None and not held_back:
                 cursor = page.cursor
-            saved = {**saved, **(page.remember or {}), "cursor": cursor, "pending": sorted(linked)}
+            # Neither the cursor nor a validator (an ETag, a feed's mark) passes an issue
+            # that was not applied: the next poll reads it again, whatever else changed.
+            remember = {} if held_back else (page.remember or {})
+            saved = {**saved, **remember, "cursor": cursor, "pending": sorted(linked)}
             await self.state.save(self.key, saved, self.clock())  # checkpoint every page
             total = page.total_pages or total
             if total is not None:  # an estimate: a walk may take a page more than it said
                 total = max(total, report.pages)
             if progress is not None:
                 progress(report.pages, total)
-        numbers = linked | self._take_woken()
+        numbers = linked | self._take_woken() | self._owed_to_read(tracker.boundary.unavailable)
         fetched, changed = await self.refresh(numbers)
         report.fetched += fetched
         report.changed += changed
-        if saved.get("pending"):
-            saved = {**saved, "pending": []}
+        again = sorted(self._take_deferred())
+        report.deferred += len(again)
+        owed = sorted(self._owed)
+        report.owed = len(owed)
+        if saved.get("pending") or again or saved.get(OWED) != owed:
+            saved = {**saved, "pending": again, OWED: owed}
             await self.state.save(self.key, saved, self.clock())
         await self._reconcile_if_due(saved, report)
         return report
@@ -176,15 +205,46 @@ class SyncEngine:
                 self.store.tracker.boundary.note("item-unmappable", f"issue {number}", where(exc))
                 continue
             fetched += 1
-            if issue is not None and await self.store.upsert(issue, mark):
-                changed += 1
+            if issue is not None:
+                if issue.evidence_unread:
+                    self._owed.add(number)
+                mirrored = await self.store.mirror_page([issue], mark)
+                changed += mirrored.changed
+                self._deferred |= mirrored.deferred
         return fetched, changed
+
+    def _owed_to_read(self, unavailable: Mapping[str, str]) -> set[int]:
+        """The owed issues to read again now: all of them while the evidence endpoint
+        answers, one (a probe) while it does not."""
+        owed = sorted(self._owed)
+        taken = set(owed if not unavailable else owed[:1])
+        self._owed -= taken
+        return taken
+
+    def _take_deferred(self) -> set[int]:
+        taken, self._deferred = self._deferred, set()
+        return taken
+
+    async def _keep_deferred(self) -> None:
+        """Issues a refresh deferred (a write was in flight) wait in the checkpoint for
+        the next poll, which reads them again."""
+        again = self._take_deferred()
+        if again:
+            saved = await self.checkpoint()
+            pending = sorted(set(saved.get("pending") or ()) | again)
+            await self.state.save(self.key, {**saved, "pending": pending}, self.clock())
 
     def wake(self, numbers: Iterable[int]) -> None:
         """A webhook named these issues (none: poll): fetch them soon, at the endpoint's
         refresh rate (``hosted.refreshes``)."""
         self._woken.add(numbers)
         self._wake.set()
+
+    async def refresh_woken(self) -> None:
+        """Read the issues webhooks named since the last turn; those a write in flight
+        deferred wait in the checkpoint for the next poll."""
+        await self.refresh(self._take_woken())
+        await self._keep_deferred()
 
     def _take_woken(self) -> set[int]:
         return self._woken.take()
@@ -207,7 +267,7 @@ class SyncEngine:
                     self._woken.clear_poll()
                     await self.poll_once()
                 elif self._woken.pending:
-                    await self.refresh(self._take_woken())
+                    await self.refresh_woken()
             except RateLimited as exc:
                 wait = max(1.0, exc.until_s - self.clock() / 1000)
                 log.warning("%s rate limit: resuming from the checkpoint in %.0f s", self.key, wait)

@@ -61,6 +61,9 @@ class TrackedIssue:
     # becomes ``dropped`` with this as ``statusSource``; an issue read only as gone (no
     # title, the tracker answered 301 or 410) keeps the rest of the record as it was.
     gone: str | None = None
+    # Its evidence could not be read this time (the evidence endpoint did not answer):
+    # the record keeps what it had, and the sync reads the issue again later.
+    evidence_unread: bool = False
 
     @classmethod
     def vanished(cls, number: int, task_id: str, fate: str) -> TrackedIssue:
@@ -89,6 +92,9 @@ class ListPage:
     evidenced: frozenset[int] = frozenset()
     # The last ``fetched`` issues were read one by one with their evidence, not listed.
     fetched: int = 0
+    # Issues whose evidence could not be read (the evidence endpoint did not answer): the
+    # sync reads them again, with their evidence, once it answers.
+    owed: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

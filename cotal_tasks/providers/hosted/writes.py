@@ -22,15 +22,18 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Outcome, Task
+from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Task
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.config import HostedConfig
+from cotal_tasks.providers.hosted.conflict import closed_meanwhile, contested, first_come
+from cotal_tasks.providers.hosted.echo import content_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.ledger import PENDING, Intent, Leases, Ledger, marker_of
+from cotal_tasks.providers.hosted.rereads import ErrorOf, Project, Rereads
 from cotal_tasks.providers.hosted.tracker import (
     NewIssue,
     TrackedIssue,
@@ -42,7 +45,6 @@ from cotal_tasks.providers.hosted.writeback import (
     WritePlan,
     plan_change,
     plan_new,
-    remaining,
     with_marker,
 )
 from cotal_tasks.providers.store import (
@@ -59,9 +61,6 @@ LEASE_MS = 6_000  # a write's hold on its task, renewed every third while it run
 HOLD_MS = 120_000  # how long a pending write keeps the sync off its task
 _MIRROR_ATTEMPTS = 8
 _TAKE_EVERY_S = 0.05
-
-Project = Callable[[TrackedIssue, Task | None], Awaitable[Task]]
-ErrorOf = Callable[[Exception, Outcome], ContractError]
 
 
 @dataclass
@@ -95,6 +94,7 @@ class Writes:
         self.clock = clock
         self.project = project
         self.error = error
+        self.reads = Rereads(tracker, project, error)
         self.instance = instance or uuid.uuid4().hex[:12]
         self.lease_ms = lease_ms
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -212,10 +212,12 @@ class Writes:
     async def _create(self, task: Task, key: str, resume: Intent | None, job: _Job) -> Task:
         issue, follow = plan_new(task, self.plan)
         marker = marker_of(key)
-        await self.ledger.pending(key, None, None, self.instance, self.clock(), HOLD_MS)
+        await self.ledger.pending(
+            key, None, None, self.instance, self.clock(), HOLD_MS, content_of(task)
+        )
         created: TrackedIssue | None = None
         if resume is not None:
-            created = await self._earlier_create(resume, marker)
+            created = await self.reads.earlier_create(resume, marker)
         if created is None:
             job.touched = True
             try:
@@ -225,7 +227,7 @@ class Writes:
             except TrackerHttpError as exc:
                 raise await self._refused(exc, key, None) from exc
         else:
-            follow = await self._remaining(created.number, follow, marker)
+            follow = await self.reads.remaining(created.number, follow, marker)
         await self.ledger.located(key, created.task_id, created.number)
         if follow:
             job.touched = True
@@ -234,7 +236,7 @@ class Writes:
             except TrackerRefused as exc:
                 await self._show(created.number)
                 raise self.error(exc.error, "executed") from exc
-        tracked = await self._reread(created.number) or created
+        tracked = await self.reads.reread(created.number) or created
         projected = await self.project(tracked, None)
         evidence = {(e.kind, e.ref): e for e in (*projected.evidence, *task.evidence)}
         return Task.model_validate(
@@ -243,18 +245,6 @@ class Writes:
                 "evidence": [e.model_dump() for e in evidence.values()][-MAX_EVIDENCE:],
             }
         )
-
-    async def _earlier_create(self, resume: Intent, marker: str) -> TrackedIssue | None:
-        """The issue an earlier attempt of this create made, if it is still there (one
-        deleted or moved since is no answer to this create: it is made again)."""
-        try:
-            if resume.number is not None:
-                issue = await self.tracker.fetch(resume.number)
-            else:
-                issue = await self.tracker.find_marked(marker, resume.created_at)
-        except TrackerHttpError as exc:
-            raise self.error(exc, "unknown") from exc
-        return None if issue is None or issue.gone else issue
 
     async def _update(
         self, write: Write, key: str, task_id: str, resume: Intent | None, job: _Job
@@ -275,10 +265,14 @@ class Writes:
         )
         if not change:
             return write.task
+        if resume is None:
+            await self._first_come(stored.revision, stored.task, write.task, number)
         marker = marker_of(key)
-        await self.ledger.pending(key, task_id, number, self.instance, self.clock(), HOLD_MS)
+        await self.ledger.pending(
+            key, task_id, number, self.instance, self.clock(), HOLD_MS, content_of(write.task)
+        )
         if resume is not None:
-            change = await self._remaining(number, change, marker)
+            change = await self.reads.remaining(number, change, marker)
         if change:
             job.touched = True
             try:
@@ -288,29 +282,50 @@ class Writes:
                     await self._show(number)
                     raise self.error(exc.error, "executed") from exc
                 raise await self._refused(exc.error, key, number) from exc
-        tracked = await self._reread(number)
+        tracked = await self.reads.reread(number)
         if tracked is None:
             return write.task
-        projected = await self.project(tracked, write.task)
-        return Task.model_validate(
-            {**write.task.model_dump(), "statusSource": projected.statusSource}
-        )
+        # What the tracker holds after the write, as the mapping reads it: a person's
+        # edit that landed meanwhile (a title, a close) is in the record and the reply.
+        after = await self.project(tracked, write.task)
+        if refusal := closed_meanwhile(stored.task, write.task, after):
+            await self._take_back(number, change, key)
+            raise refusal
+        return after
+
+    async def _first_come(self, revision: int, read: Task, new: Task, number: int) -> None:
+        """The conflict rule (``hosted.conflict``): a write that changes a field a person
+        changed on the tracker since the mirror read it is refused with ``conflict``,
+        nothing written, and the mirror shows what the person did."""
+        if not contested(read, new):
+            return
+        current = await self.reads.current(number, read)
+        if current is None:
+            return
+        if refusal := first_come(read, new, current, self.tracker.name):
+            with contextlib.suppress(ContractError, RevisionConflict):
+                actor = f"{self.tracker.name}-write-back"
+                await self.mirror.commit(Write(current, revision, "sync", actor))
+            raise refusal
+
+    async def _take_back(self, number: int, change: TrackerChange, key: str) -> None:
+        """A person closed the issue while ``change`` was written: remove what the write
+        added (its assignee, its labels), never what the person did, and mirror the
+        issue as it is then. A retry of the write starts over and hears ``conflict``."""
+        undo = TrackerChange(unassign=change.assign, remove_labels=change.add_labels)
+        if undo:
+            try:
+                await self.tracker.apply(number, undo)
+            except TrackerRefused as exc:
+                log.warning("taking back a write to issue %s failed: %s", number, exc)
+        with contextlib.suppress(ContractError):
+            await self.ledger.forget(key)
+        await self._show(number)
 
     def _marked(self, change: TrackerChange, marker: str) -> TrackerChange:
         if not change.comment:
             return change
         return replace(change, comment=with_marker(change.comment, marker))
-
-    async def _remaining(self, number: int, change: TrackerChange, marker: str) -> TrackerChange:
-        """What an earlier attempt of this write left undone on the tracker."""
-        try:
-            issue = await self.tracker.fetch(number)
-            commented = bool(change.comment) and await self.tracker.has_marked_comment(
-                number, marker
-            )
-        except TrackerHttpError as exc:
-            raise self.error(exc, "unknown") from exc
-        return change if issue is None else remaining(change, issue, commented)
 
     async def _refused(self, exc: Exception, key: str, number: int | None) -> ContractError:
         """A write nothing of which took effect, unless no answer came (then it may have)."""
@@ -320,16 +335,9 @@ class Writes:
             await self.ledger.forget(key)
         return self.error(exc, "not-executed")
 
-    async def _reread(self, number: int) -> TrackedIssue | None:
-        try:
-            return await self.tracker.fetch(number)
-        except TrackerHttpError:
-            log.warning("re-reading issue %s after the write failed; the next sync will", number)
-            return None
-
     async def _show(self, number: int) -> None:
         """Part of a write took effect: mirror the issue as the tracker now holds it."""
-        tracked = await self._reread(number)
+        tracked = await self.reads.reread(number)
         if tracked is None:
             return
         try:
@@ -346,9 +354,15 @@ class Writes:
     # -- the mirror ----------------------------------------------------------------------
     async def _mirror(self, final: Task, write: Write) -> Committed:
         """Commit what the tracker took. It is there already: a conflict with the sync is
-        settled by committing over the newer revision, never by writing the tracker again."""
+        settled in the mirror, never by writing the tracker again. The sync's newer
+        revision may hold a person's edit read after this write's own read, so the
+        record committed over it is the tracker's as read again after the conflict
+        (newer than anything the sync read before it committed)."""
         expected = write.expected_revision
-        for _ in range(_MIRROR_ATTEMPTS):
+        number = self.tracker.number_of(final.taskId)
+        for attempt in range(_MIRROR_ATTEMPTS):
+            if attempt and number is not None:
+                final = await self.reads.read_over(number, final)
             try:
                 return await self.mirror.commit(
                     Write(

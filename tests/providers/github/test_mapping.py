@@ -172,13 +172,15 @@ async def test_configured_rules_are_ordered_and_first_match_wins(
     rules = [
         {"status": "dropped", "label": "wontfix"},
         {"status": "blocked", "state": "open", "label": "waiting"},
+        {"status": "dropped", "state": "closed", "state_reasons": ["not_planned"]},
         {"status": "done", "state": "closed"},
         {"status": "claimed", "state": "open", "label": "doing"},
         {"status": "open"},
     ]
     presence.put(BUILDER, environment=None)
+    labels = {"claimed_label": "doing", "blocked_label": "waiting"}  # what write-back writes
     async with open_github(
-        fake, github_url, tmp_path / "b", presence=presence, status_rules=rules
+        fake, github_url, tmp_path / "b", presence=presence, status_rules=rules, **labels
     ) as gh:
         fake.add_issue(REPO, "open but wontfix", labels=["wontfix", "waiting"])
         fake.add_issue(REPO, "closed and wontfix", state="closed", labels=["wontfix"])
@@ -196,6 +198,6 @@ async def test_configured_rules_are_ordered_and_first_match_wins(
         ("dropped", "wontfix", False),
         ("blocked", "waiting", True),
         ("open", "doing", False),
-        ("done", "closed", False),  # no rule names not_planned here
+        ("dropped", "closed/not_planned", False),
         ("open", "open", False),
     ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -121,18 +122,18 @@ async def test_a_page_read_before_a_write_does_not_undo_the_write(gh: GitHubEndp
     gh.fake.advance(30)
     gh.fake.add_labels(gh.fake.issue(REPO, 1), ["bug"], "octocat")
     gh.fake.add_labels(gh.fake.issue(REPO, 2), ["bug"], "octocat")
-    upsert_page = gh.store.upsert_page
+    mirror_page = gh.store.mirror_page
     claimed: list[Json] = []
 
-    async def claim_then_upsert(issues: Sequence[TrackedIssue], read_mark: int | None) -> int:
+    async def claim_then_mirror(issues: Sequence[TrackedIssue], read_mark: int | None) -> Any:
         # A claim arrives after the poll read its page and before it mirrors it.
         if any(issue.number == 2 for issue in issues) and not claimed:
             claimed.append(await gh.client.claim(BUILDER, task_id(2)))
-        return await upsert_page(issues, read_mark)
+        return await mirror_page(issues, read_mark)
 
-    setattr(gh.store, "upsert_page", claim_then_upsert)  # noqa: B010 - a test seam
+    setattr(gh.store, "mirror_page", claim_then_mirror)  # noqa: B010 - a test seam
     await gh.poll()
-    setattr(gh.store, "upsert_page", upsert_page)  # noqa: B010
+    setattr(gh.store, "mirror_page", mirror_page)  # noqa: B010
 
     record = await gh.get(2)
     assert record["status"] == "claimed"  # actual: open
