@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from cotal_tasks.bridge.logs import LogFormat, LogLevel
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import LIFECYCLE_UID, OWNER_OR_ACTOR, Principal
 from cotal_tasks.providers import registry
@@ -122,6 +123,14 @@ class HttpConfig(Closed):
     tokens: tuple[HttpToken, ...] = ()
 
 
+class LogConfig(Closed):
+    """The log: the project's level, the libraries' level, text or JSON lines."""
+
+    level: LogLevel = "info"
+    format: LogFormat = "text"
+    libraries: LogLevel = "warning"  # httpx, alembic, uvicorn, nats: quiet unless asked
+
+
 class BridgeConfig(Closed):
     space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
     owner: Annotated[str, Field(pattern=OWNER_OR_ACTOR.pattern)] = "local"
@@ -130,7 +139,10 @@ class BridgeConfig(Closed):
     nats_credentials: Path | None = None  # a NATS .creds file for the bridge's serve credential
     nats_user: str | None = None
     nats_password_env: str | None = None  # the environment variable holding nats_user's password
+    # The first connection to the broker must succeed within this; later losses are retried.
+    nats_connect_timeout_s: Annotated[float, Field(gt=0, le=300)] = 10.0
     http: HttpConfig = HttpConfig()
+    log: LogConfig = LogConfig()
     endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1)] = (EndpointConfig(),)
 
     @field_validator("endpoints")
@@ -152,6 +164,22 @@ class BridgeConfig(Closed):
         raise ContractError(
             ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config. Name one it serves: {known}"
         )
+
+
+def mask_url(url: str) -> str:
+    """``url`` with the password of its userinfo (if any) replaced by ``***``; a list of
+    URLs (``nats_url``'s cluster form) is masked item by item."""
+    if "," in url:
+        return ",".join(mask_url(part) for part in url.split(","))
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority, slash, tail = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not at or ":" not in userinfo:
+        return url
+    user = userinfo.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}{slash}{tail}"
 
 
 def load_config(path: Path | None) -> BridgeConfig:

@@ -31,7 +31,8 @@ def announcement(bridge: Bridge, seeded: Seeded) -> list[str]:
     lines.append("")
     if bridge.http_url is not None:
         lines += _http(bridge, bridge.http_url)
-    lines += _walkthrough(seeded)
+    if bridge.endpoints[0].config.provider == "board":  # the walkthrough writes to a board
+        lines += _walkthrough(seeded)
     return lines
 
 

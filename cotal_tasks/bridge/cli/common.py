@@ -1,16 +1,16 @@
 """What the command modules share: the common options, the config and seat parsing, and
-running a coroutine with a contract error printed as the exit status."""
+running a coroutine (its failures are printed by the command group, ``errors``)."""
 
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
+from cotal_tasks.bridge.cli.errors import EXIT_USAGE, fail
 from cotal_tasks.bridge.config import BridgeConfig, load_config
 from cotal_tasks.bridge.process.connection import broker_url, connect
 from cotal_tasks.client import TasksClient
@@ -32,19 +32,15 @@ endpoint_option = click.option(
 
 
 def run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    try:
-        return asyncio.run(work())
-    except ContractError as exc:
-        click.echo(f"cotal-tasks: {exc.code.value}: {exc.message}", err=True)
-        sys.exit(1)
+    """Run ``work``; its failures reach the command group, which prints them (``errors``)."""
+    return asyncio.run(work())
 
 
 def load(path: Path | None) -> BridgeConfig:
     try:
         return load_config(path)
     except ContractError as exc:
-        click.echo(f"cotal-tasks: {exc.message}", err=True)
-        sys.exit(2)
+        fail(exc.message, EXIT_USAGE)
 
 
 def parse_seat(text: str, what: str) -> Seat:
@@ -56,5 +52,6 @@ def parse_seat(text: str, what: str) -> Seat:
 
 async def client_for(config: BridgeConfig, endpoint: str | None, seat: Seat) -> TasksClient:
     """A client over the bridge's own broker connection settings (``nats_url``, creds)."""
-    nc = await connect(config, broker_url(config))
-    return TasksClient(nc, config.space, config.endpoint(endpoint).name, seat, name="cli")
+    name = config.endpoint(endpoint).name  # an unknown endpoint is refused before connecting
+    nc = await connect(config, broker_url(config), once=True)
+    return TasksClient(nc, config.space, name, seat, name="cli")

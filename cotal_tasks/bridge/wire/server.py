@@ -28,6 +28,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from cotal_tasks.bridge.logs import log_context
 from cotal_tasks.bridge.service.commands import Call, CommandService, PresenceSource
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.admission import DESCRIBE, Admission, TargetCheck, contracts
@@ -212,6 +213,7 @@ class EndpointServer:
         started = False  # whether the command may have begun: an internal error says so
         try:
             request = envelope.parse_request(raw)
+            log_context(endpoint=self.endpoint, command=request.command, envelope_id=request.id)
             started = True
             call = self._admission.admitted(subject, request)
             if not isinstance(call, Call):
