@@ -8,7 +8,9 @@ time of its last successful sync (a mirror's ``sync_state()``),
 and ``degraded`` (counts by reason and the latest few) when the store counts the tracker
 items it mapped without a refused part or skipped (``ReportsDegradations``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
-ready (it serves labelled reads), and says so. A hosted endpoint also says whether this
+ready (it serves labelled reads), and says so; an endpoint whose source refuses the sync
+for good (a wrong token, no access, no such repository: ``SyncState.refused``) is not
+ready, and ``notReady`` says why. A hosted endpoint also says whether this
 instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
 exactly one instance per endpoint should say leader.
 """
@@ -42,6 +44,7 @@ class ReportsDegradations(Protocol):
 async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
     store = endpoint.service.store
     entry: dict[str, Any] = {"provider": endpoint.config.provider}
+    refused: str | None = None  # a permanent refusal of the source: not ready, and why
     try:
         await asyncio.wait_for(store.page(PageQuery(limit=1)), PROBE_TIMEOUT_S)
         entry["changeSeq"] = await asyncio.wait_for(store.change_seq(), PROBE_TIMEOUT_S)
@@ -51,6 +54,8 @@ async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
         synced = await asyncio.wait_for(store.sync_state(), PROBE_TIMEOUT_S)
         if synced is not None and synced.last_success_ms is not None:
             entry["lastSync"] = synced.last_success_ms
+        if synced is not None and synced.refused:
+            refused = f"the tracker refuses the sync: {synced.failing}"
         if isinstance(store, ReportsDegradations):
             entry["degraded"] = store.degradations()
         readable = True
@@ -68,7 +73,9 @@ async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
         entry["sync"] = {"role": endpoint.sync.role, "since": endpoint.sync.since_ms}
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up
-    entry["ready"] = readable and broker_up
+    entry["ready"] = readable and broker_up and refused is None
+    if refused is not None:
+        entry["notReady"] = refused
     return entry
 
 

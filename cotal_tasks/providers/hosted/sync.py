@@ -73,7 +73,7 @@ class SyncEngine:
         try:
             report = await self._poll(progress)
         except (TrackerHttpError, ContractError) as exc:
-            self.store.health.failed(_describe(exc), self.clock())
+            self.store.health.failed(_describe(exc), self.clock(), refused=refusal(exc))
             raise
         self.store.health.succeeded(self.clock())
         return report
@@ -191,6 +191,7 @@ class SyncEngine:
 
     async def run(self, interval_s: float, stop: asyncio.Event) -> None:
         """Poll every ``interval_s`` (sooner when woken) until ``stop`` is set."""
+        reported: str | None = None  # the failure last logged
         while not stop.is_set():
             self._wake.clear()  # before the work: a wake-up during it is not lost
             try:
@@ -198,13 +199,20 @@ class SyncEngine:
                     await self.refresh(self._take_woken())
                 else:
                     await self.poll_once()
+                if reported is not None and self.store.health.failing is None:
+                    log.warning("%s sync recovered", self.key)
+                    reported = None
             except RateLimited as exc:
                 wait = max(1.0, exc.until_s - self.clock() / 1000)
                 log.warning("%s rate limit: resuming from the checkpoint in %.0f s", self.key, wait)
                 await _sleep_or(stop, wait)
                 continue
             except (TrackerHttpError, ContractError) as exc:
-                log.warning("%s sync failed: %s; retrying next poll", self.key, _describe(exc))
+                reason = _describe(exc)
+                if reason != reported:  # once per cause, not once per poll
+                    reported = reason
+                    what = "refused for good" if refusal(exc) else "failed"
+                    log.warning("%s sync %s: %s; retrying each poll", self.key, what, reason)
             except Exception:
                 log.exception("%s sync failed unexpectedly; retrying next poll", self.key)
                 self.store.health.failed("unexpected error (see the bridge log)", self.clock())
@@ -212,6 +220,19 @@ class SyncEngine:
                 continue  # woken while working: refresh now, not at the next interval
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(_first(stop.wait(), self._wake.wait()), timeout=interval_s)
+
+
+PERMANENT_STATUS = frozenset({401, 403, 404})  # of the listing: no retry can succeed
+
+
+def refusal(exc: Exception) -> bool:
+    """The tracker refuses the whole sync for good (a wrong token, no access to the
+    repository, no such repository): the operator must act."""
+    return (
+        isinstance(exc, TrackerHttpError)
+        and not isinstance(exc, RateLimited)
+        and exc.status in PERMANENT_STATUS
+    )
 
 
 def _describe(exc: Exception) -> str:
