@@ -1,4 +1,4 @@
-"""The operator's commands: ``grants``, ``check-config``, ``sync`` and ``history``."""
+"""The operator's commands: ``grants``, ``sync`` and ``history``."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 import click
 
 from cotal_tasks.bridge.cli.common import config_option, endpoint_option, load, parse_seat, run
-from cotal_tasks.bridge.cli.preview import preview, render
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import CAPABILITIES, endpoint_token
@@ -59,43 +58,6 @@ def grants(
             config.space, name, parse_seat(as_seat, "--as"), list(capabilities), any_owner=any_owner
         )
     click.echo(json.dumps({"permissions": perms.as_nats()}, indent=2))
-
-
-@click.command("check-config")
-@click.option(
-    "--preview",
-    "preview_count",
-    type=click.IntRange(1, 100),
-    default=None,
-    help="Also show how the tracker's N most recently updated issues map (writes nothing).",
-)
-@endpoint_option
-@config_option
-def check_config(preview_count: int | None, endpoint: str | None, config_path: Path | None) -> None:
-    """Validate a config file and print what it configures."""
-    config = load(config_path)
-    click.echo(f"space: {config.space} (owner {config.owner})")
-    click.echo(f"data directory: {config.data_dir}")
-    click.echo(f"NATS: {config.nats_url or 'embedded nats-server'}")
-    for ep in config.endpoints:
-        click.echo(
-            f"endpoint {ep.name}: {ep.provider} at {ep.database_url(config.data_dir)}, "
-            f"page ceiling {ep.page_ceiling}, idempotency retention "
-            f"{ep.idempotency_retention_hours:g} h, target check {ep.target_check}"
-        )
-        for line in provider(ep.provider).describe(ep.settings):
-            click.echo(f"  {line}")
-    if preview_count is None:
-        return
-    target = config.endpoint(endpoint)
-    if not provider(target.provider).mirrors:
-        raise click.UsageError(
-            f"{target.name} is a {target.provider} endpoint, its own source, and --preview "
-            "shows what a hosted tracker or a tower-do board would mirror. Name such an endpoint"
-        )
-    shown = run(lambda: preview(config, target, preview_count))
-    click.echo(f"preview of {target.name} (nothing was written):")
-    render(shown, click.echo)
 
 
 @click.command()

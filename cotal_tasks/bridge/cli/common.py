@@ -26,6 +26,9 @@ config_option = click.option(
     default=None,
     help="The bridge's TOML config (default: built-in defaults, a SQLite board in .cotal-tasks).",
 )
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print the result as JSON (for scripts)."
+)
 endpoint_option = click.option(
     "--endpoint", default=None, help="Endpoint name (default: the first configured)."
 )

@@ -6,16 +6,18 @@ do), 2 a usage or configuration error, 3 an unexpected error (``--debug`` shows 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
 
-from cotal_tasks.bridge.cli import admin, calls
+from cotal_tasks.bridge.cli import admin, calls, checkconfig
 from cotal_tasks.bridge.cli import conformance as conformance_command
 from cotal_tasks.bridge.cli.announce import announcement
 from cotal_tasks.bridge.cli.common import config_option, load, run
-from cotal_tasks.bridge.cli.errors import CotalGroup
+from cotal_tasks.bridge.cli.errors import EXIT_USAGE, CotalGroup, fail
 from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
+from cotal_tasks.bridge.config import environment_problems, required_missing
 from cotal_tasks.bridge.logs import LEVELS, LogFormat, LogLevel, configure
 from cotal_tasks.bridge.process.lifecycle import serve_until_signalled
 from cotal_tasks.bridge.wiring.process import Bridge
@@ -54,6 +56,13 @@ def _announce(bridge: Bridge, seeded: Seeded) -> None:
 def serve(ctx: click.Context, config_path: Path | None) -> None:
     """Serve every configured endpoint on the Cotal wire until SIGINT/SIGTERM."""
     config = load(config_path)
+    missing = required_missing(environment_problems(config, os.environ))
+    if missing:  # check-config reports the same, from the same walk
+        fail(
+            f"{'; '.join(missing)}. Export it before starting the bridge (the config names "
+            "the variable, never the secret)",
+            EXIT_USAGE,
+        )
     level, fmt = ctx.meta["cotal_tasks.log"]
     configure(level or config.log.level, fmt or config.log.format, config.log.libraries)
     seeded = Seeded()
@@ -73,7 +82,7 @@ for command in (
     calls.invoke,
     calls.mcp,
     admin.grants,
-    admin.check_config,
+    checkconfig.check_config,
     admin.sync,
     admin.history,
     conformance_command.conformance,

@@ -21,7 +21,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.client import Server
 
-from cotal_tasks.bridge.config import BridgeConfig, mask_url
+from cotal_tasks.bridge.config import BridgeConfig, mask_url, server_parts
 from cotal_tasks.core import ContractError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -37,11 +37,6 @@ def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Serv
     ceiling = min(_BACKOFF_CAP_S, _BACKOFF_BASE_S * 2**attempts)
     least = min(servers, key=lambda server: server.reconnects, default=None)
     return least, random.uniform(ceiling / 2, ceiling)
-
-
-def server_urls(url: str) -> list[str]:
-    """``nats_url`` may list several nodes of a cluster, comma-separated, nearest first."""
-    return [part.strip() for part in url.split(",") if part.strip()]
 
 
 async def connect(config: BridgeConfig, url: str, *, once: bool = False) -> NATS:
@@ -89,7 +84,7 @@ async def connect(config: BridgeConfig, url: str, *, once: bool = False) -> NATS
             options["password"] = password
     deadline = config.nats_connect_timeout_s
     try:
-        await asyncio.wait_for(nc.connect(server_urls(url), **options), deadline)
+        await asyncio.wait_for(nc.connect(server_parts(url), **options), deadline)
     except (OSError, nats.errors.Error, TimeoutError) as exc:
         with contextlib.suppress(Exception):
             await nc.close()
