@@ -3,13 +3,13 @@ walkthrough of commands to try against it."""
 
 from __future__ import annotations
 
+from cotal_tasks.bridge.cli.common import EXAMPLE_SEAT
 from cotal_tasks.bridge.cli.seed import Seeded
 from cotal_tasks.bridge.http.auth import is_loopback_host
 from cotal_tasks.bridge.wire.subjects import event_filter
 from cotal_tasks.bridge.wiring.process import Bridge
 
 CLI = ".venv/bin/cotal-tasks"
-EXAMPLE_SEAT = "local.builder/01j9builder000000000000000"
 
 
 def announcement(bridge: Bridge, seeded: Seeded) -> list[str]:
@@ -60,7 +60,7 @@ def _walkthrough(seeded: Seeded) -> list[str]:
         "Walkthrough, from another terminal in this checkout (watch the dashboard):",
         f"  {CLI} describe                  # the eight commands",
         f"  {CLI} invoke list-tasks         # the board, as the dashboard reads it",
-        f'  {CLI} invoke create-task --args \'{{"title":"Try the board"}}\'',
+        f'  {CLI} invoke create-task --as {EXAMPLE_SEAT} --args \'{{"title":"Try the board"}}\'',
         f'  {CLI} invoke claim-task {seat} --args \'{{"taskId":"{task}"}}\'',
         "      # the card moves to Claimed without a reload",
         f"  {CLI} invoke update-task {seat} \\",

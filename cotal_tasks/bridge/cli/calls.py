@@ -12,28 +12,29 @@ from typing import Any, cast
 import click
 
 from cotal_tasks.bridge.cli.common import (
-    DEFAULT_CALLER,
+    caller_seat,
     client_for,
     config_option,
     endpoint_option,
     load,
     parse_seat,
     run,
+    seat_option,
 )
 from cotal_tasks.bridge.process.connection import broker_url
 from cotal_tasks.client import Mode, TasksError
 from cotal_tasks.core import ErrorCode
-from cotal_tasks.core.commands import MODES
+from cotal_tasks.core.commands import COMMANDS, MODES
 
 
 @click.command()
 @endpoint_option
-@click.option("--as", "as_seat", default=DEFAULT_CALLER, show_default=True, help="Caller seat.")
+@seat_option
 @config_option
-def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> None:
+def describe(endpoint: str | None, as_seat: str | None, config_path: Path | None) -> None:
     """Describe an endpoint over the wire: its commands, capabilities and targeting."""
     config = load(config_path)
-    seat = parse_seat(as_seat, "--as")
+    seat = caller_seat(as_seat, None)
 
     async def work() -> None:
         client = await client_for(config, endpoint, seat)
@@ -55,7 +56,7 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
 @click.command()
 @click.argument("command")
 @click.option("--args", "args_json", default=None, help="The command's args as a JSON object.")
-@click.option("--as", "as_seat", default=DEFAULT_CALLER, show_default=True, help="Caller seat.")
+@seat_option
 @click.option("--mode", type=click.Choice(list(MODES)), default=None)
 @click.option("--target", default=None, help="Target seat OWNER.ACTOR/UID (modes owner, any).")
 @click.option("--id", "request_id", default=None, help="Pin the envelope id (idempotency).")
@@ -64,7 +65,7 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
 def invoke(
     command: str,
     args_json: str | None,
-    as_seat: str,
+    as_seat: str | None,
     mode: str | None,
     target: str | None,
     request_id: str | None,
@@ -73,7 +74,9 @@ def invoke(
 ) -> None:
     """Invoke COMMAND over the wire and print the reply envelope as one JSON object."""
     config = load(config_path)
-    seat = parse_seat(as_seat, "--as")
+    spec = COMMANDS.get(command)
+    acts = spec is None or spec.effect == "write" or spec.targeted or mode is not None
+    seat = caller_seat(as_seat, command if acts else None)
     target_seat = parse_seat(target, "--target") if target else None
     if mode in ("owner", "any") and target_seat is None:
         raise click.UsageError(f"--mode {mode} needs a target seat. Give --target OWNER.ACTOR/UID")

@@ -4,6 +4,7 @@ running a coroutine (its failures are printed by the command group, ``errors``).
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
@@ -17,7 +18,19 @@ from cotal_tasks.client import TasksClient
 from cotal_tasks.core import ContractError, Seat
 
 T = TypeVar("T")
-DEFAULT_CALLER = "local.cli/" + "0" * 26
+SEAT_ENV = "COTAL_TASKS_SEAT"
+EXAMPLE_SEAT = "local.builder/01j9builder000000000000000"
+SEAT_FORM = (
+    f"OWNER.ACTOR/UID: the owner and actor as your space names them and the seat's "
+    f"lifecycle uid (26 characters), such as {EXAMPLE_SEAT}"
+)
+seat_option = click.option(
+    "--as",
+    "as_seat",
+    default=None,
+    envvar=SEAT_ENV,
+    help=f"The caller's seat OWNER.ACTOR/UID (or ${SEAT_ENV}), e.g. {EXAMPLE_SEAT}.",
+)
 
 config_option = click.option(
     "--config",
@@ -50,7 +63,22 @@ def parse_seat(text: str, what: str) -> Seat:
     try:
         return Seat.parse(text)
     except ContractError as exc:
-        raise click.BadParameter(exc.message, param_hint=what) from exc
+        raise click.BadParameter(f"{exc.message} The form is {SEAT_FORM}", param_hint=what) from exc
+
+
+def caller_seat(as_seat: str | None, needed_by: str | None) -> Seat:
+    """The caller's seat from ``--as`` (or ``$COTAL_TASKS_SEAT``). A command that acts as
+    someone (``needed_by`` names it) must be given one; a read that binds nothing and
+    records nobody goes as a fresh anonymous reader (a new uid each call), never as a
+    default seat that could be bound."""
+    if as_seat is not None:
+        return parse_seat(as_seat, "--as")
+    if needed_by is not None:
+        raise click.UsageError(
+            f"{needed_by} acts as a seat, and no seat was given. Give --as {EXAMPLE_SEAT} "
+            f"(your own) or export {SEAT_ENV}; the form is {SEAT_FORM}"
+        )
+    return Seat("local", "cli_reader", secrets.token_hex(13))  # 26 of [a-z0-9]
 
 
 async def client_for(config: BridgeConfig, endpoint: str | None, seat: Seat) -> TasksClient:
