@@ -202,9 +202,10 @@ class EndpointServer:
             reply = await self._answer(subject, raw, started)
             if cast:
                 return  # a cast is never answered, not even with an error
+        code = "ok" if reply["ok"] else str(reply["error"]["code"])
         if self.on_served is not None:
-            code = "ok" if reply["ok"] else str(reply["error"]["code"])
             self.on_served(subject.command, code, loop.time() - started)
+        log.debug("answered %s: %s", subject.command, code)
         await self.nc.publish(self._reply_head(subject) + subject.nonce, self._encode(reply))
 
     async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
