@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, github, gitlab, scale, wire
+from bench import board, cli, github, gitlab, scale, wire
 
-PARTS = ("board", "wire", "scale", "github", "gitlab")
+PARTS = ("board", "wire", "scale", "github", "gitlab", "cli")
 
 
 async def main() -> None:
@@ -55,6 +55,8 @@ async def main() -> None:
         await github.main(issues=opts.github_issues, rounds=opts.github_rounds)
     if "gitlab" in parts:
         await gitlab.main(issues=opts.gitlab_issues, rounds=opts.gitlab_rounds)
+    if "cli" in parts:
+        await cli.main(rounds=opts.rounds)
 
 
 if __name__ == "__main__":

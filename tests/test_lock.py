@@ -85,7 +85,7 @@ def test_make_run_installs_only_what_serving_needs(tmp_path: Path) -> None:
         canonicalize_name(item["metadata"]["name"]): item["metadata"]["version"]
         for item in json.loads(report.read_text(encoding="utf-8"))["install"]
     }
-    chosen.pop("cotal-tasks")
+    chosen.pop(canonicalize_name("cotal-tasks"))
     assert not DEV_ONLY & set(chosen), sorted(DEV_ONLY & set(chosen))
     pinned = pins()
     assert {name: pinned.get(name) for name in chosen} == chosen  # every one as locked

@@ -6,22 +6,25 @@ Every error names the key and the remedy.
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from cotal_tasks.bridge.broker_config import (
+    DEFAULT_ENDPOINT,
+    BrokerConfig,
+    find_endpoint,
+    read_toml,
+    relative_to,
+)
 from cotal_tasks.bridge.config_errors import problems
 from cotal_tasks.bridge.logs import LogFormat, LogLevel
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
-from cotal_tasks.core.identity import LIFECYCLE_UID, OWNER_OR_ACTOR, Principal
+from cotal_tasks.core.identity import LIFECYCLE_UID, Principal
 from cotal_tasks.providers import registry
 from cotal_tasks.providers.hosted.config import Closed
-
-DEFAULT_ENDPOINT = "com.example.tasks"
 
 if TYPE_CHECKING:
     ProviderSettings = BaseModel
@@ -141,26 +144,13 @@ class LogConfig(Closed):
     libraries: LogLevel = "warning"  # httpx, alembic, uvicorn, nats: quiet unless asked
 
 
-class BridgeConfig(Closed):
-    space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
-    owner: Annotated[str, Field(pattern=OWNER_OR_ACTOR.pattern)] = "local"
-    data_dir: Path = Path(".cotal-tasks")
-    nats_url: str | None = None  # absent: start an embedded nats-server
-    nats_credentials: Path | None = None  # a NATS .creds file for the bridge's serve credential
-    nats_user: str | None = None
-    nats_password_env: str | None = None  # the environment variable holding nats_user's password
-    # The first connection to the broker must succeed within this; later losses are retried.
-    nats_connect_timeout_s: Annotated[float, Field(gt=0, le=300)] = 10.0
+class BridgeConfig(BrokerConfig):
+    """The whole file: the broker part (``BrokerConfig``), the listener, the log, and the
+    endpoints with their providers' settings."""
+
     http: HttpConfig = HttpConfig()
     log: LogConfig = LogConfig()
     endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1)] = (EndpointConfig(),)
-
-    @field_validator("nats_url")
-    @classmethod
-    def _nats_url(cls, value: str | None) -> str | None:
-        if value is not None:
-            nats_form(value)
-        return value
 
     @field_validator("endpoints")
     @classmethod
@@ -172,39 +162,10 @@ class BridgeConfig(Closed):
         return value
 
     def endpoint(self, name: str | None) -> EndpointConfig:
-        if name is None:
-            return self.endpoints[0]
-        for ep in self.endpoints:
-            if ep.name == name:
-                return ep
-        known = ", ".join(ep.name for ep in self.endpoints)
-        raise ContractError(
-            ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config. Name one it serves: {known}"
-        )
+        return find_endpoint(self.endpoints, name)
 
 
-_NATS_SCHEMES = ("nats", "tls", "ws", "wss")
 _DATABASE_FORMS = "sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
-
-
-def nats_form(url: str) -> None:
-    """``nats_url``: one or more comma-separated ``nats://HOST:PORT`` (or tls, ws, wss)."""
-    for part in server_parts(url):
-        try:
-            parsed = urlsplit(part if "://" in part else f"nats://{part}")
-            port = parsed.port
-        except ValueError:
-            port, parsed = -1, urlsplit("")
-        if parsed.scheme not in _NATS_SCHEMES or not parsed.hostname or port == -1:
-            raise ValueError(
-                f"{mask_url(part)!r} is not a broker URL. Give nats://HOST:PORT (or tls://, "
-                "ws://, wss://), several separated by commas"
-            )
-
-
-def server_parts(url: str) -> list[str]:
-    """``nats_url`` may list several nodes of a cluster, comma-separated, nearest first."""
-    return [part.strip() for part in url.split(",") if part.strip()]
 
 
 def database_form(url: str) -> None:
@@ -219,36 +180,11 @@ def database_form(url: str) -> None:
         raise ValueError(f"a board lives in a file, not in memory. Use {_DATABASE_FORMS}")
 
 
-def mask_url(url: str) -> str:
-    """``url`` with the password of its userinfo (if any) replaced by ``***``; a list of
-    URLs (``nats_url``'s cluster form) is masked item by item."""
-    if "," in url:
-        return ",".join(mask_url(part) for part in url.split(","))
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    authority, slash, tail = rest.partition("/")
-    userinfo, at, host = authority.rpartition("@")
-    if not at or ":" not in userinfo:
-        return url
-    user = userinfo.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}{slash}{tail}"
-
-
 def load_config(path: Path | None) -> BridgeConfig:
     """Read and validate ``path`` (or the defaults when ``None``)."""
     if path is None:
         return BridgeConfig()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, f"cannot read config {path}: {exc.strerror}. Check the path"
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, f"config {path} is not valid TOML ({exc}). Fix the syntax"
-        ) from exc
+    raw = read_toml(path)
     try:
         config = BridgeConfig.model_validate(raw)
     except ValidationError as exc:
@@ -256,9 +192,7 @@ def load_config(path: Path | None) -> BridgeConfig:
         raise ContractError(
             ErrorCode.BAD_REQUEST, f"config {path} is refused: {found}. Fix those settings"
         ) from exc
-    if not config.data_dir.is_absolute():
-        config = config.model_copy(update={"data_dir": (path.parent / config.data_dir)})
-    return config
+    return relative_to(config, path)
 
 
 # Variables a config names whose absence only loses a feature (a webhook receiver refuses

@@ -16,7 +16,7 @@ from cotal_tasks.bridge.cli.common import (
     client_for,
     config_option,
     endpoint_option,
-    load,
+    load_caller,
     parse_seat,
     run,
     seat_option,
@@ -33,7 +33,7 @@ from cotal_tasks.core.commands import COMMANDS, MODES
 @config_option
 def describe(endpoint: str | None, as_seat: str | None, config_path: Path | None) -> None:
     """Describe an endpoint over the wire: its commands, capabilities and targeting."""
-    config = load(config_path)
+    config = load_caller(config_path)
     seat = caller_seat(as_seat, None)
 
     async def work() -> None:
@@ -73,7 +73,7 @@ def invoke(
     config_path: Path | None,
 ) -> None:
     """Invoke COMMAND over the wire and print the reply envelope as one JSON object."""
-    config = load(config_path)
+    config = load_caller(config_path)
     spec = COMMANDS.get(command)
     acts = spec is None or spec.effect == "write" or spec.targeted or mode is not None
     seat = caller_seat(as_seat, command if acts else None)
@@ -156,7 +156,7 @@ def mcp(
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the MCP wire
     seat = parse_seat(as_seat, "--as")
-    config = load(config_path)
+    config = load_caller(config_path)
     name = endpoint or config.endpoint(None).name
     host, port = "", 0
     if http_address is not None:

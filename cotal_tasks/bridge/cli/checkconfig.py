@@ -20,13 +20,13 @@ from typing import Any
 
 import click
 
+from cotal_tasks.bridge.broker_config import mask_url
 from cotal_tasks.bridge.cli.common import config_option, endpoint_option, json_option, load, run
 from cotal_tasks.bridge.cli.errors import EXIT_FAILED, EXIT_USAGE, explain
 from cotal_tasks.bridge.config import (
     BridgeConfig,
     EndpointConfig,
     environment_problems,
-    mask_url,
     required_missing,
 )
 from cotal_tasks.providers.registry import provider

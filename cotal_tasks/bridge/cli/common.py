@@ -7,15 +7,17 @@ import asyncio
 import secrets
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from cotal_tasks.bridge.broker_config import CallerConfig, load_caller_config
 from cotal_tasks.bridge.cli.errors import EXIT_USAGE, fail
-from cotal_tasks.bridge.config import BridgeConfig, load_config
-from cotal_tasks.bridge.process.connection import broker_url, connect
-from cotal_tasks.client import TasksClient
 from cotal_tasks.core import ContractError, Seat
+
+if TYPE_CHECKING:
+    from cotal_tasks.bridge.config import BridgeConfig
+    from cotal_tasks.client import TasksClient
 
 T = TypeVar("T")
 SEAT_ENV = "COTAL_TASKS_SEAT"
@@ -53,8 +55,20 @@ def run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def load(path: Path | None) -> BridgeConfig:
+    """The whole config, every provider's settings validated (what ``serve`` reads)."""
+    from cotal_tasks.bridge.config import load_config
+
     try:
         return load_config(path)
+    except ContractError as exc:
+        fail(exc.message, EXIT_USAGE)
+
+
+def load_caller(path: Path | None) -> CallerConfig:
+    """The caller's part of the config (broker, space, endpoint names): for the commands
+    that only reach the bridge, without loading a provider."""
+    try:
+        return load_caller_config(path)
     except ContractError as exc:
         fail(exc.message, EXIT_USAGE)
 
@@ -81,8 +95,11 @@ def caller_seat(as_seat: str | None, needed_by: str | None) -> Seat:
     return Seat("local", "cli_reader", secrets.token_hex(13))  # 26 of [a-z0-9]
 
 
-async def client_for(config: BridgeConfig, endpoint: str | None, seat: Seat) -> TasksClient:
+async def client_for(config: CallerConfig, endpoint: str | None, seat: Seat) -> TasksClient:
     """A client over the bridge's own broker connection settings (``nats_url``, creds)."""
+    from cotal_tasks.bridge.process.connection import broker_url, connect
+    from cotal_tasks.client import TasksClient
+
     name = config.endpoint(endpoint).name  # an unknown endpoint is refused before connecting
     nc = await connect(config, broker_url(config), once=True)
     return TasksClient(nc, config.space, name, seat, name="cli")

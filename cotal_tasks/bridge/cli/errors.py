@@ -15,13 +15,10 @@ from typing import Any, NoReturn
 
 import click
 
-from cotal_tasks.core import ContractError, ErrorCode
-
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_BUG = 3
 _PACKAGE = Path(__file__).resolve().parents[2]
-_USAGE_CODES = frozenset({ErrorCode.BAD_REQUEST, ErrorCode.NOT_FOUND})
 
 
 def fail(message: str, status: int = EXIT_FAILED) -> NoReturn:
@@ -62,8 +59,11 @@ def _own_runtime_error(exc: BaseException) -> bool:
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
     """The one line and exit status for ``exc``, or ``None`` if it is not ours to explain."""
+    from cotal_tasks.core import ContractError, ErrorCode  # on failure only: a fast --version
+
     if isinstance(exc, ContractError):
-        status = EXIT_USAGE if exc.code in _USAGE_CODES and exc.outcome is None else EXIT_FAILED
+        usage = exc.code in (ErrorCode.BAD_REQUEST, ErrorCode.NOT_FOUND) and exc.outcome is None
+        status = EXIT_USAGE if usage else EXIT_FAILED
         return exc.message, status
     tracker = _tracker_error(exc)
     if tracker is not None:

@@ -2,28 +2,92 @@
 
 Exit codes (``errors``): 0 success, 1 the command failed (one line says what and what to
 do), 2 a usage or configuration error, 3 an unexpected error (``--debug`` shows it).
+
+Each subcommand's module is imported only when that subcommand runs (``--help`` and
+``--version`` import none of them): the table below names them with their one-line help.
 """
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
+import importlib
 
 import click
 
-from cotal_tasks.bridge.cli import admin, calls, checkconfig
-from cotal_tasks.bridge.cli import conformance as conformance_command
-from cotal_tasks.bridge.cli.announce import announcement
-from cotal_tasks.bridge.cli.common import config_option, load, run
-from cotal_tasks.bridge.cli.errors import EXIT_USAGE, CotalGroup, fail
-from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
-from cotal_tasks.bridge.config import environment_problems, required_missing
+from cotal_tasks.bridge.cli.errors import CotalGroup
 from cotal_tasks.bridge.logs import LEVELS, LogFormat, LogLevel, configure
-from cotal_tasks.bridge.process.lifecycle import serve_until_signalled
-from cotal_tasks.bridge.wiring.process import Bridge
+
+_CLI = "cotal_tasks.bridge.cli"
+# name: (module, attribute, the one line of --help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "serve": (
+        "serve",
+        "serve",
+        "Serve every configured endpoint on the Cotal wire until SIGINT/SIGTERM.",
+    ),
+    "describe": (
+        "calls",
+        "describe",
+        "Describe an endpoint over the wire: its commands, capabilities and targeting.",
+    ),
+    "invoke": ("calls", "invoke", "Invoke COMMAND over the wire and print the reply envelope."),
+    "mcp": (
+        "calls",
+        "mcp",
+        "Serve the seat's task tools to a coding agent over MCP (stdio by default).",
+    ),
+    "grants": (
+        "admin",
+        "grants",
+        "Print the NATS permission rows (publish/subscribe allow lists) to grant.",
+    ),
+    "check-config": (
+        "checkconfig",
+        "check_config",
+        "Validate a config file as serve does, and print what it configures.",
+    ),
+    "sync": (
+        "admin",
+        "sync",
+        "Import (or catch up) a hosted tracker endpoint into its mirror, with progress.",
+    ),
+    "history": (
+        "admin",
+        "history",
+        "Print a task's append-only history: when, who, which command, status, note.",
+    ),
+    "conformance": (
+        "conformance",
+        "conformance",
+        "Judge any ai.cotal.tasks endpoint against section 6 of the contract.",
+    ),
+    "completion": (
+        "completion",
+        "completion",
+        "Print the shell completion script for bash, zsh or fish.",
+    ),
+}
 
 
-@click.group(cls=CotalGroup)
+class LazyGroup(CotalGroup):
+    """A group whose subcommands are imported when they run, not to list them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        command = getattr(importlib.import_module(f"{_CLI}.{entry[0]}"), entry[1])
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entry[2]) for name, entry in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(package_name="cotal-tasks")
 @click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
 @click.option(
@@ -43,48 +107,3 @@ def main(
     ctx.meta["cotal_tasks.debug"] = debug
     ctx.meta["cotal_tasks.log"] = (log_level, log_format)
     configure(log_level or "warning", log_format or "text")
-
-
-def _announce(bridge: Bridge, seeded: Seeded) -> None:
-    for line in announcement(bridge, seeded):
-        click.echo(line)
-
-
-@main.command()
-@config_option
-@click.pass_context
-def serve(ctx: click.Context, config_path: Path | None) -> None:
-    """Serve every configured endpoint on the Cotal wire until SIGINT/SIGTERM."""
-    config = load(config_path)
-    missing = required_missing(environment_problems(config, os.environ))
-    if missing:  # check-config reports the same, from the same walk
-        fail(
-            f"{'; '.join(missing)}. Export it before starting the bridge (the config names "
-            "the variable, never the secret)",
-            EXIT_USAGE,
-        )
-    level, fmt = ctx.meta["cotal_tasks.log"]
-    configure(level or config.log.level, fmt or config.log.format, config.log.libraries)
-    seeded = Seeded()
-    if config_path is None and config.nats_url is None:  # the embedded default (make run)
-        seeded = run(lambda: seed_examples(config))
-    interrupted = run(
-        lambda: serve_until_signalled(config, lambda bridge: _announce(bridge, seeded))
-    )
-    if interrupted is not None:
-        click.echo(f"cotal-tasks: start-up abandoned on {interrupted}; nothing is left running")
-        return
-    click.echo("cotal-tasks: stopped cleanly")
-
-
-for command in (
-    calls.describe,
-    calls.invoke,
-    calls.mcp,
-    admin.grants,
-    checkconfig.check_config,
-    admin.sync,
-    admin.history,
-    conformance_command.conformance,
-):
-    main.add_command(command)

@@ -21,7 +21,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.client import Server
 
-from cotal_tasks.bridge.config import BridgeConfig, mask_url, server_parts
+from cotal_tasks.bridge.broker_config import BrokerConfig, mask_url, server_parts
 from cotal_tasks.core import ContractError, ErrorCode
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Serv
     return least, random.uniform(ceiling / 2, ceiling)
 
 
-async def connect(config: BridgeConfig, url: str, *, once: bool = False) -> NATS:
+async def connect(config: BrokerConfig, url: str, *, once: bool = False) -> NATS:
     """Connect within ``config.nats_connect_timeout_s``; ``once`` tries each node once."""
     nc = NATS()
     first_error: list[Exception] = []
@@ -100,11 +100,11 @@ async def connect(config: BridgeConfig, url: str, *, once: bool = False) -> NATS
     return nc
 
 
-def embedded_url_file(config: BridgeConfig) -> Path:
+def embedded_url_file(config: BrokerConfig) -> Path:
     return config.data_dir / "nats.url"
 
 
-def broker_url(config: BridgeConfig) -> str:
+def broker_url(config: BrokerConfig) -> str:
     """The broker a local caller should use: the configured one, or the running embedded one."""
     if config.nats_url is not None:
         return config.nats_url
