@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,7 +10,14 @@ from typing import Any
 
 import click
 
-from cotal_tasks.bridge.cli.common import config_option, endpoint_option, load, parse_seat, run
+from cotal_tasks.bridge.cli.common import (
+    config_option,
+    endpoint_option,
+    json_option,
+    load,
+    parse_seat,
+    run,
+)
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import CAPABILITIES, endpoint_token
@@ -62,8 +70,9 @@ def grants(
 
 @click.command()
 @endpoint_option
+@json_option
 @config_option
-def sync(endpoint: str | None, config_path: Path | None) -> None:
+def sync(endpoint: str | None, as_json: bool, config_path: Path | None) -> None:
     """Import (or catch up) a hosted tracker endpoint into its mirror, with progress.
 
     Run it before the first `serve`, or while the bridge is stopped: the bridge's own
@@ -97,13 +106,21 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
                     click.echo(f"  {done} page(s) read", err=True)
 
             try:
-                return await opened.hosted.sync.poll_once(progress)
+                return await opened.hosted.sync.poll_once(None if as_json else progress)
             finally:
                 if bar is not None:
                     bar.__exit__(None, None, None)
                 degraded.update(opened.hosted.store.degradations()["counts"])
 
     report = run(work)
+    if as_json:
+        shown: dict[str, Any] = {"endpoint": target.name, "degraded": degraded}
+        if isinstance(report, str):
+            shown["caughtUp"] = report
+        else:
+            shown.update(dataclasses.asdict(report))
+        click.echo(json.dumps(shown, indent=2))
+        return
     if isinstance(report, str):
         click.echo(f"{target.name}: {report}")
         return
@@ -129,14 +146,29 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
 @click.argument("task_id")
 @endpoint_option
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000))
+@json_option
 @config_option
-def history(task_id: str, endpoint: str | None, limit: int, config_path: Path | None) -> None:
-    """Print a task's append-only history: when, who, which command, status, note."""
+def history(
+    task_id: str, endpoint: str | None, limit: int, as_json: bool, config_path: Path | None
+) -> None:
+    """Print a task's append-only history: when, who, which command, status, note.
+
+    A task the endpoint does not have is refused (exit 2), naming the remedy."""
     config = load(config_path)
 
     async def work() -> None:
         async with open_endpoint(config, config.endpoint(endpoint)) as ep:
             entries = await ep.store.history(task_id, limit)
+            if not entries:
+                await ep.store.get(task_id)  # not-found for a task it does not have
+        if as_json:
+            rows = [
+                {"at": e.at, "command": e.command, "actor": e.actor, "status": e.status,
+                 "note": e.note}
+                for e in entries
+            ]  # fmt: skip
+            click.echo(json.dumps({"taskId": task_id, "history": rows}, indent=2))
+            return
         if not entries:
             click.echo(f"no history for task {task_id!r}")
         for entry in entries:

@@ -16,11 +16,13 @@ from cotal_tasks.bridge.cli.common import (
     client_for,
     config_option,
     endpoint_option,
+    json_option,
     load_caller,
     parse_seat,
     run,
     seat_option,
 )
+from cotal_tasks.bridge.cli.render import human
 from cotal_tasks.bridge.process.connection import broker_url
 from cotal_tasks.client import Mode, TasksError
 from cotal_tasks.core import ErrorCode
@@ -30,8 +32,11 @@ from cotal_tasks.core.commands import COMMANDS, MODES
 @click.command()
 @endpoint_option
 @seat_option
+@json_option
 @config_option
-def describe(endpoint: str | None, as_seat: str | None, config_path: Path | None) -> None:
+def describe(
+    endpoint: str | None, as_seat: str | None, as_json: bool, config_path: Path | None
+) -> None:
     """Describe an endpoint over the wire: its commands, capabilities and targeting."""
     config = load_caller(config_path)
     seat = caller_seat(as_seat, None)
@@ -42,6 +47,24 @@ def describe(endpoint: str | None, as_seat: str | None, config_path: Path | None
             resolved = await client.describe()
         finally:
             await client.nc.close()
+        if as_json:
+            shown = {
+                "endpoint": resolved.endpoint,
+                "owner": resolved.owner,
+                "instanceId": resolved.instance_id,
+                "epoch": resolved.epoch,
+                "cluster": {
+                    "urn": resolved.urn,
+                    "revision": resolved.revision,
+                    "digest": resolved.cluster_digest,
+                },
+                "commands": {
+                    row.name: {"capability": row.capability, "targeting": row.targeting()}
+                    for row in resolved.commands.values()
+                },
+            }
+            click.echo(json.dumps(shown, indent=2))
+            return
         click.echo(
             f"{resolved.endpoint} (owner {resolved.owner}) instance {resolved.instance_id} "
             f"epoch {resolved.epoch}"
@@ -60,6 +83,13 @@ def describe(endpoint: str | None, as_seat: str | None, config_path: Path | None
 @click.option("--mode", type=click.Choice(list(MODES)), default=None)
 @click.option("--target", default=None, help="Target seat OWNER.ACTOR/UID (modes owner, any).")
 @click.option("--id", "request_id", default=None, help="Pin the envelope id (idempotency).")
+@click.option(
+    "--json/--table",
+    "as_json",
+    default=None,
+    help="The reply envelope as JSON, or for a person (a table of tasks, a task's fields). "
+    "Default: JSON unless stdout is a terminal.",
+)
 @endpoint_option
 @config_option
 def invoke(
@@ -69,10 +99,11 @@ def invoke(
     mode: str | None,
     target: str | None,
     request_id: str | None,
+    as_json: bool | None,
     endpoint: str | None,
     config_path: Path | None,
 ) -> None:
-    """Invoke COMMAND over the wire and print the reply envelope as one JSON object."""
+    """Invoke COMMAND over the wire and print the reply (JSON: the envelope)."""
     config = load_caller(config_path)
     spec = COMMANDS.get(command)
     acts = spec is None or spec.effect == "write" or spec.targeted or mode is not None
@@ -105,15 +136,23 @@ def invoke(
             await client.nc.close()
         return answer.reply
 
+    machine = as_json if as_json is not None else not sys.stdout.isatty()
     try:
         reply = asyncio.run(work())
     except TasksError as exc:
         unsent = exc.reply is None
         body = exc.reply or {"v": 1, "id": request_id or "unsent", "ok": False}
-        click.echo(json.dumps({**body, "error": exc.as_error()}, ensure_ascii=False))
+        _show({**body, "error": exc.as_error()}, machine)
         sys.exit(2 if unsent and exc.code is ErrorCode.BAD_REQUEST else 1)
-    click.echo(json.dumps(reply, ensure_ascii=False))
+    _show(reply, machine)
     sys.exit(0 if reply.get("ok") else 1)
+
+
+def _show(reply: dict[str, Any], machine: bool) -> None:
+    if machine:
+        click.echo(json.dumps(reply, ensure_ascii=False))
+    else:
+        human(reply, click.echo)
 
 
 @click.command("mcp")
