@@ -43,13 +43,7 @@ async def test_a_permanent_refusal_makes_the_endpoint_not_ready(
             env={**os.environ, TOKEN_ENV: token},
         )  # fmt: skip
         try:
-            assert process.stdout is not None
-            url = None
-            while url is None:
-                line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
-                assert line, "serve ended before it announced its dashboard"
-                found = re.search(r"Dashboard: (http://\S+?)/ ", line)
-                url = found.group(1) if found else None
+            url = await dashboard_url(process)
             async with httpx.AsyncClient(base_url=url) as http:
 
                 async def refused() -> bool:
@@ -63,6 +57,9 @@ async def test_a_permanent_refusal_makes_the_endpoint_not_ready(
                 assert str(status) in entry["notReady"]
                 polls = len(fake.requests)
                 await eventually(lambda: len(fake.requests) >= polls + 3, 20, what="more polls")
+                scraped = (await http.get("/metrics")).text
+                assert f'cotal_tasks_ready{{endpoint="{ENDPOINT}"}} 0.0' in scraped
+                assert f'cotal_tasks_stale{{endpoint="{ENDPOINT}"}} 1.0' in scraped
         finally:
             process.send_signal(signal.SIGTERM)
             _, err = await asyncio.wait_for(process.communicate(), 30)
@@ -70,3 +67,57 @@ async def test_a_permanent_refusal_makes_the_endpoint_not_ready(
     assert log.count("sync refused for good") == 1, log  # before: a warning every poll
     assert "Traceback" not in log
     assert "httpx" not in log  # no request logged at info
+
+
+async def test_metrics_an_operator_alerts_on(tmp_path: Path) -> None:
+    """A bridge that syncs: build info, the last successful sync, not stale, leader, ready."""
+    fake = FakeGitHub()
+    fake.add_issue("octo-org/hello-world", "First")
+    async with serve_fake_github(fake) as api_url:
+        config = tmp_path / "tasks.toml"
+        config.write_text(
+            f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n[http]\nport = 0\n'
+            f'[[endpoints]]\nname = "{ENDPOINT}"\nprovider = "github"\n'
+            f'[endpoints.github]\nrepository = "octo-org/hello-world"\napi_url = "{api_url}"\n'
+            f'token_env = "{TOKEN_ENV}"\n',
+            encoding="utf-8",
+        )
+        process = await asyncio.create_subprocess_exec(
+            str(CLI), "serve", "--config", str(config),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            env={**os.environ, TOKEN_ENV: fake.token},
+        )  # fmt: skip
+        try:
+            url = await dashboard_url(process)
+            async with httpx.AsyncClient(base_url=url) as http:
+
+                async def synced() -> bool:
+                    entry = (await http.get("/healthz")).json()["endpoints"][ENDPOINT]
+                    return "lastSync" in entry
+
+                await eventually(synced, 20, what="the first sync")
+                scraped = (await http.get("/metrics")).text
+        finally:
+            process.send_signal(signal.SIGTERM)
+            await asyncio.wait_for(process.communicate(), 30)
+    assert re.search(r'cotal_tasks_build_info\{version="[^"]+"\} 1\.0', scraped)  # before: none
+    last = re.search(
+        rf'cotal_tasks_sync_last_success_timestamp_seconds\{{endpoint="{ENDPOINT}"\}} (\S+)',
+        scraped,
+    )
+    assert last is not None
+    assert float(last.group(1)) > 1.7e9
+    assert f'cotal_tasks_stale{{endpoint="{ENDPOINT}"}} 0.0' in scraped
+    assert f'cotal_tasks_sync_leader{{endpoint="{ENDPOINT}"}} 1.0' in scraped
+    assert f'cotal_tasks_ready{{endpoint="{ENDPOINT}"}} 1.0' in scraped
+
+
+async def dashboard_url(process: asyncio.subprocess.Process) -> str:
+    """The base URL ``serve`` announces for its dashboard."""
+    assert process.stdout is not None
+    while True:
+        line = (await asyncio.wait_for(process.stdout.readline(), 30)).decode()
+        assert line, "serve ended before it announced its dashboard"
+        found = re.search(r"Dashboard: (http://\S+?)/ ", line)
+        if found:
+            return found.group(1)

@@ -26,6 +26,7 @@ from starlette.responses import Response
 
 from cotal_tasks.bridge.http.context import ServedEndpoint, context_of
 from cotal_tasks.bridge.http.responses import json_answer
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.store import PageQuery
 
@@ -86,8 +87,7 @@ async def healthz(request: Request) -> Response:
     probes = await asyncio.gather(*(_probe(ctx.endpoints[name], broker_up) for name in names))
     endpoints = dict(zip(names, probes, strict=True))
     for name, entry in endpoints.items():
-        if "changeSeq" in entry:
-            ctx.metrics.changed(name, entry["changeSeq"])
+        _record(ctx.metrics, name, entry)
     ready = broker_up and all(entry["ready"] for entry in endpoints.values())
     body = {
         "status": "ok" if ready else "degraded",
@@ -98,14 +98,28 @@ async def healthz(request: Request) -> Response:
     return json_answer(body, 200 if ready else 503)
 
 
+def _record(metrics: Metrics, name: str, entry: dict[str, Any]) -> None:
+    """The gauges of one endpoint's probe (the gauge of a value it could not read keeps
+    the last value it saw; /healthz says why)."""
+    if "changeSeq" in entry:
+        metrics.changed(name, entry["changeSeq"])
+    sync = entry.get("sync")
+    metrics.endpoint_state(
+        name,
+        ready=entry["ready"],
+        stale="stale" in entry,
+        last_success_ms=entry.get("lastSync"),
+        leader=None if sync is None else sync["role"] == "leader",
+    )
+
+
 async def metrics(request: Request) -> Response:
     ctx = context_of(request)
-    for name, endpoint in ctx.endpoints.items():
-        try:
-            seq = await asyncio.wait_for(endpoint.service.store.change_seq(), PROBE_TIMEOUT_S)
-        except (ContractError, TimeoutError):
-            continue  # the gauge keeps the last value it saw; /healthz says why
-        ctx.metrics.changed(name, seq)
+    broker_up = ctx.broker.is_connected if ctx.broker is not None else True
+    names = list(ctx.endpoints)
+    probes = await asyncio.gather(*(_probe(ctx.endpoints[name], broker_up) for name in names))
+    for name, entry in zip(names, probes, strict=True):
+        _record(ctx.metrics, name, entry)
     return Response(
         ctx.metrics.render(),
         media_type=CONTENT_TYPE_PLAIN_0_0_4,
