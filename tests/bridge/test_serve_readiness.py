@@ -99,7 +99,8 @@ async def test_metrics_an_operator_alerts_on(tmp_path: Path) -> None:
                 scraped = (await http.get("/metrics")).text
         finally:
             process.send_signal(signal.SIGTERM)
-            await asyncio.wait_for(process.communicate(), 30)
+            rest, _ = await asyncio.wait_for(process.communicate(), 30)
+    assert b"Walkthrough" not in rest  # the board's walkthrough is not a GitHub endpoint's
     assert re.search(r'cotal_tasks_build_info\{version="[^"]+"\} 1\.0', scraped)  # before: none
     last = re.search(
         rf'cotal_tasks_sync_last_success_timestamp_seconds\{{endpoint="{ENDPOINT}"\}} (\S+)',
