@@ -40,6 +40,34 @@ async def silent_server() -> AsyncIterator[tuple[int, list[object]]]:
             writer.close()  # type: ignore[attr-defined]
 
 
+@asynccontextmanager
+async def tracker_that_hangs_after(answers: int) -> AsyncIterator[tuple[int, list[int]]]:
+    """A loopback HTTP tracker that answers its first ``answers`` requests with an empty
+    list, then never answers again. Yields its port and the requests it has read."""
+    seen: list[int] = []
+    writers: list[asyncio.StreamWriter] = []
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writers.append(writer)
+        while await reader.readuntil(b"\r\n\r\n"):
+            seen.append(len(seen) + 1)
+            if len(seen) > answers:
+                await reader.read()  # hang until the peer goes away
+                return
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n[]"
+            )
+            await writer.drain()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield server.sockets[0].getsockname()[1], seen
+    finally:
+        server.close()
+        for writer in writers:
+            writer.close()
+
+
 def write_config(tmp: Path, body: str) -> Path:
     path = tmp / "tasks.toml"
     path.write_text(f'space = "demo"\ndata_dir = "{tmp / "data"}"\n{body}', encoding="utf-8")
@@ -96,7 +124,8 @@ async def test_a_signal_during_start_up_stops_the_bridge(
 
 
 async def test_a_stop_does_not_wait_for_a_hung_tracker_request(tmp_path: Path) -> None:
-    async with silent_server() as (port, accepted):
+    # The first contact at start is answered; the sync's first request then hangs.
+    async with tracker_that_hangs_after(1) as (port, accepted):
         config = write_config(
             tmp_path,
             "[http]\nenabled = false\n"
@@ -107,7 +136,7 @@ async def test_a_stop_does_not_wait_for_a_hung_tracker_request(tmp_path: Path) -
         )
         process = await serve(config)
         assert process.stdout is not None
-        await eventually(lambda: bool(accepted), 30, what="the first sync request")  # it hangs
+        await eventually(lambda: len(accepted) > 1, 30, what="the first sync request")
         process.send_signal(signal.SIGTERM)
         began = time.monotonic()
         out, err = await asyncio.wait_for(process.communicate(), 60)
@@ -115,3 +144,39 @@ async def test_a_stop_does_not_wait_for_a_hung_tracker_request(tmp_path: Path) -
     assert process.returncode == 0, err
     assert b"stopped cleanly" in out
     assert 8 < took < 14  # STOP_GRACE_S (10 s) for the work in flight, then it is cancelled
+
+
+@pytest.mark.parametrize("hang", [True, False], ids=["silent", "closed"])
+async def test_serve_gives_up_on_an_unreachable_tracker_at_its_deadline(
+    tmp_path: Path, hang: bool
+) -> None:
+    async with silent_server() as (port, _):
+        if not hang:
+            await asyncio.sleep(0)
+        target = port if hang else _closed_port()
+        config = write_config(
+            tmp_path,
+            "tracker_connect_timeout_s = 3\n[http]\nenabled = false\n"
+            '[[endpoints]]\nname = "com.acme.github"\nprovider = "github"\n'
+            '[endpoints.github]\nrepository = "octo-org/hello-world"\n'
+            f'api_url = "http://127.0.0.1:{target}"\ntoken_env = "{TOKEN_ENV}"\n',
+        )
+        began = time.monotonic()
+        code, _, err = await run(
+            "serve", "--config", str(config), env={**os.environ, TOKEN_ENV: "ghp_unused"}
+        )
+    assert time.monotonic() - began < 15  # before: served, retrying the tracker for ever
+    assert code == 1
+    assert "Traceback" not in err
+    (line,) = [line for line in err.splitlines() if line.startswith("cotal-tasks: ")]
+    assert "endpoints.0.github.api_url" in line
+    assert "tracker_connect_timeout_s" in line
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port

@@ -12,7 +12,6 @@ refused.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from pathlib import Path
@@ -30,8 +29,6 @@ from cotal_tasks.bridge.config import (
     required_missing,
 )
 from cotal_tasks.providers.registry import provider
-
-TRACKER_DEADLINE_S = 30.0  # the preview's one listing request, retries included
 
 
 @click.command("check-config")
@@ -158,20 +155,14 @@ async def _check_database(config: BridgeConfig, ep: EndpointConfig) -> dict[str,
 
 
 async def _check_tracker(config: BridgeConfig, ep: EndpointConfig) -> dict[str, Any]:
-    from cotal_tasks.bridge.cli.preview import preview
+    from cotal_tasks.bridge.process.trackers import first_contact
 
     what = f"endpoint {ep.name} tracker"
     try:
-        shown = await asyncio.wait_for(preview(config, ep, 1), TRACKER_DEADLINE_S)
-    except TimeoutError:
-        return {
-            "what": what,
-            "ok": False,
-            "detail": f"no answer within {TRACKER_DEADLINE_S:g} s. Check api_url and the network",
-        }
+        read = await first_contact(config, ep)
     except Exception as exc:
         return _failed(what, exc)
-    return {"what": what, "ok": True, "detail": f"read {len(shown)} item(s) with the token"}
+    return {"what": what, "ok": True, "detail": f"read {read} item(s) with the token"}
 
 
 def _failed(what: str, exc: Exception) -> dict[str, Any]:

@@ -1,10 +1,12 @@
 """The bridge process's life: start the bridge the config describes, run it until SIGINT
 or SIGTERM, then stop it cleanly. What is started is assembled in ``bridge.wiring``.
 
-A signal is honoured in every phase. During start-up it abandons the start at once (what
-was started is stopped, in reverse order). While serving it begins a clean stop: the
-background loops get ``STOP_GRACE_S`` to finish their work in flight before they are
-cancelled, and the whole stop gets ``STOP_DEADLINE_S``; a second signal cancels at once.
+The start first reaches every tracker (``trackers``: a tracker that does not answer within
+``tracker_connect_timeout_s`` stops it). A signal is honoured in every phase. During
+start-up it abandons the start at once (what was started is stopped, in reverse order).
+While serving it begins a clean stop: the background loops get ``STOP_GRACE_S`` to finish
+their work in flight before they are cancelled, and the whole stop gets
+``STOP_DEADLINE_S``; a second signal cancels at once.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import signal
 from collections.abc import Callable
 
 from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.process.trackers import reach_trackers
 from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 
 log = logging.getLogger(__name__)
@@ -33,6 +36,7 @@ async def serve_until_signalled(
     loop = asyncio.get_running_loop()
 
     async def body() -> None:
+        await reach_trackers(config)
         async with running_bridge(config) as bridge:
             started.set()
             announce(bridge)
