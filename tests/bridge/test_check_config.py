@@ -95,6 +95,9 @@ async def test_online_checks_each_connection_and_masks_the_password(
         jcode, jout, _ = await run(
             "check-config", "--online", "--json", "--config", str(path), env=env
         )
+        scode, sout, serr = await run(
+            "sync", "--endpoint", "com.acme.gh", "--json", "--config", str(path), env=env
+        )
     assert code == 0, (out, err)
     assert PASSWORD not in out + err + jout  # before: printed as given
     assert "postgres:***@" in out
@@ -102,6 +105,10 @@ async def test_online_checks_each_connection_and_masks_the_password(
     assert jcode == 0
     report = json.loads(jout)
     assert [check["ok"] for check in report["online"]] == [True, True, True]
+    assert scode == 0, serr
+    synced = json.loads(sout)  # before: sync had no --json
+    assert synced["endpoint"] == "com.acme.gh"
+    assert {"pages", "issues", "changed"} <= synced.keys()
 
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))
