@@ -90,7 +90,7 @@ async def test_serve_gives_up_on_a_silent_broker_at_its_deadline(tmp_path: Path)
     async with silent_server() as (port, _):
         config = write_config(
             tmp_path,
-            f'nats_url = "nats://127.0.0.1:{port}"\nnats_connect_timeout_s = 2\n'
+            f'nats_url = "nats://ops:s3cretPw@127.0.0.1:{port}"\nnats_connect_timeout_s = 2\n'
             "[http]\nenabled = false\n",
         )
         began = time.monotonic()
@@ -101,6 +101,8 @@ async def test_serve_gives_up_on_a_silent_broker_at_its_deadline(tmp_path: Path)
     (line,) = [line for line in err.splitlines() if line.startswith("cotal-tasks: ")]
     assert "nats_url" in line
     assert "nats_connect_timeout_s" in line
+    assert "s3cretPw" not in err  # the URL's password is masked
+    assert "nats://ops:***@127.0.0.1" in line
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

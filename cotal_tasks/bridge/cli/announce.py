@@ -3,6 +3,7 @@ walkthrough of commands to try against it."""
 
 from __future__ import annotations
 
+from cotal_tasks.bridge.broker_config import mask_url
 from cotal_tasks.bridge.cli.common import EXAMPLE_SEAT
 from cotal_tasks.bridge.cli.seed import Seeded
 from cotal_tasks.bridge.http.auth import is_loopback_host
@@ -15,7 +16,7 @@ CLI = ".venv/bin/cotal-tasks"
 def announcement(bridge: Bridge, seeded: Seeded) -> list[str]:
     config = bridge.config
     where = "embedded nats-server" if bridge.embedded else "NATS"
-    lines = [f"cotal-tasks: serving space {config.space!r} on {where} at {bridge.url}"]
+    lines = [f"cotal-tasks: serving space {config.space!r} on {where} at {mask_url(bridge.url)}"]
     for endpoint, server in zip(bridge.endpoints, bridge.servers, strict=True):
         ident = server.identity
         lines.append(

@@ -42,6 +42,7 @@ def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Serv
 async def connect(config: BrokerConfig, url: str, *, once: bool = False) -> NATS:
     """Connect within ``config.nats_connect_timeout_s``; ``once`` tries each node once."""
     nc = NATS()
+    shown = mask_url(url)  # for the log: never a password
     first_error: list[Exception] = []
 
     async def log_error(exc: Exception) -> None:
@@ -52,10 +53,10 @@ async def connect(config: BrokerConfig, url: str, *, once: bool = False) -> NATS
 
     async def log_disconnect() -> None:
         if not (nc.is_closed or nc.is_draining):
-            log.warning("NATS connection to %s lost; reconnecting with backoff", url)
+            log.warning("NATS connection to %s lost; reconnecting with backoff", shown)
 
     async def log_reconnect() -> None:
-        log.warning("NATS connection to %s restored", url)
+        log.warning("NATS connection to %s restored", shown)
 
     options: dict[str, Any] = {
         "name": "cotal-tasks",
@@ -94,7 +95,7 @@ async def connect(config: BrokerConfig, url: str, *, once: bool = False) -> NATS
         why += f"{deadline:g} s, nats_connect_timeout_s" if timed_out else ""
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"cannot connect to NATS at {mask_url(url)} ({why}). Check nats_url, that the "
+            f"cannot connect to NATS at {shown} ({why}). Check nats_url, that the "
             "broker runs, and the credentials (or leave nats_url unset for the embedded broker)",
         ) from exc
     return nc
