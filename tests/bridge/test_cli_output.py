@@ -5,11 +5,12 @@ and ``my-tasks``, a readable ``get-task``, and ``history`` of an unknown task re
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
-from tests.support.cli import cli_output, run_cli
+from tests.support.cli import cli_output, run, run_cli
 
 
 async def test_json_for_scripts_and_tables_for_people(tmp_path: Path) -> None:
@@ -68,3 +69,18 @@ async def test_json_for_scripts_and_tables_for_people(tmp_path: Path) -> None:
         code, _, err = await run_cli(config, "history", "t-nope")
         assert code == 2  # before: "no history" and exit 0
         assert "no task 't-nope'" in err
+
+
+async def test_shell_completion_is_printed_and_completes_the_lazy_commands() -> None:
+    code, script, _ = await run("completion", "bash")
+    assert code == 0  # before: no completion command
+    assert "_COTAL_TASKS_COMPLETE=bash_complete" in script
+    env = {
+        **os.environ,
+        "_COTAL_TASKS_COMPLETE": "bash_complete",
+        "COMP_WORDS": "cotal-tasks check",
+        "COMP_CWORD": "1",
+    }
+    code, out, _ = await run(env=env)
+    assert code == 0
+    assert "plain,check-config" in out.splitlines()
