@@ -1,20 +1,46 @@
-# The two commands a user types are `make run` and `make test`; both set up .venv first.
+# The two commands a user types are `make run` and `make test`; both set up .venv first,
+# through the lock file (constraints.txt): `make run` installs what serving needs, `make
+# test` adds the development extras.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+LOCK := constraints.txt
 STAMP := $(VENV)/.installed-stamp
+SERVE_STAMP := $(VENV)/.serve-stamp
+LOCK_VENV := .lock-venv
 
-.PHONY: run test test-fast check lint typecheck imports pytest bench clean
+.PHONY: run test test-fast check lint typecheck imports pytest bench clean lock
 
-$(STAMP): pyproject.toml
-	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	@touch $(STAMP)
 
-## run: set up, then serve the bridge on its embedded default (private NATS, SQLite board)
-run: $(STAMP)
+# What serving needs: the package and its runtime dependencies, pinned by the lock file.
+$(SERVE_STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e .
+	@touch $(SERVE_STAMP)
+
+# Everything: the runtime and the development extras (tests, linters), pinned alike.
+$(STAMP): pyproject.toml $(LOCK) | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -c $(LOCK) -e '.[dev]'
+	@touch $(STAMP) $(SERVE_STAMP)
+
+## run: set up (runtime only), then serve the bridge on its embedded default (private
+##      NATS, SQLite board)
+run: $(SERVE_STAMP)
 	$(BIN)/cotal-tasks serve $(ARGS)
+
+## lock: resolve the whole dependency set afresh within pyproject.toml's ranges, in a
+##       scratch environment, and pin it in constraints.txt (commit the result)
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LOCK_VENV)/bin/python -m pip install --quiet -e '.[dev]'
+	sed -n '/^#/p' $(LOCK) > $(LOCK).new
+	$(LOCK_VENV)/bin/python -m pip freeze --exclude-editable >> $(LOCK).new
+	mv $(LOCK).new $(LOCK)
+	rm -rf $(LOCK_VENV)
 
 ## test: set up, then every check
 test: check
@@ -46,4 +72,4 @@ bench: $(STAMP)
 	$(BIN)/python -m bench $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info
+	rm -rf $(VENV) $(LOCK_VENV) .mypy_cache .pytest_cache .ruff_cache build *.egg-info

@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, github, gitlab, hostile, jira, scale, twoway, wire
+from bench import board, cli, github, gitlab, hostile, jira, scale, twoway, wire
 
-PARTS = ("board", "wire", "hostile", "scale", "github", "gitlab", "jira", "twoway")
+PARTS = ("board", "wire", "hostile", "scale", "github", "gitlab", "jira", "twoway", "cli")
 
 
 async def main() -> None:
@@ -64,6 +64,8 @@ async def main() -> None:
         await jira.main(issues=opts.jira_issues, rounds=opts.jira_rounds)
     if "twoway" in parts:
         await twoway.main(seconds=opts.twoway_seconds)
+    if "cli" in parts:
+        await cli.main(rounds=opts.rounds)
 
 
 if __name__ == "__main__":

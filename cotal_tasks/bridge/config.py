@@ -6,18 +6,25 @@ Every error names the key and the remedy.
 
 from __future__ import annotations
 
-import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
+from cotal_tasks.bridge.broker_config import (
+    DEFAULT_ENDPOINT,
+    BrokerConfig,
+    find_endpoint,
+    read_toml,
+    relative_to,
+)
+from cotal_tasks.bridge.config_errors import problems
+from cotal_tasks.bridge.logs import LogFormat, LogLevel
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
-from cotal_tasks.core.identity import LIFECYCLE_UID, OWNER_OR_ACTOR, Principal
+from cotal_tasks.core.identity import LIFECYCLE_UID, Principal
 from cotal_tasks.providers import registry
 from cotal_tasks.providers.provider import Settings as Closed
-
-DEFAULT_ENDPOINT = "com.example.tasks"
 
 if TYPE_CHECKING:
     ProviderSettings = BaseModel
@@ -87,6 +94,13 @@ class EndpointConfig(Closed):
         data["settings"] = section
         return data
 
+    @field_validator("database")
+    @classmethod
+    def _database_url(cls, value: str | None) -> str | None:
+        if value is not None:
+            database_form(value)
+        return value
+
     @field_validator("name")
     @classmethod
     def _endpoint_name(cls, value: str) -> str:
@@ -140,15 +154,22 @@ class HttpConfig(Closed):
     limits: HttpLimits = HttpLimits()
 
 
-class BridgeConfig(Closed):
-    space: Annotated[str, Field(min_length=1, max_length=128)] = "demo"
-    owner: Annotated[str, Field(pattern=OWNER_OR_ACTOR.pattern)] = "local"
-    data_dir: Path = Path(".cotal-tasks")
-    nats_url: str | None = None  # absent: start an embedded nats-server
-    nats_credentials: Path | None = None  # a NATS .creds file for the bridge's serve credential
-    nats_user: str | None = None
-    nats_password_env: str | None = None  # the environment variable holding nats_user's password
+class LogConfig(Closed):
+    """The log: the project's level, the libraries' level, text or JSON lines."""
+
+    level: LogLevel = "info"
+    format: LogFormat = "text"
+    libraries: LogLevel = "warning"  # httpx, alembic, uvicorn, nats: quiet unless asked
+
+
+class BridgeConfig(BrokerConfig):
+    """The whole file: the broker part (``BrokerConfig``), the listener, the log, and the
+    endpoints with their providers' settings."""
+
     http: HttpConfig = HttpConfig()
+    log: LogConfig = LogConfig()
+    # The first contact with each tracker at start must be answered within this.
+    tracker_connect_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0
     endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1)] = (EndpointConfig(),)
 
     @field_validator("endpoints")
@@ -161,53 +182,84 @@ class BridgeConfig(Closed):
         return value
 
     def endpoint(self, name: str | None) -> EndpointConfig:
-        if name is None:
-            return self.endpoints[0]
-        for ep in self.endpoints:
-            if ep.name == name:
-                return ep
-        known = ", ".join(ep.name for ep in self.endpoints)
-        raise ContractError(
-            ErrorCode.NOT_FOUND, f"no endpoint {name!r} in the config. Name one it serves: {known}"
+        return find_endpoint(self.endpoints, name)
+
+
+_DATABASE_FORMS = "sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"
+
+
+def database_form(url: str) -> None:
+    """``database``: ``sqlite:///PATH`` or ``postgresql://…`` (the board's two backends)."""
+    scheme, sep, rest = url.partition("://")
+    backend = scheme.split("+", 1)[0]
+    if not sep or backend not in ("sqlite", "postgresql"):
+        raise ValueError(
+            f"the board supports sqlite and postgresql, not {backend!r}. Use {_DATABASE_FORMS}"
         )
+    if backend == "sqlite" and rest.lstrip("/") in ("", ":memory:"):
+        raise ValueError(f"a board lives in a file, not in memory. Use {_DATABASE_FORMS}")
 
 
 def load_config(path: Path | None) -> BridgeConfig:
     """Read and validate ``path`` (or the defaults when ``None``)."""
     if path is None:
         return BridgeConfig()
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, f"cannot read config {path}: {exc.strerror}. Check the path"
-        ) from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, f"config {path} is not valid TOML ({exc}). Fix the syntax"
-        ) from exc
+    raw = read_toml(path)
     try:
         config = BridgeConfig.model_validate(raw)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(_file_path(err['loc'])) or '(top level)'}: "
-            f"{err['msg'].removeprefix('Value error, ')}"
-            for err in exc.errors(include_url=False, include_input=False)
-        )
+        found = "; ".join(problems(exc, BridgeConfig))
         raise ContractError(
-            ErrorCode.BAD_REQUEST, f"config {path} is refused: {problems}. Fix those settings"
+            ErrorCode.BAD_REQUEST, f"config {path} is refused: {found}. Fix those settings"
         ) from exc
-    if not config.data_dir.is_absolute():
-        config = config.model_copy(update={"data_dir": (path.parent / config.data_dir)})
-    return config
+    return relative_to(config, path)
 
 
-def _file_path(loc: tuple[int | str, ...]) -> list[str]:
-    """An error's location as the file spells it: ``settings.<provider>`` is the provider's
-    section (``endpoints.0.settings.tower-do.board`` is ``endpoints.0.tower_do.board``)."""
-    parts = [str(p) for p in loc]
-    for i, part in enumerate(parts[:-1]):
-        entry = registry.BY_NAME.get(parts[i + 1])
-        if part == "settings" and entry is not None:
-            return [*parts[:i], entry.section or entry.name, *parts[i + 2 :]]
-    return parts
+# Variables a config names whose absence only loses a feature (a webhook receiver refuses
+# deliveries without its secret); every other ``*_env`` variable is required.
+_OPTIONAL_ENV = frozenset({"webhook_secret_env"})
+
+
+def environment_problems(config: BridgeConfig, environ: Mapping[str, str]) -> list[str]:
+    """Each ``*_env`` key whose variable is not set, as ``key names VAR, which is not
+    set``; optional ones end in ``(optional: …)``. ``serve`` refuses to start on a
+    required one, and ``check-config`` reports them all, from this one walk."""
+    found: list[str] = []
+    for key, variable in _env_keys(config, ""):
+        if variable in environ:
+            continue
+        field = key.rsplit(".", 1)[-1]
+        if field == "nats_password_env" and config.nats_user is None:
+            continue
+        line = f"{key} names {variable}, which is not set"
+        if field in _OPTIONAL_ENV:
+            line += " (optional: without it the endpoint's webhook route refuses deliveries)"
+        found.append(line)
+    return found
+
+
+def required_missing(problems: list[str]) -> list[str]:
+    return [line for line in problems if "(optional:" not in line]
+
+
+def _env_keys(model: BaseModel, prefix: str) -> list[tuple[str, str]]:
+    keys: list[tuple[str, str]] = []
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        key = _file_key(model, prefix, name)
+        if name.endswith("_env") and isinstance(value, str):
+            keys.append((key, value))
+        elif isinstance(value, BaseModel):
+            keys += _env_keys(value, key)
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                if isinstance(item, BaseModel):
+                    keys += _env_keys(item, f"{key}.{i}")
+    return keys
+
+
+def _file_key(model: BaseModel, prefix: str, name: str) -> str:
+    if name == "settings" and isinstance(model, EndpointConfig):
+        entry = registry.BY_NAME[model.provider]
+        name = entry.section or entry.name
+    return f"{prefix}.{name}" if prefix else name

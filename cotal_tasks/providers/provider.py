@@ -32,6 +32,16 @@ class Settings(BaseModel):
     model_config = CLOSED
 
 
+class SourceRefused(Exception):
+    """A provider's source (a hosted tracker) gave a final refusal, or no answer, to a
+    request: ``status`` is its HTTP status (``None``: no answer) and ``message`` its own
+    words. Providers raise their own subclasses; the bridge reads these two alone (the
+    CLI's one-line refusal), never the subclass."""
+
+    status: int | None
+    message: str
+
+
 SeatUids = Callable[[str, str], Awaitable[str | None]]  # (owner, actor) -> current uid
 
 
@@ -131,9 +141,11 @@ Progress = Callable[[int, int | None], None]  # (pages done, pages in all if kno
 @dataclass(frozen=True, slots=True)
 class CatchUpReport:
     """What one catch-up did, as the lines the CLI's ``sync`` prints (without the
-    endpoint's name, which the CLI puts before each)."""
+    endpoint's name, which the CLI puts before each), and as figures for ``sync --json``
+    (a hosted poll's counts: ``pages``, ``issues``, ``changed``, ...)."""
 
     lines: tuple[str, ...]
+    figures: Mapping[str, Any] = field(default_factory=dict)
 
 
 # Bring the store up to date with its source once (the CLI's ``sync``), reporting

@@ -97,6 +97,9 @@ class SyncState:
     last_success_ms: int | None
     failing: str | None = None
     failing_since_ms: int | None = None
+    # The source refuses the bridge for good (a wrong token, no access, no such
+    # repository): retrying cannot help until the operator acts, so it is not ready.
+    refused: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -126,7 +126,7 @@ def test_the_shipped_examples_load(example: Path) -> None:
         pytest.param(
             '[[endpoints]]\nprovider = "github"\n[endpoints.github]\n'
             'repository = "a/b"\nrepo = 1\n',
-            ["endpoints.0.github.repo: Extra inputs are not permitted"],
+            ["endpoints.0.github.repo: repo is not a setting here (did you mean repository?)"],
             id="an unknown key is located where the file has it",
         ),
         pytest.param(

@@ -1,4 +1,4 @@
-"""The operator's commands: ``grants``, ``check-config``, ``sync`` and ``history``."""
+"""The operator's commands: ``grants``, ``sync`` and ``history``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,14 @@ from typing import Any
 
 import click
 
-from cotal_tasks.bridge.cli.common import config_option, endpoint_option, load, parse_seat, run
-from cotal_tasks.bridge.cli.preview import preview, render
+from cotal_tasks.bridge.cli.common import (
+    config_option,
+    endpoint_option,
+    json_option,
+    load,
+    parse_seat,
+    run,
+)
 from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import CAPABILITIES, endpoint_token
@@ -61,47 +67,11 @@ def grants(
     click.echo(json.dumps({"permissions": perms.as_nats()}, indent=2))
 
 
-@click.command("check-config")
-@click.option(
-    "--preview",
-    "preview_count",
-    type=click.IntRange(1, 100),
-    default=None,
-    help="Also show how the tracker's N most recently updated issues map (writes nothing).",
-)
-@endpoint_option
-@config_option
-def check_config(preview_count: int | None, endpoint: str | None, config_path: Path | None) -> None:
-    """Validate a config file and print what it configures."""
-    config = load(config_path)
-    click.echo(f"space: {config.space} (owner {config.owner})")
-    click.echo(f"data directory: {config.data_dir}")
-    click.echo(f"NATS: {config.nats_url or 'embedded nats-server'}")
-    for ep in config.endpoints:
-        click.echo(
-            f"endpoint {ep.name}: {ep.provider} at {ep.database_url(config.data_dir)}, "
-            f"page ceiling {ep.page_ceiling}, idempotency retention "
-            f"{ep.idempotency_retention_hours:g} h, target check {ep.target_check}"
-        )
-        for line in provider(ep.provider).describe(ep.settings):
-            click.echo(f"  {line}")
-    if preview_count is None:
-        return
-    target = config.endpoint(endpoint)
-    if not provider(target.provider).mirrors:
-        raise click.UsageError(
-            f"{target.name} is a {target.provider} endpoint, its own source, and --preview "
-            "shows what a hosted tracker or a tower-do board would mirror. Name such an endpoint"
-        )
-    shown = run(lambda: preview(config, target, preview_count))
-    click.echo(f"preview of {target.name} (nothing was written):")
-    render(shown, click.echo)
-
-
 @click.command()
 @endpoint_option
+@json_option
 @config_option
-def sync(endpoint: str | None, config_path: Path | None) -> None:
+def sync(endpoint: str | None, as_json: bool, config_path: Path | None) -> None:
     """Import (or catch up) a hosted tracker endpoint into its mirror, with progress.
 
     Run it before the first `serve`, or while the bridge is stopped: the bridge's own
@@ -133,14 +103,21 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
                     click.echo(f"  {done} page(s) read", err=True)
 
             try:
-                return await opened.catch_up(progress)
+                return await opened.catch_up(None if as_json else progress)
             finally:
                 if bar is not None:
                     bar.__exit__(None, None, None)
                 if opened.degradations is not None:
                     degraded.update(opened.degradations()["counts"])
 
-    for line in run(work).lines:
+    report = run(work)
+    if as_json:
+        shown: dict[str, Any] = {"endpoint": target.name, "degraded": degraded}
+        shown.update(report.figures)
+        shown["lines"] = list(report.lines)
+        click.echo(json.dumps(shown, indent=2))
+        return
+    for line in report.lines:
         click.echo(f"{target.name}: {line}")
     if degraded:
         counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
@@ -154,14 +131,29 @@ def sync(endpoint: str | None, config_path: Path | None) -> None:
 @click.argument("task_id")
 @endpoint_option
 @click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000))
+@json_option
 @config_option
-def history(task_id: str, endpoint: str | None, limit: int, config_path: Path | None) -> None:
-    """Print a task's append-only history: when, who, which command, status, note."""
+def history(
+    task_id: str, endpoint: str | None, limit: int, as_json: bool, config_path: Path | None
+) -> None:
+    """Print a task's append-only history: when, who, which command, status, note.
+
+    A task the endpoint does not have is refused (exit 2), naming the remedy."""
     config = load(config_path)
 
     async def work() -> None:
         async with open_endpoint(config, config.endpoint(endpoint)) as ep:
             entries = await ep.store.history(task_id, limit)
+            if not entries:
+                await ep.store.get(task_id)  # not-found for a task it does not have
+        if as_json:
+            rows = [
+                {"at": e.at, "command": e.command, "actor": e.actor, "status": e.status,
+                 "note": e.note}
+                for e in entries
+            ]  # fmt: skip
+            click.echo(json.dumps({"taskId": task_id, "history": rows}, indent=2))
+            return
         if not entries:
             click.echo(f"no history for task {task_id!r}")
         for entry in entries:

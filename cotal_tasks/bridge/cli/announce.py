@@ -3,6 +3,7 @@ walkthrough of commands to try against it."""
 
 from __future__ import annotations
 
+from cotal_tasks.bridge.cli.common import EXAMPLE_SEAT
 from cotal_tasks.bridge.cli.seed import Seeded
 from cotal_tasks.bridge.http.auth import is_loopback_host
 from cotal_tasks.bridge.wire.subjects import event_filter
@@ -10,7 +11,6 @@ from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.core.masking import mask_credentials
 
 CLI = ".venv/bin/cotal-tasks"
-EXAMPLE_SEAT = "local.builder/01j9builder000000000000000"
 
 
 def announcement(bridge: Bridge, seeded: Seeded) -> list[str]:
@@ -34,7 +34,8 @@ def announcement(bridge: Bridge, seeded: Seeded) -> list[str]:
     lines.append("")
     if bridge.http_url is not None:
         lines += _http(bridge, bridge.http_url)
-    lines += _walkthrough(seeded)
+    if bridge.endpoints[0].config.provider == "board":  # the walkthrough writes to a board
+        lines += _walkthrough(seeded)
     return lines
 
 
@@ -62,7 +63,7 @@ def _walkthrough(seeded: Seeded) -> list[str]:
         "Walkthrough, from another terminal in this checkout (watch the dashboard):",
         f"  {CLI} describe                  # the eight commands",
         f"  {CLI} invoke list-tasks         # the board, as the dashboard reads it",
-        f'  {CLI} invoke create-task --args \'{{"title":"Try the board"}}\'',
+        f'  {CLI} invoke create-task --as {EXAMPLE_SEAT} --args \'{{"title":"Try the board"}}\'',
         f'  {CLI} invoke claim-task {seat} --args \'{{"taskId":"{task}"}}\'',
         "      # the card moves to Claimed without a reload",
         f"  {CLI} invoke update-task {seat} \\",

@@ -12,28 +12,34 @@ from typing import Any, cast
 import click
 
 from cotal_tasks.bridge.cli.common import (
-    DEFAULT_CALLER,
+    caller_seat,
     client_for,
     config_option,
     endpoint_option,
-    load,
+    json_option,
+    load_caller,
     parse_seat,
     run,
+    seat_option,
 )
+from cotal_tasks.bridge.cli.render import human
 from cotal_tasks.bridge.process.connection import broker_url
 from cotal_tasks.client import Mode, TasksError
 from cotal_tasks.core import ErrorCode
-from cotal_tasks.core.commands import MODES
+from cotal_tasks.core.commands import COMMANDS, MODES
 
 
 @click.command()
 @endpoint_option
-@click.option("--as", "as_seat", default=DEFAULT_CALLER, show_default=True, help="Caller seat.")
+@seat_option
+@json_option
 @config_option
-def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> None:
+def describe(
+    endpoint: str | None, as_seat: str | None, as_json: bool, config_path: Path | None
+) -> None:
     """Describe an endpoint over the wire: its commands, capabilities and targeting."""
-    config = load(config_path)
-    seat = parse_seat(as_seat, "--as")
+    config = load_caller(config_path)
+    seat = caller_seat(as_seat, None)
 
     async def work() -> None:
         client = await client_for(config, endpoint, seat)
@@ -41,6 +47,24 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
             resolved = await client.describe()
         finally:
             await client.nc.close()
+        if as_json:
+            shown = {
+                "endpoint": resolved.endpoint,
+                "owner": resolved.owner,
+                "instanceId": resolved.instance_id,
+                "epoch": resolved.epoch,
+                "cluster": {
+                    "urn": resolved.urn,
+                    "revision": resolved.revision,
+                    "digest": resolved.cluster_digest,
+                },
+                "commands": {
+                    row.name: {"capability": row.capability, "targeting": row.targeting()}
+                    for row in resolved.commands.values()
+                },
+            }
+            click.echo(json.dumps(shown, indent=2))
+            return
         click.echo(
             f"{resolved.endpoint} (owner {resolved.owner}) instance {resolved.instance_id} "
             f"epoch {resolved.epoch}"
@@ -55,25 +79,35 @@ def describe(endpoint: str | None, as_seat: str, config_path: Path | None) -> No
 @click.command()
 @click.argument("command")
 @click.option("--args", "args_json", default=None, help="The command's args as a JSON object.")
-@click.option("--as", "as_seat", default=DEFAULT_CALLER, show_default=True, help="Caller seat.")
+@seat_option
 @click.option("--mode", type=click.Choice(list(MODES)), default=None)
 @click.option("--target", default=None, help="Target seat OWNER.ACTOR/UID (modes owner, any).")
 @click.option("--id", "request_id", default=None, help="Pin the envelope id (idempotency).")
+@click.option(
+    "--json/--table",
+    "as_json",
+    default=None,
+    help="The reply envelope as JSON, or for a person (a table of tasks, a task's fields). "
+    "Default: JSON unless stdout is a terminal.",
+)
 @endpoint_option
 @config_option
 def invoke(
     command: str,
     args_json: str | None,
-    as_seat: str,
+    as_seat: str | None,
     mode: str | None,
     target: str | None,
     request_id: str | None,
+    as_json: bool | None,
     endpoint: str | None,
     config_path: Path | None,
 ) -> None:
-    """Invoke COMMAND over the wire and print the reply envelope as one JSON object."""
-    config = load(config_path)
-    seat = parse_seat(as_seat, "--as")
+    """Invoke COMMAND over the wire and print the reply (JSON: the envelope)."""
+    config = load_caller(config_path)
+    spec = COMMANDS.get(command)
+    acts = spec is None or spec.effect == "write" or spec.targeted or mode is not None
+    seat = caller_seat(as_seat, command if acts else None)
     target_seat = parse_seat(target, "--target") if target else None
     if mode in ("owner", "any") and target_seat is None:
         raise click.UsageError(f"--mode {mode} needs a target seat. Give --target OWNER.ACTOR/UID")
@@ -102,15 +136,23 @@ def invoke(
             await client.nc.close()
         return answer.reply
 
+    machine = as_json if as_json is not None else not sys.stdout.isatty()
     try:
         reply = asyncio.run(work())
     except TasksError as exc:
         unsent = exc.reply is None
         body = exc.reply or {"v": 1, "id": request_id or "unsent", "ok": False}
-        click.echo(json.dumps({**body, "error": exc.as_error()}, ensure_ascii=False))
+        _show({**body, "error": exc.as_error()}, machine)
         sys.exit(2 if unsent and exc.code is ErrorCode.BAD_REQUEST else 1)
-    click.echo(json.dumps(reply, ensure_ascii=False))
+    _show(reply, machine)
     sys.exit(0 if reply.get("ok") else 1)
+
+
+def _show(reply: dict[str, Any], machine: bool) -> None:
+    if machine:
+        click.echo(json.dumps(reply, ensure_ascii=False))
+    else:
+        human(reply, click.echo)
 
 
 @click.command("mcp")
@@ -153,7 +195,7 @@ def mcp(
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the MCP wire
     seat = parse_seat(as_seat, "--as")
-    config = load(config_path)
+    config = load_caller(config_path)
     name = endpoint or config.endpoint(None).name
     host, port = "", 0
     if http_address is not None:

@@ -1,62 +1,109 @@
 """The ``cotal-tasks`` command line.
 
-Exit codes: 0 success, 1 a contract error (the code and message are printed), 2 a usage
-or configuration error.
+Exit codes (``errors``): 0 success, 1 the command failed (one line says what and what to
+do), 2 a usage or configuration error, 3 an unexpected error (``--debug`` shows it).
+
+Each subcommand's module is imported only when that subcommand runs (``--help`` and
+``--version`` import none of them): the table below names them with their one-line help.
 """
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
+import importlib
 
 import click
 
-from cotal_tasks.bridge.cli import admin, calls
-from cotal_tasks.bridge.cli import conformance as conformance_command
-from cotal_tasks.bridge.cli.announce import announcement
-from cotal_tasks.bridge.cli.common import config_option, load, run
-from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
-from cotal_tasks.bridge.wiring.lifecycle import serve_until_signalled
-from cotal_tasks.bridge.wiring.process import Bridge
+from cotal_tasks.bridge.cli.errors import CotalGroup
+from cotal_tasks.bridge.logs import LEVELS, LogFormat, LogLevel, configure
+
+_CLI = "cotal_tasks.bridge.cli"
+# name: (module, attribute, the one line of --help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "serve": (
+        "serve",
+        "serve",
+        "Serve every configured endpoint on the Cotal wire until SIGINT/SIGTERM.",
+    ),
+    "describe": (
+        "calls",
+        "describe",
+        "Describe an endpoint over the wire: its commands, capabilities and targeting.",
+    ),
+    "invoke": ("calls", "invoke", "Invoke COMMAND over the wire and print the reply envelope."),
+    "mcp": (
+        "calls",
+        "mcp",
+        "Serve the seat's task tools to a coding agent over MCP (stdio by default).",
+    ),
+    "grants": (
+        "admin",
+        "grants",
+        "Print the NATS permission rows (publish/subscribe allow lists) to grant.",
+    ),
+    "check-config": (
+        "checkconfig",
+        "check_config",
+        "Validate a config file as serve does, and print what it configures.",
+    ),
+    "sync": (
+        "admin",
+        "sync",
+        "Import (or catch up) a hosted tracker endpoint into its mirror, with progress.",
+    ),
+    "history": (
+        "admin",
+        "history",
+        "Print a task's append-only history: when, who, which command, status, note.",
+    ),
+    "conformance": (
+        "conformance",
+        "conformance",
+        "Judge any ai.cotal.tasks endpoint against section 6 of the contract.",
+    ),
+    "completion": (
+        "completion",
+        "completion",
+        "Print the shell completion script for bash, zsh or fish.",
+    ),
+}
 
 
-@click.group()
+class LazyGroup(CotalGroup):
+    """A group whose subcommands are imported when they run, not to list them."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        command = getattr(importlib.import_module(f"{_CLI}.{entry[0]}"), entry[1])
+        assert isinstance(command, click.Command)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, entry[2]) for name, entry in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup)
 @click.version_option(package_name="cotal-tasks")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="Show the traceback of a failure.")
+@click.option(
+    "--log-level",
+    type=click.Choice(LEVELS),
+    default=None,
+    help="The project's log level (serve: default [log] level, else warning).",
+)
+@click.option(
+    "--log-format", type=click.Choice(["text", "json"]), default=None, help="Log lines' format."
+)
+@click.pass_context
+def main(
+    ctx: click.Context, debug: bool, log_level: LogLevel | None, log_format: LogFormat | None
+) -> None:
     """Serve the ai.cotal.tasks contract over a self-hosted board and hosted trackers."""
-
-
-def _announce(bridge: Bridge, seeded: Seeded) -> None:
-    for line in announcement(bridge, seeded):
-        click.echo(line)
-
-
-@main.command()
-@config_option
-def serve(config_path: Path | None) -> None:
-    """Serve every configured endpoint on the Cotal wire until SIGINT/SIGTERM."""
-    config = load(config_path)
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    seeded = Seeded()
-    if config_path is None and config.nats_url is None:  # the embedded default (make run)
-        # It asks for the local reader: its dashboard reads on loopback with no set-up.
-        http = config.http.model_copy(update={"local_reader": True})
-        config = config.model_copy(update={"http": http})
-        seeded = run(lambda: seed_examples(config))
-    run(lambda: serve_until_signalled(config, lambda bridge: _announce(bridge, seeded)))
-    click.echo("cotal-tasks: stopped cleanly")
-
-
-for command in (
-    calls.describe,
-    calls.invoke,
-    calls.mcp,
-    admin.grants,
-    admin.check_config,
-    admin.sync,
-    admin.history,
-    conformance_command.conformance,
-):
-    main.add_command(command)
+    ctx.meta["cotal_tasks.debug"] = debug
+    ctx.meta["cotal_tasks.log"] = (log_level, log_format)
+    configure(log_level or "warning", log_format or "text")

@@ -6,6 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import click
+
+from cotal_tasks.bridge.cli.common import run
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.core import Task
 from cotal_tasks.providers.registry import provider
@@ -38,3 +41,15 @@ def render(previews: list[Preview], echo: Callable[[str], None]) -> None:
         echo(f"    status {task.status} (statusSource {task.statusSource!r}), {binding}")
         for evidence in task.evidence:
             echo(f"    evidence {evidence.kind}: {evidence.ref}")
+
+
+def show_preview(config: BridgeConfig, target: EndpointConfig, count: int) -> None:
+    """Print how ``target``'s ``count`` most recently updated items map."""
+    if not provider(target.provider).mirrors:
+        raise click.UsageError(
+            f"{target.name} is a {target.provider} endpoint, its own source, and --preview "
+            "shows what a hosted tracker or a tower-do board would mirror. Name such an endpoint"
+        )
+    shown = run(lambda: preview(config, target, count))
+    click.echo(f"preview of {target.name} (nothing was written):")
+    render(shown, click.echo)

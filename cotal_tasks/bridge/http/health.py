@@ -8,7 +8,9 @@ time of its last successful sync (a mirror's ``sync_state()``),
 and ``degraded`` (counts by reason and the latest few) when the endpoint counts the
 tracker items it mapped without a refused part or skipped (its ``Built.degradations``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
-ready (it serves labelled reads), and says so. A hosted endpoint also says whether this
+ready (it serves labelled reads), and says so; an endpoint whose source refuses the sync
+for good (a wrong token, no access, no such repository: ``SyncState.refused``) is not
+ready, and ``notReady`` says why. A hosted endpoint also says whether this
 instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
 exactly one instance per endpoint should say leader.
 
@@ -29,6 +31,7 @@ from starlette.responses import Response
 from cotal_tasks.bridge.http.auth import READ
 from cotal_tasks.bridge.http.context import ServedEndpoint, context_of, tokens_of
 from cotal_tasks.bridge.http.responses import json_answer
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.store import PageQuery
 
@@ -38,6 +41,7 @@ PROBE_TIMEOUT_S = 5.0
 async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
     store = endpoint.service.store
     entry: dict[str, Any] = {"provider": endpoint.config.provider}
+    refused: str | None = None  # a permanent refusal of the source: not ready, and why
     try:
         await asyncio.wait_for(store.page(PageQuery(limit=1)), PROBE_TIMEOUT_S)
         entry["changeSeq"] = await asyncio.wait_for(store.change_seq(), PROBE_TIMEOUT_S)
@@ -47,6 +51,8 @@ async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
         synced = await asyncio.wait_for(store.sync_state(), PROBE_TIMEOUT_S)
         if synced is not None and synced.last_success_ms is not None:
             entry["lastSync"] = synced.last_success_ms
+        if synced is not None and synced.refused:
+            refused = f"the tracker refuses the sync: {synced.failing}"
         if endpoint.degradations is not None:
             entry["degraded"] = endpoint.degradations()
         readable = True
@@ -64,7 +70,9 @@ async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
         entry["sync"] = {"role": endpoint.sync.role, "since": endpoint.sync.since_ms}
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up
-    entry["ready"] = readable and broker_up
+    entry["ready"] = readable and broker_up and refused is None
+    if refused is not None:
+        entry["notReady"] = refused
     return entry
 
 
@@ -75,8 +83,7 @@ async def healthz(request: Request) -> Response:
     probes = await asyncio.gather(*(_probe(ctx.endpoints[name], broker_up) for name in names))
     endpoints = dict(zip(names, probes, strict=True))
     for name, entry in endpoints.items():
-        if "changeSeq" in entry:
-            ctx.metrics.changed(name, entry["changeSeq"])
+        _record(ctx.metrics, name, entry)
     ready = broker_up and all(entry["ready"] for entry in endpoints.values())
     status = {"status": "ok" if ready else "degraded", "live": True}
     if not _may_see_details(request):
@@ -96,14 +103,28 @@ def _may_see_details(request: Request) -> bool:
     return READ in grant.capabilities
 
 
+def _record(metrics: Metrics, name: str, entry: dict[str, Any]) -> None:
+    """The gauges of one endpoint's probe (the gauge of a value it could not read keeps
+    the last value it saw; /healthz says why)."""
+    if "changeSeq" in entry:
+        metrics.changed(name, entry["changeSeq"])
+    sync = entry.get("sync")
+    metrics.endpoint_state(
+        name,
+        ready=entry["ready"],
+        stale="stale" in entry,
+        last_success_ms=entry.get("lastSync"),
+        leader=None if sync is None else sync["role"] == "leader",
+    )
+
+
 async def metrics(request: Request) -> Response:
     ctx = context_of(request)
-    for name, endpoint in ctx.endpoints.items():
-        try:
-            seq = await asyncio.wait_for(endpoint.service.store.change_seq(), PROBE_TIMEOUT_S)
-        except (ContractError, TimeoutError):
-            continue  # the gauge keeps the last value it saw; /healthz says why
-        ctx.metrics.changed(name, seq)
+    broker_up = ctx.broker.is_connected if ctx.broker is not None else True
+    names = list(ctx.endpoints)
+    probes = await asyncio.gather(*(_probe(ctx.endpoints[name], broker_up) for name in names))
+    for name, entry in zip(names, probes, strict=True):
+        _record(ctx.metrics, name, entry)
     return Response(
         ctx.metrics.render(),
         media_type=CONTENT_TYPE_PLAIN_0_0_4,

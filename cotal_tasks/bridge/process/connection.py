@@ -1,8 +1,15 @@
 """The bridge's connection to its broker: connect (a cluster's nodes in turn, reconnecting
-with jittered backoff), drain on close, and where a local caller finds the embedded broker."""
+with jittered backoff), drain on close, and where a local caller finds the embedded broker.
+
+The first connection has a deadline (``nats_connect_timeout_s``): past it, ``connect``
+fails ``unavailable`` naming ``nats_url``. Once connected, a lost connection is retried
+without end. A short-lived caller (the CLI) asks for ``once``: each node is tried once,
+so an absent broker is answered at once.
+"""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -14,7 +21,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.aio.client import Server
 
-from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.broker_config import BrokerConfig, server_parts
 from cotal_tasks.bridge.wire.grants import bridge_inbox
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.core.masking import mask_credentials
@@ -34,18 +41,17 @@ def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Serv
     return least, random.uniform(ceiling / 2, ceiling)
 
 
-def server_urls(url: str) -> list[str]:
-    """``nats_url`` may list several nodes of a cluster, comma-separated, nearest first."""
-    return [part.strip() for part in url.split(",") if part.strip()]
-
-
-async def _log_nats_error(exc: Exception) -> None:
-    log.warning("NATS connection: %s: %s", type(exc).__name__, mask_credentials(str(exc)))
-
-
-async def connect(config: BridgeConfig, url: str) -> NATS:
+async def connect(config: BrokerConfig, url: str, *, once: bool = False) -> NATS:
+    """Connect within ``config.nats_connect_timeout_s``; ``once`` tries each node once."""
     nc = NATS()
-    shown = mask_credentials(url)  # what logs and errors say: never a password in the URL
+    shown = mask_credentials(url)  # for the log: never a password
+    first_error: list[Exception] = []
+
+    async def log_error(exc: Exception) -> None:
+        if not nc.is_connected and not first_error:
+            first_error.append(exc)  # the first connection: its deadline reports it
+        if nc.is_connected or nc.is_reconnecting:
+            log.warning("NATS connection: %s: %s", type(exc).__name__, mask_credentials(str(exc)))
 
     async def log_disconnect() -> None:
         if not (nc.is_closed or nc.is_draining):
@@ -56,15 +62,17 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
 
     options: dict[str, Any] = {
         "name": "cotal-tasks",
-        "error_cb": _log_nats_error,
+        "error_cb": log_error,
         "disconnected_cb": log_disconnect,
         "reconnected_cb": log_reconnect,
-        "max_reconnect_attempts": -1,
+        "max_reconnect_attempts": 1 if once else -1,
         "reconnect_to_server_handler": jittered_backoff,
-        "connect_timeout": 5,
+        "connect_timeout": min(5.0, config.nats_connect_timeout_s),
         "dont_randomize": True,  # the listed order: the nearest node first
         "inbox_prefix": bridge_inbox(config.space),  # what its serve rows let it read
     }
+    if once:
+        options["reconnect_time_wait"] = 0.1
     if config.nats_credentials is not None:
         options["user_credentials"] = str(config.nats_credentials)
     if config.nats_user is not None:
@@ -78,22 +86,29 @@ async def connect(config: BridgeConfig, url: str) -> NATS:
                     "Export it before starting the bridge",
                 )
             options["password"] = password
+    deadline = config.nats_connect_timeout_s
     try:
-        await nc.connect(server_urls(url), **options)
+        await asyncio.wait_for(nc.connect(server_parts(url), **options), deadline)
     except (OSError, nats.errors.Error, TimeoutError) as exc:
+        with contextlib.suppress(Exception):
+            await nc.close()
+        timed_out = isinstance(exc, TimeoutError)
+        cause = first_error[0] if first_error else exc
+        why = f"{type(cause).__name__}{', still failing after ' if timed_out else ''}"
+        why += f"{deadline:g} s, nats_connect_timeout_s" if timed_out else ""
         raise ContractError(
             ErrorCode.UNAVAILABLE,
-            f"cannot connect to NATS at {shown} ({type(exc).__name__}). Check nats_url and the "
-            "credentials, or leave nats_url unset for the embedded broker",
+            f"cannot connect to NATS at {shown} ({why}). Check nats_url, that the "
+            "broker runs, and the credentials (or leave nats_url unset for the embedded broker)",
         ) from exc
     return nc
 
 
-def embedded_url_file(config: BridgeConfig) -> Path:
+def embedded_url_file(config: BrokerConfig) -> Path:
     return config.data_dir / "nats.url"
 
 
-def broker_url(config: BridgeConfig) -> str:
+def broker_url(config: BrokerConfig) -> str:
     """The broker a local caller should use: the configured one, or the running embedded one."""
     if config.nats_url is not None:
         return config.nats_url

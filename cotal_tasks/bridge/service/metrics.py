@@ -121,6 +121,33 @@ class Metrics:
             "cotal_tasks_http_event_streams",
             "Open server-sent event streams (GET /v1/events).",
         )
+        self.build_info = self._gauge(
+            "cotal_tasks_build_info", "Always 1; the running version in its label.", "version"
+        )
+        self.build_info.labels(_version()).set(1)
+        self.last_sync = self._gauge(
+            "cotal_tasks_sync_last_success_timestamp_seconds",
+            "When each mirroring endpoint last synced successfully (Unix time; absent before "
+            "the first success).",
+            "endpoint",
+        )
+        self.stale = self._gauge(
+            "cotal_tasks_stale",
+            "1 while an endpoint's reads carry a stale marker (its sync is failing or older "
+            "than stale_after_s), else 0.",
+            "endpoint",
+        )
+        self.leader = self._gauge(
+            "cotal_tasks_sync_leader",
+            "1 on the instance that is a hosted endpoint's sync leader, 0 on a follower; "
+            "summed over the instances, exactly 1 per endpoint.",
+            "endpoint",
+        )
+        self.ready = self._gauge(
+            "cotal_tasks_ready",
+            "1 while an endpoint is ready (as /healthz says), else 0.",
+            "endpoint",
+        )
 
     def _counter(self, name: str, documentation: str, *labels: str) -> Counter:
         return Counter(name, documentation, labels, registry=self.registry)
@@ -150,9 +177,35 @@ class Metrics:
     def changed(self, endpoint: str, change_seq: int) -> None:
         self.change_seq.labels(endpoint).set(change_seq)
 
+    def endpoint_state(
+        self,
+        endpoint: str,
+        *,
+        ready: bool,
+        stale: bool,
+        last_success_ms: int | None,
+        leader: bool | None,
+    ) -> None:
+        """What a probe of the endpoint found (``/healthz`` and each scrape of ``/metrics``)."""
+        self.ready.labels(endpoint).set(1 if ready else 0)
+        self.stale.labels(endpoint).set(1 if stale else 0)
+        if last_success_ms is not None:
+            self.last_sync.labels(endpoint).set(last_success_ms / 1000)
+        if leader is not None:
+            self.leader.labels(endpoint).set(1 if leader else 0)
+
     def http_answered(self, route: str, status: int) -> None:
         self.http_requests.labels(route, str(status)).inc()
 
     def render(self) -> bytes:
         """The Prometheus text exposition format."""
         return generate_latest(self.registry)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("cotal-tasks")
+    except PackageNotFoundError:
+        return "unknown"

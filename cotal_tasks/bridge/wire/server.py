@@ -28,6 +28,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
+from cotal_tasks.bridge.logs import log_context
 from cotal_tasks.bridge.service.commands import Call, CommandService, PresenceSource
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.admission import DESCRIBE, Admission, TargetCheck, contracts
@@ -201,9 +202,10 @@ class EndpointServer:
             reply = await self._answer(subject, raw, started)
             if cast:
                 return  # a cast is never answered, not even with an error
+        code = "ok" if reply["ok"] else str(reply["error"]["code"])
         if self.on_served is not None:
-            code = "ok" if reply["ok"] else str(reply["error"]["code"])
             self.on_served(subject.command, code, loop.time() - started)
+        log.debug("answered %s: %s", subject.command, code)
         await self.nc.publish(self._reply_head(subject) + subject.nonce, self._encode(reply))
 
     async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
@@ -212,6 +214,7 @@ class EndpointServer:
         started = False  # whether the command may have begun: an internal error says so
         try:
             request = envelope.parse_request(raw)
+            log_context(endpoint=self.endpoint, command=request.command, envelope_id=request.id)
             started = True
             call = self._admission.admitted(subject, request)
             if not isinstance(call, Call):

@@ -79,9 +79,11 @@ def presence_uids(presence: PresenceSource | None) -> SeatUids:
 
 
 async def open_store(
-    config: BridgeConfig, endpoint: EndpointConfig, *, serve: bool = False
+    config: BridgeConfig, endpoint: EndpointConfig, *, serve: bool = False, migrate: bool = True
 ) -> BoardStore:
-    return await BoardStore.open(endpoint.database_url(config.data_dir), serve=serve)
+    return await BoardStore.open(
+        endpoint.database_url(config.data_dir), serve=serve, migrate=migrate
+    )
 
 
 async def build_endpoint(

@@ -17,6 +17,9 @@ servers (each answering what it already took), the stores, the connection, the b
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,6 +29,7 @@ from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.bridge.http.presence import KvPresenceView
+from cotal_tasks.bridge.logs import log_context
 from cotal_tasks.bridge.process.broker import BrokerError, EmbeddedNats
 from cotal_tasks.bridge.process.connection import close_connection, connect, embedded_url_file
 from cotal_tasks.bridge.service.metrics import Metrics
@@ -43,6 +47,9 @@ from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
 from cotal_tasks.providers.private import private_dir, write_private
 
+log = logging.getLogger(__name__)
+
+STOP_GRACE_S = 10.0  # a background loop's work in flight at a stop, before it is cancelled
 ServedHook = Callable[[str, str, float], None]
 BackgroundLoop = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
 
@@ -105,7 +112,7 @@ async def running_bridge(
             endpoint.service.add_listener(server.publish_board_changed)
             endpoint.service.add_listener(_change_gauge(bridge.metrics, name))
             if endpoint.runner is not None:
-                _run_in_background(stack, endpoint.runner.run)
+                _run_in_background(stack, endpoint.runner.run, name)
             bridge.endpoints.append(endpoint)
             bridge.servers.append(server)
         if config.http.enabled:
@@ -139,15 +146,24 @@ async def _open_broker(stack: AsyncExitStack, config: BridgeConfig) -> tuple[str
     return url, True
 
 
-def _run_in_background(stack: AsyncExitStack, loop: BackgroundLoop) -> None:
+def _run_in_background(stack: AsyncExitStack, loop: BackgroundLoop, endpoint: str) -> None:
     """Run ``loop(stop)`` (a sync loop's election, a board file's follower) until the
-    bridge stops; then set ``stop`` and wait for the loop to finish."""
+    bridge stops; then set ``stop`` and give the loop ``STOP_GRACE_S`` to finish the work
+    in flight (a tracker request, a page) before it is cancelled; the checkpoint after
+    every page means a cancelled sync resumes where it was."""
     stop = asyncio.Event()
-    task = asyncio.create_task(loop(stop))
+    context = contextvars.copy_context()
+    context.run(log_context, endpoint=endpoint)  # the loop's log lines name its endpoint
+    task = asyncio.create_task(loop(stop), context=context)
 
     async def halt() -> None:
         stop.set()
-        await task
+        _, pending = await asyncio.wait({task}, timeout=STOP_GRACE_S)
+        if pending:
+            log.warning("a background loop did not stop within %g s; cancelling it", STOP_GRACE_S)
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
 
     stack.push_async_callback(halt)
 

@@ -102,6 +102,6 @@ def unavailable(where: str, exc: BaseException) -> ContractError:
         reason = f"{reason}: {str(exc).splitlines()[0][:200]}"
     return ContractError(
         ErrorCode.UNAVAILABLE,
-        f"the board store cannot be read ({where}: {reason}). Check that the database is "
-        "running and reachable and that the file is a readable board, then retry",
+        f"the board store cannot be read ({where}: {reason}). Check the endpoint's database "
+        "(the server running and reachable, or the SQLite file a readable board), then retry",
     )

@@ -8,6 +8,7 @@ the endpoint's runner; the bridge runs it under leader election (``Hosted``).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Callable
@@ -69,7 +70,8 @@ class Hosted:
 
     async def catch_up(self, progress: Progress | None = None) -> CatchUpReport:
         """One poll to the tracker's present (the CLI's ``sync``), with its report."""
-        return CatchUpReport(report_lines(await self.sync.poll_once(progress)))
+        report = await self.sync.poll_once(progress)
+        return CatchUpReport(report_lines(report), dataclasses.asdict(report))
 
 
 def report_lines(report: SyncReport) -> tuple[str, ...]:

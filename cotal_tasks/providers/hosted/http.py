@@ -33,6 +33,8 @@ from tenacity import (
     stop_after_attempt,
 )
 
+from cotal_tasks.providers.provider import SourceRefused
+
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _BACKOFF_CAP_S = 30.0
 _LINKS_KEPT = 64  # next URLs remembered, to count the pages of a Link walk
@@ -43,7 +45,7 @@ class _Deadline(httpx.TransportError):
     """One attempt ran past its whole deadline (retried like any transport failure)."""
 
 
-class TrackerHttpError(Exception):
+class TrackerHttpError(SourceRefused):
     """A final, non-success answer (or no answer) from the tracker."""
 
     def __init__(self, status: int | None, message: str, *, method: str, path: str) -> None:

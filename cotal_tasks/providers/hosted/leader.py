@@ -127,6 +127,7 @@ class Election:
             "lastSuccessMs": health.last_success_ms,
             "failing": health.failing,
             "failingSinceMs": health.failing_since_ms,
+            "refused": health.refused,
         }
         with contextlib.suppress(ContractError):
             await self.state.save(self.health_key, snapshot, self.clock())
@@ -139,6 +140,7 @@ class Election:
             health.last_success_ms = snapshot.get("lastSuccessMs")
             health.failing = snapshot.get("failing")
             health.failing_since_ms = snapshot.get("failingSinceMs")
+            health.refused = bool(snapshot.get("refused"))
         seq = await self._seq()
         if seq > seen:
             await self.store.announce_change(seq)

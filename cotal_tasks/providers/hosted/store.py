@@ -87,19 +87,22 @@ class SyncHealth:
     last_success_ms: int | None = None
     failing: str | None = None
     failing_since_ms: int | None = None
+    refused: bool = False  # the failure is a permanent refusal (401, 403, 404 of the listing)
 
     def succeeded(self, now: int) -> None:
         self.last_success_ms = now
         self.failing = None
         self.failing_since_ms = None
+        self.refused = False
 
-    def failed(self, reason: str, now: int) -> None:
+    def failed(self, reason: str, now: int, *, refused: bool = False) -> None:
         self.failing = reason[:400]
         self.failing_since_ms = self.failing_since_ms or now
+        self.refused = refused
 
     def state(self) -> SyncState:
         """What the port's ``sync_state()`` answers."""
-        return SyncState(self.last_success_ms, self.failing, self.failing_since_ms)
+        return SyncState(self.last_success_ms, self.failing, self.failing_since_ms, self.refused)
 
 
 def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractError:

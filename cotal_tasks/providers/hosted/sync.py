@@ -87,7 +87,7 @@ class SyncEngine:
         try:
             report = await self._poll(progress)
         except (TrackerHttpError, ContractError) as exc:
-            self.store.health.failed(_describe(exc), self.clock())
+            self.store.health.failed(_describe(exc), self.clock(), refused=refusal(exc))
             raise
         self.store.health.succeeded(self.clock())
         return report
@@ -255,6 +255,7 @@ class SyncEngine:
         no number of wakes puts it off."""
         loop = asyncio.get_running_loop()
         next_poll = loop.time()
+        reported: str | None = None  # the failure last logged
         while not stop.is_set():
             self._wake.clear()  # before the work: a wake-up during it is not lost
             try:
@@ -268,6 +269,9 @@ class SyncEngine:
                     await self.poll_once()
                 elif self._woken.pending:
                     await self.refresh_woken()
+                if reported is not None and self.store.health.failing is None:
+                    log.warning("%s sync recovered", self.key)
+                    reported = None
             except RateLimited as exc:
                 wait = max(1.0, exc.until_s - self.clock() / 1000)
                 log.warning("%s rate limit: resuming from the checkpoint in %.0f s", self.key, wait)
@@ -275,7 +279,11 @@ class SyncEngine:
                 next_poll = loop.time()  # the wait is over: resume the poll at once
                 continue
             except (TrackerHttpError, ContractError) as exc:
-                log.warning("%s sync failed: %s; retrying next poll", self.key, _describe(exc))
+                reason = _describe(exc)
+                if reason != reported:  # once per cause, not once per poll
+                    reported = reason
+                    what = "refused for good" if refusal(exc) else "failed"
+                    log.warning("%s sync %s: %s; retrying each poll", self.key, what, reason)
             except Exception:
                 log.exception("%s sync failed unexpectedly; retrying next poll", self.key)
                 self.store.health.failed("unexpected error (see the bridge log)", self.clock())
@@ -286,6 +294,19 @@ class SyncEngine:
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(_first(stop.wait(), self._wake.wait()), timeout=wait)
+
+
+PERMANENT_STATUS = frozenset({401, 403, 404})  # of the listing: no retry can succeed
+
+
+def refusal(exc: Exception) -> bool:
+    """The tracker refuses the whole sync for good (a wrong token, no access to the
+    repository, no such repository): the operator must act."""
+    return (
+        isinstance(exc, TrackerHttpError)
+        and not isinstance(exc, RateLimited)
+        and exc.status in PERMANENT_STATUS
+    )
 
 
 def _describe(exc: Exception) -> str:

@@ -1,0 +1,172 @@
+"""``cotal-tasks check-config``: what ``serve`` checks, from the same code, before a deploy.
+
+Offline it validates the file (``load_config``: keys, URL forms) and the environment
+variables the file names (``environment_problems``, which ``serve`` refuses to start
+without); ``--online`` also makes the first connection ``serve`` makes to the broker, each
+endpoint's PostgreSQL database and each tracker, with the same deadlines, and reports each.
+Every URL is printed with its password masked.
+
+Exit statuses: 0 all good, 1 an online check failed, 2 the config or its environment is
+refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from cotal_tasks.bridge.cli.common import config_option, endpoint_option, json_option, load, run
+from cotal_tasks.bridge.cli.errors import EXIT_FAILED, EXIT_USAGE, explain
+from cotal_tasks.bridge.config import (
+    BridgeConfig,
+    EndpointConfig,
+    environment_problems,
+    required_missing,
+)
+from cotal_tasks.core.masking import mask_credentials
+from cotal_tasks.providers.registry import provider
+
+
+@click.command("check-config")
+@click.option(
+    "--preview",
+    "preview_count",
+    type=click.IntRange(1, 100),
+    default=None,
+    help="Also show how the tracker's N most recently updated issues map (writes nothing).",
+)
+@click.option(
+    "--online",
+    is_flag=True,
+    help="Also connect to NATS, each PostgreSQL database and each tracker, as serve does.",
+)
+@endpoint_option
+@json_option
+@config_option
+def check_config(
+    preview_count: int | None,
+    online: bool,
+    endpoint: str | None,
+    as_json: bool,
+    config_path: Path | None,
+) -> None:
+    """Validate a config file as serve does, and print what it configures."""
+    config = load(config_path)
+    report = describe(config)
+    problems = environment_problems(config, os.environ)
+    report["environment"] = problems
+    if online:
+        report["online"] = run(lambda: check_online(config))
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+    else:
+        _print(report)
+    if required_missing(problems):
+        raise SystemExit(EXIT_USAGE)
+    if online and not all(check["ok"] for check in report["online"]):
+        raise SystemExit(EXIT_FAILED)
+    if preview_count is not None:
+        from cotal_tasks.bridge.cli.preview import show_preview
+
+        show_preview(config, config.endpoint(endpoint), preview_count)
+
+
+def describe(config: BridgeConfig) -> dict[str, Any]:
+    return {
+        "space": config.space,
+        "owner": config.owner,
+        "dataDir": str(config.data_dir),
+        "nats": mask_credentials(config.nats_url) if config.nats_url else "embedded nats-server",
+        "endpoints": [
+            {
+                "name": ep.name,
+                "provider": ep.provider,
+                "database": mask_credentials(ep.database_url(config.data_dir)),
+                "pageCeiling": ep.page_ceiling,
+                "idempotencyRetentionHours": ep.idempotency_retention_hours,
+                "targetCheck": ep.target_check,
+                "settings": provider(ep.provider).describe(ep.settings),
+            }
+            for ep in config.endpoints
+        ],
+    }
+
+
+def _print(report: dict[str, Any]) -> None:
+    click.echo(f"space: {report['space']} (owner {report['owner']})")
+    click.echo(f"data directory: {report['dataDir']}")
+    click.echo(f"NATS: {report['nats']}")
+    for ep in report["endpoints"]:
+        click.echo(
+            f"endpoint {ep['name']}: {ep['provider']} at {ep['database']}, page ceiling "
+            f"{ep['pageCeiling']}, idempotency retention {ep['idempotencyRetentionHours']:g} h, "
+            f"target check {ep['targetCheck']}"
+        )
+        for line in ep["settings"]:
+            click.echo(f"  {line}")
+    for line in report["environment"]:
+        optional = "(optional:" in line
+        click.echo(f"{'warning' if optional else 'error'}: {line}", err=not optional)
+        if not optional:
+            click.echo("  Export it before serve (the config names the variable, never the secret)")
+    for check in report.get("online", []):
+        click.echo(f"{'ok' if check['ok'] else 'FAILED'}: {check['what']}: {check['detail']}")
+
+
+async def check_online(config: BridgeConfig) -> list[dict[str, Any]]:
+    """The first connections ``serve`` makes, each within its deadline; one entry each."""
+    checks = [await _check_nats(config)]
+    for ep in config.endpoints:
+        if ep.database is not None and ep.database.startswith("postgresql"):
+            checks.append(await _check_database(config, ep))
+        if provider(ep.provider).preview is not None:
+            checks.append(await _check_tracker(config, ep))
+    return checks
+
+
+async def _check_nats(config: BridgeConfig) -> dict[str, Any]:
+    from cotal_tasks.bridge.process.connection import close_connection, connect
+
+    what = "NATS"
+    if config.nats_url is None:
+        return {"what": what, "ok": True, "detail": "embedded nats-server (started by serve)"}
+    try:
+        nc = await connect(config, config.nats_url)
+    except Exception as exc:
+        return _failed(what, exc)
+    await close_connection(nc)
+    return {"what": what, "ok": True, "detail": f"connected to {mask_credentials(config.nats_url)}"}
+
+
+async def _check_database(config: BridgeConfig, ep: EndpointConfig) -> dict[str, Any]:
+    from cotal_tasks.bridge.wiring import open_store
+
+    what = f"endpoint {ep.name} database"
+    try:
+        store = await open_store(config, ep, migrate=False)
+    except Exception as exc:
+        return _failed(what, exc)
+    await store.close()
+    return {"what": what, "ok": True, "detail": f"connected to {store.label}"}
+
+
+async def _check_tracker(config: BridgeConfig, ep: EndpointConfig) -> dict[str, Any]:
+    from cotal_tasks.bridge.process.trackers import first_contact
+
+    what = f"endpoint {ep.name} tracker"
+    try:
+        read = await first_contact(config, ep)
+    except Exception as exc:
+        return _failed(what, exc)
+    return {"what": what, "ok": True, "detail": f"read {read} item(s) with the token"}
+
+
+def _failed(what: str, exc: Exception) -> dict[str, Any]:
+    explained = explain(exc)
+    if explained is None:
+        raise exc
+    return {"what": what, "ok": False, "detail": explained[0]}

@@ -1,0 +1,63 @@
+"""The first contact with each tracker at start: one listing request (the provider's
+preview of one item, which writes nothing), within ``tracker_connect_timeout_s``.
+
+A tracker that does not answer in time stops the start with one line naming the endpoint's
+``api_url``; one that answers with a refusal (a wrong token, no such repository) does not:
+the endpoint then serves its mirror, not ready, and its sync keeps retrying (``/healthz``
+says why). ``check-config --online`` makes the same contact and reports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
+from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.providers.provider import SourceRefused
+from cotal_tasks.providers.registry import provider
+
+
+def api_url_key(config: BridgeConfig, endpoint: EndpointConfig) -> str:
+    entry = provider(endpoint.provider)
+    index = config.endpoints.index(endpoint)
+    return f"endpoints.{index}.{entry.section or entry.name}.api_url"
+
+
+async def first_contact(config: BridgeConfig, endpoint: EndpointConfig) -> int:
+    """Read one item of ``endpoint``'s tracker; the items read. ``unavailable`` naming
+    ``api_url`` when the tracker does not answer within the deadline; a refusal raises
+    the source's ``SourceRefused`` with its status."""
+    show = provider(endpoint.provider).preview
+    if show is None:
+        return 0
+    deadline = config.tracker_connect_timeout_s
+    try:
+        shown = await asyncio.wait_for(show(endpoint.settings, config.space, 1), deadline)
+    except TimeoutError as exc:
+        raise _unreached(config, endpoint, f"no answer within {deadline:g} s") from exc
+    except SourceRefused as exc:
+        if exc.status is None:
+            raise _unreached(config, endpoint, exc.message) from exc
+        raise
+    return len(shown)
+
+
+async def reach_trackers(config: BridgeConfig) -> None:
+    """``first_contact`` with every tracker, together; a refusal is left to the sync."""
+
+    async def one(endpoint: EndpointConfig) -> None:
+        # A refusal is an answer: the sync reports it, and readiness shows it.
+        with contextlib.suppress(SourceRefused):
+            await first_contact(config, endpoint)
+
+    await asyncio.gather(*(one(endpoint) for endpoint in config.endpoints))
+
+
+def _unreached(config: BridgeConfig, endpoint: EndpointConfig, why: str) -> ContractError:
+    key = api_url_key(config, endpoint)
+    return ContractError(
+        ErrorCode.UNAVAILABLE,
+        f"cannot reach the tracker of endpoint {endpoint.name} ({why}; "
+        f"tracker_connect_timeout_s). Check {key} and the network",
+    )

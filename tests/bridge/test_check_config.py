@@ -1,0 +1,123 @@
+"""``cotal-tasks check-config`` refuses what ``serve`` refuses (real subprocesses of both),
+answers an unknown key with the nearest valid one, masks a database password in every
+output, and with ``--online`` connects to a real nats-server, a real PostgreSQL and a fake
+GitHub on loopback, reporting each."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.support.bridge import broker
+from tests.support.cli import run
+from tests.support.fake_github import FakeGitHub, serve_fake_github
+
+TOKEN_ENV = "COTAL_TASKS_TEST_CHECK_TOKEN"
+UNSET_ENV = "COTAL_TASKS_TEST_NEVER_SET"
+PASSWORD = "s3cretPassw0rd"
+
+
+def write(tmp: Path, body: str) -> Path:
+    path = tmp / "tasks.toml"
+    path.write_text(
+        f'space = "demo"\ndata_dir = "{tmp / "data"}"\n[http]\nenabled = false\n{body}',
+        encoding="utf-8",
+    )
+    return path
+
+
+GITHUB = '[[endpoints]]\nname = "com.acme.gh"\nprovider = "github"\n[endpoints.github]\n'
+# (case, config body after [http], what the one refusal must say)
+REFUSED = [
+    ("unset-token-env", f'{GITHUB}repository = "a/b"\ntoken_env = "{UNSET_ENV}"\n', UNSET_ENV),
+    (
+        "postgres-scheme",
+        '[[endpoints]]\nname = "com.acme.tasks"\ndatabase = "postgres://u@127.0.0.1/x"\n',
+        "not 'postgres'",
+    ),
+    ("nats-port", "", "is not a broker URL"),
+    (
+        "typo",
+        '[[endpoints]]\nname = "com.acme.tasks"\ndatabse = "sqlite:///x.db"\n',
+        "did you mean database?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "body", "says"), REFUSED, ids=[c[0] for c in REFUSED])
+@pytest.mark.parametrize("command", ["check-config", "serve"])
+async def test_check_config_refuses_what_serve_refuses(
+    tmp_path: Path, case: str, body: str, says: str, command: str
+) -> None:
+    if case == "nats-port":
+        body = 'nats_url = "nats://127.0.0.1:4222x"\n'  # top level: before [http]
+        path = tmp_path / "tasks.toml"
+        path.write_text(f'space = "demo"\n{body}', encoding="utf-8")
+    else:
+        path = write(tmp_path, body)
+    env = {k: v for k, v in os.environ.items() if k != UNSET_ENV}
+    code, out, err = await run(command, "--config", str(path), env=env)
+    assert code == 2, (out, err)  # before: check-config passed every one of these
+    assert says in err
+    assert "Tuple should have" not in err
+    assert "Traceback" not in err
+
+
+@pytest.fixture
+async def github_url() -> AsyncIterator[str]:
+    async with serve_fake_github(FakeGitHub()) as url:
+        yield url
+
+
+@pytest.mark.postgres
+async def test_online_checks_each_connection_and_masks_the_password(
+    tmp_path: Path, postgres_database: str, github_url: str
+) -> None:
+    database = make_url(postgres_database).set(password=PASSWORD)
+    url = database.render_as_string(hide_password=False)
+    env = {**os.environ, TOKEN_ENV: FakeGitHub().token}
+    async with broker(tmp_path) as nats:
+        body = (
+            f'[[endpoints]]\nname = "com.acme.tasks"\ndatabase = "{url}"\n'
+            f'{GITHUB}repository = "octo-org/hello-world"\napi_url = "{github_url}"\n'
+            f'token_env = "{TOKEN_ENV}"\n'
+        )
+        path = write(tmp_path, body)
+        text = path.read_text(encoding="utf-8")
+        path.write_text(f'nats_url = "{nats.url}"\n{text}', encoding="utf-8")
+        code, out, err = await run("check-config", "--online", "--config", str(path), env=env)
+        jcode, jout, _ = await run(
+            "check-config", "--online", "--json", "--config", str(path), env=env
+        )
+        scode, sout, serr = await run(
+            "sync", "--endpoint", "com.acme.gh", "--json", "--config", str(path), env=env
+        )
+    assert code == 0, (out, err)
+    assert PASSWORD not in out + err + jout  # before: printed as given
+    assert "postgresql://***@" in out
+    assert out.count("ok: ") == 3, out
+    assert jcode == 0
+    report = json.loads(jout)
+    assert [check["ok"] for check in report["online"]] == [True, True, True]
+    assert scode == 0, serr
+    synced = json.loads(sout)  # before: sync had no --json
+    assert synced["endpoint"] == "com.acme.gh"
+    assert {"pages", "issues", "changed"} <= synced.keys()
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    path.write_text(
+        path.read_text(encoding="utf-8").replace(nats.url, f"nats://127.0.0.1:{closed}"),
+        encoding="utf-8",
+    )
+    code, out, _ = await run("check-config", "--online", "--config", str(path), env=env)
+    assert code == 1
+    assert "FAILED: NATS: " in out
+    assert "Check nats_url" in out

@@ -1,0 +1,49 @@
+"""``cotal-tasks serve`` logs as asked (a real subprocess on its embedded nats-server):
+``[log] format = "json"`` writes one JSON object a line, naming the endpoint, the command
+and the envelope id of a request; libraries stay at warning even at the debug level."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+from pathlib import Path
+
+from tests.support.cli import CLI, cli_output
+
+ENDPOINT = "com.acme.tasks"
+SEAT = "local.builder/01j9builder000000000000000"
+
+
+async def test_json_lines_name_the_endpoint_the_command_and_the_envelope(tmp_path: Path) -> None:
+    config = tmp_path / "tasks.toml"
+    config.write_text(
+        f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n[http]\nenabled = false\n'
+        '[log]\nlevel = "debug"\nformat = "json"\n'
+        f'[[endpoints]]\nname = "{ENDPOINT}"\n',
+        encoding="utf-8",
+    )
+    process = await asyncio.create_subprocess_exec(
+        str(CLI), "serve", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert first.startswith(b"cotal-tasks: serving"), first
+        await cli_output(
+            config,
+            *("invoke", "create-task", "--as", SEAT, "--id", "e-log-1"),
+            *("--args", '{"title":"Logged"}'),
+        )
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    entries = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+    assert entries  # before: [log] was refused as an unknown key
+    assert all({"time", "level", "logger", "message"} <= entry.keys() for entry in entries)
+    served = [e for e in entries if e.get("envelope_id") == "e-log-1"]
+    assert served, entries
+    assert served[0]["endpoint"] == ENDPOINT
+    assert served[0]["command"] == "create-task"
+    assert not [e for e in entries if e["logger"].split(".")[0] in ("alembic", "httpx")]
