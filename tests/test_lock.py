@@ -17,7 +17,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "constraints.txt"
-DEV_ONLY = {"pytest", "playwright", "mypy", "ruff", "hypothesis", "respx", "import-linter"}
+DEV_ONLY = {"pytest", "playwright", "mypy", "ruff", "hypothesis", "import-linter"}
 
 
 def pins() -> dict[str, str]:

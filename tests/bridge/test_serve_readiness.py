@@ -31,7 +31,8 @@ async def test_a_permanent_refusal_makes_the_endpoint_not_ready(
     async with serve_fake_github(fake) as api_url:
         config = tmp_path / "tasks.toml"
         config.write_text(
-            f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n[http]\nport = 0\n'
+            f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n'
+            "[http]\nport = 0\nlocal_reader = true\n"
             f'[[endpoints]]\nname = "{ENDPOINT}"\nprovider = "github"\n'
             f'[endpoints.github]\nrepository = "{repository}"\napi_url = "{api_url}"\n'
             f'token_env = "{TOKEN_ENV}"\npoll_interval_s = 0.3\n',
@@ -76,7 +77,8 @@ async def test_metrics_an_operator_alerts_on(tmp_path: Path) -> None:
     async with serve_fake_github(fake) as api_url:
         config = tmp_path / "tasks.toml"
         config.write_text(
-            f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n[http]\nport = 0\n'
+            f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n'
+            "[http]\nport = 0\nlocal_reader = true\n"
             f'[[endpoints]]\nname = "{ENDPOINT}"\nprovider = "github"\n'
             f'[endpoints.github]\nrepository = "octo-org/hello-world"\napi_url = "{api_url}"\n'
             f'token_env = "{TOKEN_ENV}"\n',

@@ -324,10 +324,14 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
                         "update-task", {"taskId": task_id, "status": "done"}, mode="self"
                     )
         service = mesh.endpoint(OPS).service
-        service.store = DegradedStore(service.store, now - 90_000)
+        degraded = DegradedStore(service.store, now - 90_000)
+        service.store = degraded
         assert mesh.bridge.http_app is not None
         served = mesh.bridge.http_app.asgi.state.context.endpoints
-        served[OPS] = replace(served[OPS], sync=Leading(now - 600_000))
+        # What a hosted endpoint's build declares: its sync role and its degradations.
+        served[OPS] = replace(
+            served[OPS], sync=Leading(now - 600_000), degradations=degraded.degradations
+        )
         metrics = mesh.bridge.http_app.asgi.state.context.metrics
         for status in ("200", "200", "304", "429"):
             metrics.tracker_request(OPS, status)
