@@ -14,14 +14,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, github, gitlab, scale, wire
+from bench import board, github, gitlab, profile, scale, wire, writes
 
-PARTS = ("board", "wire", "scale", "github", "gitlab")
+PARTS = ("board", "wire", "writes", "scale", "github", "gitlab")
+# Run only when named: a diagnosis of where a write's time goes, not a figure with a limit.
+EXTRA = ("profile",)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("parts", nargs="*", choices=[*PARTS, []], help="default: all")
+    parser.add_argument("parts", nargs="*", choices=[*PARTS, *EXTRA, []], help="default: all")
     parser.add_argument("--tasks", type=int, default=100_000, help="tasks on the SQLite board")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
@@ -49,6 +51,10 @@ async def main() -> None:
             print("\nPostgreSQL: skipped (set COTAL_TASKS_BENCH_POSTGRES or pass --postgres)")
     if "wire" in parts:
         await wire.main(rounds=opts.rounds)
+    if "writes" in parts:
+        await writes.main(rounds=opts.rounds, postgres=opts.postgres)
+    if "profile" in parts:
+        await profile.main(rounds=opts.rounds)
     if "scale" in parts:
         await scale.main(opts.cache, opts.scale_tasks, opts.rounds)
     if "github" in parts:

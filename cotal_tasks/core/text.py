@@ -17,8 +17,8 @@ Refusals never quote the refused value: it may be the secret.
 
 from __future__ import annotations
 
+import dataclasses
 import re
-import unicodedata
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -36,6 +36,13 @@ _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _SECRET_QUERY_KEY = re.compile(r"token|key|secret|signature|credential|bearer", re.IGNORECASE)
 _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 
+# Unicode's category Cc is exactly these 65 code points; one search finds the first.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Admitted texts of at most this many characters are remembered per ``TaskText``: every
+# write re-validates its record (the rules build the next state through the model), and
+# the same title, ids and principals come back write after write.
+_REMEMBERED_CHARS = 256
+_REMEMBERED = 4096
 # No control character (Cc: U+0000-U+001F and U+007F-U+009F). A safe pattern: one class,
 # one quantifier, no lookaround, so Cotal's assertSafePattern and every validator accept it.
 NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
@@ -99,32 +106,37 @@ def _url_credential_shape(value: str) -> str | None:
 
 def check_task_text(value: str, max_bytes: int, *, field: str, task: str | None = None) -> str:
     """Return ``value`` when ``TaskText<max_bytes>`` admits it, else raise ``TextRefused``."""
-    where = _subject(field, task)
     if not value:
+        where = _subject(field, task)
         raise TextRefused(f"{where} is empty; give a non-empty value or omit the field")
-    size = len(value.encode("utf-8", errors="surrogatepass"))
+    try:
+        size = len(value.encode("utf-8"))
+        surrogate = None
+    except UnicodeEncodeError as exc:
+        size = len(value.encode("utf-8", errors="surrogatepass"))
+        surrogate = exc
     if size > max_bytes:
         raise TextRefused(
-            f"{where} is {size} bytes of UTF-8, over its limit of {max_bytes}; "
+            f"{_subject(field, task)} is {size} bytes of UTF-8, over its limit of {max_bytes}; "
             f"shorten it to at most {max_bytes} bytes"
         )
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
+    if surrogate is not None:
         raise TextRefused(
-            f"{where} is not valid UTF-8 (a lone surrogate at {exc.start}); send valid text"
-        ) from exc
-    for index, char in enumerate(value):
-        if unicodedata.category(char) == "Cc":
-            raise TextRefused(
-                f"{where} has a control character (U+{ord(char):04X}) at position {index}; "
-                "remove it (line breaks and tabs included)"
-            )
+            f"{_subject(field, task)} is not valid UTF-8 (a lone surrogate at "
+            f"{surrogate.start}); send valid text"
+        ) from surrogate
+    control = _CONTROL.search(value)
+    if control is not None:
+        raise TextRefused(
+            f"{_subject(field, task)} has a control character (U+{ord(control.group()):04X}) "
+            f"at position {control.start()}; remove it (line breaks and tabs included)"
+        )
     shape = credential_shape(value)
     if shape is not None:
         raise TextRefused(
-            f"{where} looks like a credential ({shape}); a task record is readable by every "
-            "dashboard, so it holds no secret: remove the secret and say where it is kept instead"
+            f"{_subject(field, task)} looks like a credential ({shape}); a task record is "
+            "readable by every dashboard, so it holds no secret: remove the secret and say "
+            "where it is kept instead"
         )
     return value
 
@@ -137,17 +149,27 @@ class TaskText:
     """
 
     max_bytes: int
+    # Texts already admitted at this bound (the check is a pure function of the two).
+    _admitted: dict[str, None] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def validate(self, value: str, info: core_schema.ValidationInfo) -> str:
+        admitted = self._admitted
+        if value in admitted:
+            return value
         field = info.field_name or "value"
         data = info.data if isinstance(info.data, dict) else {}
         task = data.get("taskId")
         try:
-            return check_task_text(
+            check_task_text(
                 value, self.max_bytes, field=field, task=task if isinstance(task, str) else None
             )
         except TextRefused as exc:
             raise PydanticCustomError("task_text", "{message}", {"message": exc.message}) from exc
+        if len(value) <= _REMEMBERED_CHARS:
+            if len(admitted) >= _REMEMBERED:
+                admitted.clear()
+            admitted[value] = None
+        return value
 
     def __get_pydantic_core_schema__(
         self, source: type[Any], handler: GetCoreSchemaHandler
