@@ -14,9 +14,9 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, github, gitlab, profile, scale, wire, writes
+from bench import agents, board, github, gitlab, profile, scale, wire, writes
 
-PARTS = ("board", "wire", "writes", "scale", "github", "gitlab")
+PARTS = ("board", "wire", "writes", "agents", "scale", "github", "gitlab")
 # Run only when named: a diagnosis of where a write's time goes, not a figure with a limit.
 EXTRA = ("profile",)
 
@@ -53,6 +53,8 @@ async def main() -> None:
         await wire.main(rounds=opts.rounds)
     if "writes" in parts:
         await writes.main(rounds=opts.rounds, postgres=opts.postgres)
+    if "agents" in parts:
+        await agents.main(rounds=opts.rounds)
     if "profile" in parts:
         await profile.main(rounds=opts.rounds)
     if "scale" in parts:

@@ -7,14 +7,15 @@ import asyncio
 import sys
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from cotal_tasks.bridge.config import BridgeConfig, load_config
-from cotal_tasks.bridge.process.connection import broker_url, connect
-from cotal_tasks.client import TasksClient
 from cotal_tasks.core import ContractError, Seat
+
+if TYPE_CHECKING:  # imported where used: ``mcp`` starts without the config's providers
+    from cotal_tasks.bridge.config import BridgeConfig
+    from cotal_tasks.client import TasksClient
 
 T = TypeVar("T")
 DEFAULT_CALLER = "local.cli/" + "0" * 26
@@ -40,6 +41,8 @@ def run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 def load(path: Path | None) -> BridgeConfig:
+    from cotal_tasks.bridge.config import load_config
+
     try:
         return load_config(path)
     except ContractError as exc:
@@ -56,5 +59,8 @@ def parse_seat(text: str, what: str) -> Seat:
 
 async def client_for(config: BridgeConfig, endpoint: str | None, seat: Seat) -> TasksClient:
     """A client over the bridge's own broker connection settings (``nats_url``, creds)."""
+    from cotal_tasks.bridge.process.connection import broker_url, connect
+    from cotal_tasks.client import TasksClient
+
     nc = await connect(config, broker_url(config))
     return TasksClient(nc, config.space, config.endpoint(endpoint).name, seat, name="cli")
