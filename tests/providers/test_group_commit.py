@@ -117,3 +117,66 @@ async def test_a_batch_where_every_write_is_refused_changes_nothing(board: Board
     assert all(isinstance(o, RevisionConflict) for o in outcomes)
     assert await board.change_seq() == before
     assert (await board.get(task.taskId)).revision == 1
+
+
+@pytest.fixture
+def sqlite_board(tmp_path: Any) -> str:
+    return f"sqlite:///{tmp_path / 'statements.db'}"
+
+
+async def test_a_lone_write_is_its_own_statements_and_a_refused_one_leaves_nothing(
+    sqlite_board: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    statements: list[str] = []
+    connect = sqlite_hot.connect
+
+    def traced(path: str) -> Any:
+        conn = connect(path)
+        conn.set_trace_callback(statements.append)
+        return conn
+
+    monkeypatch.setattr(sqlite_hot, "connect", traced)
+    board = await BoardStore.open(sqlite_board)
+    try:
+        task = new_task(1)
+        await board.commit(Write(task, None, "create-task", "local.op/x"))
+        claimed = claim_task(task, seat(1), environment=None, now=NOW + 5)
+        key = IdempotencyKey("k1", "claim-task", "sha256:y")
+        statements.clear()
+        with pytest.raises(RevisionConflict):  # stale: its result must not stay behind
+            await board.commit(Write(claimed, 9, "claim-task", "local.s1", idempotency=key))
+        assert await board.recall("k1", 0) is None
+        assert not any("SAVEPOINT" in s for s in statements), statements
+        statements.clear()
+        committed = await board.commit(Write(claimed, 1, "claim-task", "local.s1", idempotency=key))
+        writer = [s for s in statements if not s.startswith("SELECT")]
+        # BEGIN, the result, the swap, the history row, changeSeq, COMMIT: no savepoint
+        assert len(writer) == 6, writer
+        assert committed.revision == 2
+        recalled = await board.recall("k1", 0)
+        assert recalled is not None
+        assert recalled.args_digest == "sha256:y"
+    finally:
+        await board.close()
+
+
+async def test_an_expired_result_gives_its_envelope_id_to_the_next_write(
+    board: BoardStore,
+) -> None:
+    tasks = [new_task(n) for n in range(2)]
+    await board.commit_many([Write(t, None, "create-task", "local.op/x") for t in tasks])
+    first = claim_task(tasks[0], seat(1), environment=None, now=NOW + 5)
+    await board.commit(
+        Write(
+            first, 1, "claim-task", "local.s1", idempotency=IdempotencyKey("k", "claim-task", "a")
+        )
+    )
+    second = claim_task(tasks[1], seat(1), environment=None, now=NOW + 10)
+    live = IdempotencyKey("k", "claim-task", "b", expired_before=NOW)
+    with pytest.raises(IdempotencyKeyTaken):  # not expired yet
+        await board.commit(Write(second, 1, "claim-task", "local.s1", idempotency=live))
+    expired = IdempotencyKey("k", "claim-task", "b", expired_before=NOW + 6)
+    await board.commit(Write(second, 1, "claim-task", "local.s1", idempotency=expired))
+    recalled = await board.recall("k", 0)
+    assert recalled is not None
+    assert recalled.args_digest == "b"

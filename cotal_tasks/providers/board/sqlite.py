@@ -3,11 +3,12 @@
 Reads run on the caller's thread (the event loop): a point read or a page is tens of
 microseconds of C, less than the thread hop an async driver pays per statement. Writes
 go to one writer thread, which commits what has arrived together in one transaction
-(group commit): each write keeps its own savepoint, so a refused write (a revision
-conflict, an idempotency key already taken) is rolled back alone and its neighbours
-commit; each keeps its compare-and-swap, history row, idempotency result and its own
-``changeSeq``. A write is answered only after ``COMMIT`` returned, with
-``synchronous=FULL``, so every acknowledged write is on disk.
+(group commit): a refused write (a revision conflict, an idempotency key already taken)
+is undone alone (a lone write deletes its own idempotency result, a call of several
+writes rolls back to its savepoint) and its neighbours commit; each keeps its
+compare-and-swap, history row, idempotency result and its own ``changeSeq``. A write is
+answered only after ``COMMIT`` returned, with ``synchronous=FULL``, so every
+acknowledged write is on disk.
 """
 
 from __future__ import annotations
@@ -38,10 +39,15 @@ PRAGMAS = (
     "PRAGMA synchronous=FULL",
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
 )
-_INSERT_IDEMPOTENCY = (
+# The result of an envelope id, unless the id holds one that has not expired: one
+# statement, which changes no row when the id is taken.
+_REMEMBER = (
     "INSERT INTO ct_idempotency (key, command, args_digest, result, created_at) "
-    "VALUES (?, ?, ?, ?, ?)"
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET command = excluded.command, "
+    "args_digest = excluded.args_digest, result = excluded.result, "
+    "created_at = excluded.created_at WHERE ct_idempotency.created_at < ?"
 )
+_FORGET = "DELETE FROM ct_idempotency WHERE key = ?"
 _INSERT_TASK = (
     "INSERT INTO ct_tasks (task_id, revision, created_at, status, bound_owner, bound_actor, "
     "bound_uid, body, summary, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -184,16 +190,11 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Item]) -> list[Outcome]
         start = seq = int(row[0])
         outcomes: list[Outcome] = []
         for item in batch:
-            conn.execute("SAVEPOINT item")
             try:
-                pairs = zip(item.writes, item.rows, strict=True)
-                revisions = [_write_one(conn, w, r) for w, r in pairs]
+                revisions = _write_item(conn, item)
             except (RevisionConflict, IdempotencyKeyTaken) as refused:
-                conn.execute("ROLLBACK TO item")
-                conn.execute("RELEASE item")
                 outcomes.append(refused)
                 continue
-            conn.execute("RELEASE item")
             committed = []
             for write, revision in zip(item.writes, revisions, strict=True):
                 seq += 1
@@ -212,36 +213,59 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Item]) -> list[Outcome]
     return outcomes
 
 
+def _write_item(conn: sqlite3.Connection, item: _Item) -> list[int]:
+    """One call's writes, whole or not at all; a refusal leaves nothing of it behind.
+
+    A lone write (every command's) undoes itself: its only statement before the
+    compare-and-swap is its idempotency result, deleted again when the swap is refused.
+    Several writes (a mirror's page) share a savepoint.
+    """
+    if len(item.writes) == 1:
+        return [_write_one(conn, item.writes[0], item.rows[0])]
+    conn.execute("SAVEPOINT item")
+    try:
+        revisions = [_write_one(conn, w, r) for w, r in zip(item.writes, item.rows, strict=True)]
+    except (RevisionConflict, IdempotencyKeyTaken):
+        conn.execute("ROLLBACK TO item")
+        conn.execute("RELEASE item")
+        raise
+    conn.execute("RELEASE item")
+    return revisions
+
+
 def _write_one(conn: sqlite3.Connection, write: Write, row: Columns) -> int:
     task = write.task
     key = write.idempotency
     if key is not None:
-        conn.execute(
-            "DELETE FROM ct_idempotency WHERE key = ? AND created_at < ?",
-            (key.key, key.expired_before),
-        )
-        try:
-            conn.execute(
-                _INSERT_IDEMPOTENCY,
-                (key.key, key.command, key.args_digest, row.body, task.updatedAt),
-            )
-        except sqlite3.IntegrityError:
-            raise IdempotencyKeyTaken(key.key) from None
+        remember = (key.key, key.command, key.args_digest, row.body, task.updatedAt)
+        if conn.execute(_REMEMBER, (*remember, key.expired_before)).rowcount != 1:
+            raise IdempotencyKeyTaken(key.key)
+    try:
+        revision = _swap(conn, write, row)
+    except RevisionConflict:
+        if key is not None:  # undo this write's own idempotency result
+            conn.execute(_FORGET, (key.key,))
+        raise
+    conn.execute(
+        _INSERT_HISTORY,
+        (task.taskId, task.updatedAt, write.command, write.actor, task.status, write.note),
+    )
+    return revision
+
+
+def _swap(conn: sqlite3.Connection, write: Write, row: Columns) -> int:
+    """The task's row: inserted (a new task) or compare-and-swapped on its revision."""
+    task = write.task
     if write.expected_revision is None:
         try:
             conn.execute(_INSERT_TASK, (task.taskId, task.createdAt, *row))
         except sqlite3.IntegrityError:
             raise RevisionConflict(task.taskId) from None
-        revision = 1
-    else:
-        revision = write.expected_revision + 1
-        cursor = conn.execute(_UPDATE_TASK, (revision, *row, task.taskId, write.expected_revision))
-        if cursor.rowcount != 1:
-            raise RevisionConflict(task.taskId)
-    conn.execute(
-        _INSERT_HISTORY,
-        (task.taskId, task.updatedAt, write.command, write.actor, task.status, write.note),
-    )
+        return 1
+    revision = write.expected_revision + 1
+    cursor = conn.execute(_UPDATE_TASK, (revision, *row, task.taskId, write.expected_revision))
+    if cursor.rowcount != 1:
+        raise RevisionConflict(task.taskId)
     return revision
 
 
