@@ -5,6 +5,7 @@ refused write never fails its neighbours. On SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -180,3 +181,36 @@ async def test_an_expired_result_gives_its_envelope_id_to_the_next_write(
     recalled = await board.recall("k", 0)
     assert recalled is not None
     assert recalled.args_digest == "b"
+
+
+def _let_the_writer_run() -> None:
+    """What a request does on the loop before its commit, here a blocking call that lets
+    the writer thread run (a point read releases the GIL too)."""
+    time.sleep(0.002)
+
+
+async def test_writes_of_one_turn_share_one_transaction_with_an_idle_writer(
+    sqlite_board: str, batch_sizes: list[int]
+) -> None:
+    board = await BoardStore.open(sqlite_board)
+    try:
+        tasks = [new_task(n) for n in range(12)]
+        await board.commit_many([Write(t, None, "create-task", "local.op/x") for t in tasks])
+        for _ in range(3):  # the writer idles between rounds: each round is one turn's
+            batch_sizes.clear()
+            claims = [
+                claim_task(t, seat(n), environment=None, now=NOW + 5) for n, t in enumerate(tasks)
+            ]
+            current = {t.taskId: (await board.get(t.taskId)).revision for t in tasks}
+
+            async def claim(n: int, task: Any, revisions: dict[str, int] = current) -> Committed:
+                _let_the_writer_run()
+                return await board.commit(
+                    Write(task, revisions[task.taskId], "claim-task", f"local.s{n}")
+                )
+
+            await asyncio.gather(*(claim(n, c) for n, c in enumerate(claims)))
+            assert batch_sizes == [12]
+            tasks = claims
+    finally:
+        await board.close()

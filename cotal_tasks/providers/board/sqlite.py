@@ -96,6 +96,7 @@ class SqliteFile:
         self.on_commit = on_commit
         self._reader: sqlite3.Connection | None = None
         self._writer: _Writer | None = None
+        self._turns: dict[asyncio.AbstractEventLoop, list[_Item]] = {}  # not yet handed over
         self._lock = threading.Lock()
 
     def rows(self, where: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -113,15 +114,40 @@ class SqliteFile:
         loop = asyncio.get_running_loop()
         item = _Item(writes, [columns(w.task) for w in writes], loop, loop.create_future())
         with self._lock:
+            turn = self._turns.get(loop)
+            if turn is None:
+                self._turns[loop] = [item]
+                loop.call_soon(self._hand_over, loop)
+            else:
+                turn.append(item)
+        return await item.future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The writes of one turn of ``loop``, to the writer as one entry.
+
+        Requests that reach their commit in the same turn of the event loop (the replies
+        of one socket read wake them together) so share a transaction: the writer, which
+        commits whatever has arrived as soon as it is free, would otherwise often take the
+        first alone while the rest are still being queued.
+        """
+        with self._lock:
+            items = self._turns.pop(loop, None)
+            if not items:
+                return
             if self._writer is None:
                 self._writer = _Writer(self.path, self.on_commit)
-            self._writer.queue.put(item)
-        return await item.future
+            self._writer.queue.put(items)
 
     def close(self) -> None:
         """Finish the queued writes, stop the writer and close the connections (blocking)."""
         with self._lock:
+            waiting = [item for turn in self._turns.values() for item in turn]
+            self._turns.clear()
+            if waiting and self._writer is None:
+                self._writer = _Writer(self.path, self.on_commit)
             writer, self._writer = self._writer, None
+            if writer is not None and waiting:
+                writer.queue.put(waiting)
         if writer is not None:
             writer.stop()
         self._drop_reader()
@@ -138,7 +164,7 @@ class _Writer:
     def __init__(self, path: str, on_commit: OnCommit | None) -> None:
         self.path = path
         self.on_commit = on_commit
-        self.queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[list[_Item] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="board-writer", daemon=True)
         self._thread.start()
 
@@ -153,7 +179,7 @@ class _Writer:
             first = self.queue.get()
             if first is None:
                 break
-            batch = [first]
+            batch = list(first)
             while True:  # everything that arrived while the last batch was committing
                 try:
                     more = self.queue.get_nowait()
@@ -162,7 +188,7 @@ class _Writer:
                 if more is None:
                     running = False
                     break
-                batch.append(more)
+                batch.extend(more)
             try:
                 if conn is None:
                     conn = connect(self.path)
