@@ -15,14 +15,18 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Rate:
-    """Operations per second over rounds."""
+class Rounds:
+    """One figure measured in several rounds."""
 
     rounds: tuple[float, ...]
 
     @property
     def median(self) -> float:
         return statistics.median(self.rounds)
+
+
+class Rate(Rounds):
+    """Operations per second over rounds."""
 
     def spread(self) -> str:
         return f"{min(self.rounds):,.0f}–{max(self.rounds):,.0f}"
@@ -31,15 +35,8 @@ class Rate:
         return f"{self.median:,.0f}/s ({self.spread()})"
 
 
-@dataclass(frozen=True)
-class Seconds:
+class Seconds(Rounds):
     """A duration over rounds (lower is better)."""
-
-    rounds: tuple[float, ...]
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.rounds)
 
     def __str__(self) -> str:
         return f"{self.median:.2f} s ({min(self.rounds):.2f}–{max(self.rounds):.2f})"

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+from nats.aio.client import Client as NATS
 
 from bench.board import seed_sqlite
 from bench.wire import SPACE, FastCaller, Replies
@@ -205,7 +206,7 @@ async def main(rounds: int = 5) -> None:
 
 
 async def _measure(
-    nc: nats.NATS, bridge: BridgeThread, spans: Spans, ids: list[str], rounds: int
+    nc: NATS, bridge: BridgeThread, spans: Spans, ids: list[str], rounds: int
 ) -> dict[str, dict[str, list[float]]]:
     operator = TasksClient(nc, SPACE, ENDPOINT, Seat("local", "operator", "0" * 26))
     service = await operator.describe(timeout=60)

@@ -297,7 +297,7 @@ async def main(rounds: int = 5, tasks: int = 500) -> None:
         table.at_least("get-task, 1 caller", one["get"], one["echo"], 0.7)
         many = await paired({"echo": echo, "get": get}, CALLERS, MANY, rounds, (gets,))
         table.limit(f"raw nats-py echo, {CALLERS} callers", many["echo"])
-        table.at_least(f"get-task, {CALLERS} callers", many["get"], many["echo"], 0.6)
+        table.at_least(f"get-task, {CALLERS} callers", many["get"], many["echo"], 0.85)
         listed = await paired({"page": page}, CALLERS, 500, rounds, (pages,))
         table.at_least(f"list-tasks page of 100, {CALLERS} callers", listed["page"], None, 1_000)
         table.print()

@@ -174,7 +174,9 @@ async def _measure(
         )
         raw = Rate(raw_one.rounds + raw_many.rounds)
         table.limit(limit_name, raw)
-        table.at_least("claim + update over the wire, 1 caller (writes/s)", one, raw, 0.2)
+        # A lone caller waits for every hop and its own fsync: no target, the latency's
+        # share of the limit (docs/architecture.md, where the time goes).
+        table.info("claim + update over the wire, 1 caller (writes/s)", one, raw)
         target = 0.3 if database.startswith("sqlite") else 0.5
         table.at_least(
             f"claim + update over the wire, {CALLERS} callers (writes/s)", many, raw, target

@@ -3,6 +3,7 @@ characters, emptiness, and what a refusal message says and never says."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
@@ -389,19 +390,23 @@ def test_exactly_the_cc_code_points_are_refused_in_the_basic_plane() -> None:
             assert check_task_text(f"a{char}", 100, field="title") == f"a{char}"
 
 
-def test_an_admitted_text_is_checked_once_per_bound(monkeypatch: pytest.MonkeyPatch) -> None:
-    import uuid
-
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text ``TaskText`` checks from here on (the real check runs)."""
     from cotal_tasks.core import text
 
-    checked: list[str] = []
+    seen: list[str] = []
     real = text.check_task_text
 
     def counting(value: str, max_bytes: int, **kwargs: Any) -> str:
-        checked.append(value)
+        seen.append(value)
         return real(value, max_bytes, **kwargs)
 
     monkeypatch.setattr(text, "check_task_text", counting)
+    return seen
+
+
+def test_an_admitted_text_is_checked_once_per_bound(checked: list[str]) -> None:
     title = f"Remembered {uuid.uuid4().hex}"
     for _ in range(3):
         Task.model_validate(_task(title=title))
@@ -413,19 +418,7 @@ def test_an_admitted_text_is_checked_once_per_bound(monkeypatch: pytest.MonkeyPa
         Task.model_validate(_task(space=wide))
 
 
-def test_refused_and_long_texts_are_never_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
-    import uuid
-
-    from cotal_tasks.core import text
-
-    checked: list[str] = []
-    real = text.check_task_text
-
-    def counting(value: str, max_bytes: int, **kwargs: Any) -> str:
-        checked.append(value)
-        return real(value, max_bytes, **kwargs)
-
-    monkeypatch.setattr(text, "check_task_text", counting)
+def test_refused_and_long_texts_are_never_remembered(checked: list[str]) -> None:
     refused = f"token: {uuid.uuid4().hex}"
     long_brief = uuid.uuid4().hex + "y" * 300
     for _ in range(2):

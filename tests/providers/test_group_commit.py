@@ -214,3 +214,66 @@ async def test_writes_of_one_turn_share_one_transaction_with_an_idle_writer(
             tasks = claims
     finally:
         await board.close()
+
+
+class _CountingConnection:
+    """An asyncpg connection that counts the statements a write sends."""
+
+    def __init__(self, conn: Any, sent: list[str]) -> None:
+        self._conn = conn
+        self._sent = sent
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        self._sent.append(sql)
+        return await self._conn.fetchval(sql, *args)
+
+    async def fetchrow(self, sql: str, *args: Any) -> Any:
+        self._sent.append(sql)
+        return await self._conn.fetchrow(sql, *args)
+
+    async def execute(self, sql: str, *args: Any) -> Any:
+        self._sent.append(sql)
+        return await self._conn.execute(sql, *args)
+
+
+async def test_a_postgres_update_with_its_result_is_one_round_trip(
+    postgres_database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent: list[str] = []
+    write_one = pg_hot._write
+
+    async def counting(conn: Any, write: Write, row: Any) -> int:
+        return await write_one(_CountingConnection(conn, sent), write, row)
+
+    monkeypatch.setattr(pg_hot, "_write", counting)
+    board = await BoardStore.open(postgres_database)
+    try:
+        tasks = [new_task(n) for n in range(2)]
+        await board.commit_many([Write(t, None, "create-task", "local.op/x") for t in tasks])
+        claimed = claim_task(tasks[0], seat(1), environment=None, now=NOW + 5)
+        key = IdempotencyKey("k1", "claim-task", "sha256:y")
+        sent.clear()
+        committed = await board.commit(Write(claimed, 1, "claim-task", "local.s1", idempotency=key))
+        assert len(sent) == 1, sent
+        assert committed.revision == 2
+        history = await board.history(claimed.taskId)
+        assert [h.command for h in history] == ["create-task", "claim-task"]
+        recalled = await board.recall("k1", 0)
+        assert recalled is not None
+        # a stale swap leaves neither its row, its history nor its result
+        other = claim_task(tasks[1], seat(2), environment=None, now=NOW + 6)
+        stale = IdempotencyKey("k2", "claim-task", "sha256:z")
+        with pytest.raises(RevisionConflict):
+            await board.commit(Write(other, 9, "claim-task", "local.s2", idempotency=stale))
+        assert await board.recall("k2", 0) is None
+        assert [h.command for h in await board.history(other.taskId)] == ["create-task"]
+        # and a taken id changes nothing
+        with pytest.raises(IdempotencyKeyTaken):
+            await board.commit(Write(other, 1, "claim-task", "local.s2", idempotency=key))
+        assert (await board.get(other.taskId)).revision == 1
+        assert [h.command for h in await board.history(other.taskId)] == ["create-task"]
+        # the result is dated by the write, as the retention window reads it
+        assert await board.prune(before=claimed.updatedAt) == 0
+        assert await board.prune(before=claimed.updatedAt + 1) == 1
+    finally:
+        await board.close()
