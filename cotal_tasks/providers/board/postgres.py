@@ -22,6 +22,7 @@ from typing import Any, cast
 import asyncpg
 
 from cotal_tasks.providers.board import tables
+from cotal_tasks.providers.board.coalesce import Coalesced
 from cotal_tasks.providers.board.group import CommitFailed, GroupCommit, Item, Outcome
 from cotal_tasks.providers.board.records import Columns, unavailable
 from cotal_tasks.providers.store import (
@@ -123,6 +124,28 @@ class PostgresBoard:
         self._pool = pool
         self._sql: dict[str, str] = {}
         self.group = GroupCommit(self._run, ERRORS)
+        # The point reads a write makes before it commits, one query per turn of the loop.
+        self.tasks: Coalesced[str, tuple[str, int]] = Coalesced(self._task_rows)
+        self.results: Coalesced[str, tuple[str, str, str, int]] = Coalesced(self._results)
+
+    async def _task_rows(self, task_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """The stored body and revision of each of ``task_ids`` there is."""
+        rows = await self.rows(
+            "reading a task",
+            "SELECT task_id, body, revision FROM ct_tasks WHERE task_id = ANY(?)",
+            (list(task_ids),),
+        )
+        return {task_id: (body, revision) for task_id, body, revision in rows}
+
+    async def _results(self, keys: Sequence[str]) -> dict[str, tuple[str, str, str, int]]:
+        """The recorded result of each envelope id of ``keys`` there is, with its time."""
+        rows = await self.rows(
+            "reading an idempotency result",
+            "SELECT key, command, args_digest, result, created_at FROM ct_idempotency "
+            "WHERE key = ANY(?)",
+            (list(keys),),
+        )
+        return {key: (command, digest, result, at) for key, command, digest, result, at in rows}
 
     @classmethod
     async def connect(cls, dsn: str, connect_timeout_s: float) -> PostgresBoard:
