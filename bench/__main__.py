@@ -14,14 +14,41 @@ import os
 import tempfile
 from pathlib import Path
 
-from bench import board, cli, github, gitlab, hostile, jira, scale, twoway, wire
+from bench import (
+    agents,
+    board,
+    cli,
+    github,
+    gitlab,
+    hostile,
+    jira,
+    profile,
+    scale,
+    twoway,
+    wire,
+    writes,
+)
 
-PARTS = ("board", "wire", "hostile", "scale", "github", "gitlab", "jira", "twoway", "cli")
+PARTS = (
+    "board",
+    "wire",
+    "writes",
+    "agents",
+    "hostile",
+    "scale",
+    "github",
+    "gitlab",
+    "jira",
+    "twoway",
+    "cli",
+)
+# Run only when named: a diagnosis of where a write's time goes, not a figure with a limit.
+EXTRA = ("profile",)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench")
-    parser.add_argument("parts", nargs="*", choices=[*PARTS, []], help="default: all")
+    parser.add_argument("parts", nargs="*", choices=[*PARTS, *EXTRA, []], help="default: all")
     parser.add_argument("--tasks", type=int, default=100_000, help="tasks on the SQLite board")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument(
@@ -54,6 +81,12 @@ async def main() -> None:
         await wire.main(rounds=opts.rounds)
     if "hostile" in parts:
         await hostile.main(rounds=opts.rounds)
+    if "writes" in parts:
+        await writes.main(rounds=opts.rounds, postgres=opts.postgres)
+    if "agents" in parts:
+        await agents.main(rounds=opts.rounds)
+    if "profile" in parts:
+        await profile.main(rounds=opts.rounds)
     if "scale" in parts:
         await scale.main(opts.cache, opts.scale_tasks, opts.rounds)
     if "github" in parts:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class Rate:
-    """Operations per second over rounds."""
+class Rounds:
+    """One figure measured in several rounds."""
 
     rounds: tuple[float, ...]
 
@@ -24,11 +24,22 @@ class Rate:
     def median(self) -> float:
         return statistics.median(self.rounds)
 
+
+class Rate(Rounds):
+    """Operations per second over rounds."""
+
     def spread(self) -> str:
         return f"{min(self.rounds):,.0f}–{max(self.rounds):,.0f}"
 
     def __str__(self) -> str:
         return f"{self.median:,.0f}/s ({self.spread()})"
+
+
+class Seconds(Rounds):
+    """A duration over rounds (lower is better)."""
+
+    def __str__(self) -> str:
+        return f"{self.median:.2f} s ({min(self.rounds):.2f}–{max(self.rounds):.2f})"
 
 
 async def rounds_of(
@@ -120,6 +131,17 @@ class Table:
         self.rows.append(
             Row(name, _value(rate, "/s"), _value(limit, "/s"), ratio, f"<= {target}", met)
         )
+        return ratio
+
+    def limit_seconds(self, name: str, limit: Seconds) -> None:
+        """A duration that is itself the limit (ratio 1)."""
+        self.rows.append(Row(name, str(limit), "(the limit)", 1.0, "", None))
+
+    def seconds_at_most(self, name: str, took: Seconds, limit: Seconds, target: float) -> float:
+        """A duration as a multiple of ``limit``'s (lower is better)."""
+        ratio = took.median / limit.median
+        met = ratio <= target
+        self.rows.append(Row(name, str(took), str(limit), ratio, f"<= {target}", met))
         return ratio
 
     def info(self, name: str, rate: Rate, limit: Rate, *, cost: bool = False) -> None:

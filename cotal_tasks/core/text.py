@@ -17,6 +17,7 @@ Refusals never quote the refused value: it may be the secret.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -38,6 +39,11 @@ _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
 # The control characters (Unicode category Cc: U+0000-U+001F and U+007F-U+009F), the one
 # statement of them: the validator, the schema pattern and the trackers' cleaning use it.
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Admitted texts of at most this many characters are remembered per ``TaskText``: every
+# write re-validates its record (the rules build the next state through the model), and
+# the same title, ids and principals come back write after write.
+_REMEMBERED_CHARS = 256
+_REMEMBERED = 4096
 # The schema's form of "no control character". A safe pattern: one class, one quantifier,
 # no lookaround, so Cotal's assertSafePattern and every validator accept it.
 NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
@@ -112,32 +118,37 @@ def _url_credential_shape(value: str) -> str | None:
 
 def check_task_text(value: str, max_bytes: int, *, field: str, task: str | None = None) -> str:
     """Return ``value`` when ``TaskText<max_bytes>`` admits it, else raise ``TextRefused``."""
-    where = _subject(field, task)
     if not value:
+        where = _subject(field, task)
         raise TextRefused(f"{where} is empty; give a non-empty value or omit the field")
-    size = len(value.encode("utf-8", errors="surrogatepass"))
+    try:
+        size = len(value.encode("utf-8"))
+        surrogate = None
+    except UnicodeEncodeError as exc:
+        size = len(value.encode("utf-8", errors="surrogatepass"))
+        surrogate = exc
     if size > max_bytes:
         raise TextRefused(
-            f"{where} is {size} bytes of UTF-8, over its limit of {max_bytes}; "
+            f"{_subject(field, task)} is {size} bytes of UTF-8, over its limit of {max_bytes}; "
             f"shorten it to at most {max_bytes} bytes"
         )
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
+    if surrogate is not None:
         raise TextRefused(
-            f"{where} is not valid UTF-8 (a lone surrogate at {exc.start}); send valid text"
-        ) from exc
+            f"{_subject(field, task)} is not valid UTF-8 (a lone surrogate at "
+            f"{surrogate.start}); send valid text"
+        ) from surrogate
     index = first_control(value)
     if index is not None:
         raise TextRefused(
-            f"{where} has a control character (U+{ord(value[index]):04X}) at position {index}; "
-            "remove it (line breaks and tabs included)"
+            f"{_subject(field, task)} has a control character (U+{ord(value[index]):04X}) "
+            f"at position {index}; remove it (line breaks and tabs included)"
         )
     shape = credential_shape(value)
     if shape is not None:
         raise TextRefused(
-            f"{where} looks like a credential ({shape}); a task record is readable by every "
-            "dashboard, so it holds no secret: remove the secret and say where it is kept instead"
+            f"{_subject(field, task)} looks like a credential ({shape}); a task record is "
+            "readable by every dashboard, so it holds no secret: remove the secret and say "
+            "where it is kept instead"
         )
     return value
 
@@ -150,17 +161,27 @@ class TaskText:
     """
 
     max_bytes: int
+    # Texts already admitted at this bound (the check is a pure function of the two).
+    _admitted: dict[str, None] = dataclasses.field(default_factory=dict, compare=False, repr=False)
 
     def validate(self, value: str, info: core_schema.ValidationInfo) -> str:
+        admitted = self._admitted
+        if value in admitted:
+            return value
         field = info.field_name or "value"
         data = info.data if isinstance(info.data, dict) else {}
         task = data.get("taskId")
         try:
-            return check_task_text(
+            check_task_text(
                 value, self.max_bytes, field=field, task=task if isinstance(task, str) else None
             )
         except TextRefused as exc:
             raise PydanticCustomError("task_text", "{message}", {"message": exc.message}) from exc
+        if len(value) <= _REMEMBERED_CHARS:
+            if len(admitted) >= _REMEMBERED:
+                admitted.clear()
+            admitted[value] = None
+        return value
 
     def __get_pydantic_core_schema__(
         self, source: type[Any], handler: GetCoreSchemaHandler

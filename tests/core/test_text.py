@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+import uuid
 from typing import Any
 
 import pytest
@@ -397,3 +398,59 @@ def test_every_control_character_is_one_by_every_reading() -> None:
         assert first_control(char) is None
         assert pattern.fullmatch(char) is not None
         assert controls_as_spaces(char) == char
+
+
+# --- the control-character search and remembered admissions ------------------------------
+
+
+def test_exactly_the_cc_code_points_are_refused_in_the_basic_plane() -> None:
+    import unicodedata
+
+    for code in range(0x10000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue  # lone surrogates are refused as invalid UTF-8
+        char = chr(code)
+        if unicodedata.category(char) == "Cc":
+            with pytest.raises(TextRefused, match=f"U\\+{code:04X}"):
+                check_task_text(f"a{char}", 100, field="title")
+        else:
+            assert check_task_text(f"a{char}", 100, field="title") == f"a{char}"
+
+
+@pytest.fixture
+def checked(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every text ``TaskText`` checks from here on (the real check runs)."""
+    from cotal_tasks.core import text
+
+    seen: list[str] = []
+    real = text.check_task_text
+
+    def counting(value: str, max_bytes: int, **kwargs: Any) -> str:
+        seen.append(value)
+        return real(value, max_bytes, **kwargs)
+
+    monkeypatch.setattr(text, "check_task_text", counting)
+    return seen
+
+
+def test_an_admitted_text_is_checked_once_per_bound(checked: list[str]) -> None:
+    title = f"Remembered {uuid.uuid4().hex}"
+    for _ in range(3):
+        Task.model_validate(_task(title=title))
+    assert checked.count(title) == 1
+    # a bound of its own remembers for itself: 150 bytes pass a title, not a space (128)
+    wide = f"{uuid.uuid4().hex}" + "x" * 118
+    Task.model_validate(_task(title=wide))
+    with pytest.raises(ValidationError, match="over its limit of 128"):
+        Task.model_validate(_task(space=wide))
+
+
+def test_refused_and_long_texts_are_never_remembered(checked: list[str]) -> None:
+    refused = f"token: {uuid.uuid4().hex}"
+    long_brief = uuid.uuid4().hex + "y" * 300
+    for _ in range(2):
+        with pytest.raises(ValidationError, match="looks like a credential"):
+            Task.model_validate(_task(title=refused))
+        Task.model_validate(_task(brief=long_brief))
+    assert checked.count(refused) == 2
+    assert checked.count(long_brief) == 2

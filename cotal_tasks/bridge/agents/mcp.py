@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import mcp_types as types
-import uvicorn
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 
@@ -91,6 +90,8 @@ async def serve_stdio(tools: SeatTools) -> None:
 
 async def serve_http(tools: SeatTools, host: str, port: int) -> None:
     """Streamable HTTP at ``http://HOST:PORT/mcp``."""
+    import uvicorn  # only this transport needs it: a stdio start does not pay for it
+
     app = build_server(tools).streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve()

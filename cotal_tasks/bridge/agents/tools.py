@@ -13,6 +13,7 @@ contract's own, are closed).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -108,11 +109,16 @@ class SeatTools:
         service = await self.client.describe()
         self.offered.clear()
         self.withheld.clear()
-        for spec in TOOLS:
-            row = service.commands.get(spec.command)
+        shown = [(spec, service.commands.get(spec.command)) for spec in TOOLS]
+        # The probes go out together: a session start waits for one round trip, not six.
+        granted = await asyncio.gather(
+            *(self._granted(spec) for spec, row in shown if row is not None)
+        )
+        answers = iter(granted)
+        for spec, row in shown:
             if row is None:
                 self.withheld[spec.name] = f"describe shows this seat no {spec.command}"
-            elif not await self._granted(spec):
+            elif not next(answers):
                 self.withheld[spec.name] = f"the broker refuses this seat's {spec.command}"
             else:
                 self.offered[spec.name] = Offered(spec, row)

@@ -1,10 +1,9 @@
-"""The calls a caller seat makes: ``describe``, ``invoke`` and the agents' ``mcp``."""
+"""The calls a caller seat makes: ``describe`` and ``invoke`` (``mcp`` is in ``agent``)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Any, cast
@@ -23,7 +22,6 @@ from cotal_tasks.bridge.cli.common import (
     seat_option,
 )
 from cotal_tasks.bridge.cli.render import human
-from cotal_tasks.bridge.process.connection import broker_url
 from cotal_tasks.client import Mode, TasksError
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.core.commands import COMMANDS, MODES
@@ -153,75 +151,3 @@ def _show(reply: dict[str, Any], machine: bool) -> None:
         click.echo(json.dumps(reply, ensure_ascii=False))
     else:
         human(reply, click.echo)
-
-
-@click.command("mcp")
-@click.option(
-    "--as",
-    "as_seat",
-    required=True,
-    envvar="COTAL_TASKS_SEAT",
-    help="The agent's seat OWNER.ACTOR/UID (its lifecycle uid for this session).",
-)
-@click.option(
-    "--creds",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
-    default=None,
-    envvar="COTAL_TASKS_CREDS",
-    help="The seat's own NATS credentials file (an auth mesh).",
-)
-@click.option("--nats", "nats_url", default=None, help="Broker URL (default: from the config).")
-@click.option("--space", default=None, help="Space (default: from the config).")
-@click.option("--endpoint", default=None, help="Endpoint name (default: the first configured).")
-@click.option(
-    "--http",
-    "http_address",
-    default=None,
-    metavar="HOST:PORT",
-    help="Serve streamable HTTP at http://HOST:PORT/mcp instead of stdio.",
-)
-@config_option
-def mcp(
-    as_seat: str,
-    creds: Path | None,
-    nats_url: str | None,
-    space: str | None,
-    endpoint: str | None,
-    http_address: str | None,
-    config_path: Path | None,
-) -> None:
-    """Serve the seat's task tools to a coding agent over MCP (stdio by default)."""
-    from cotal_tasks.bridge.agents.mcp import seat_tools, serve_http, serve_stdio
-
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)  # stdout is the MCP wire
-    seat = parse_seat(as_seat, "--as")
-    config = load_caller(config_path)
-    name = endpoint or config.endpoint(None).name
-    host, port = "", 0
-    if http_address is not None:
-        host, _, port_text = http_address.rpartition(":")
-        if not host or not port_text.isdigit():
-            raise click.BadParameter(
-                f"{http_address!r} is not HOST:PORT. Give one, such as 127.0.0.1:8765",
-                param_hint="--http",
-            )
-        port = int(port_text)
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            click.echo(
-                f"cotal-tasks mcp: warning: {host} is not loopback, and the MCP transport has "
-                "no authentication: whoever reaches it acts as this seat",
-                err=True,
-            )
-
-    async def work() -> None:
-        url = nats_url or broker_url(config)
-        async with seat_tools(url, space or config.space, name, seat, creds) as tools:
-            for tool, why in tools.withheld.items():
-                click.echo(f"cotal-tasks mcp: {tool} withheld: {why}", err=True)
-            if http_address is None:
-                await serve_stdio(tools)
-            else:
-                click.echo(f"cotal-tasks mcp: serving http://{host}:{port}/mcp", err=True)
-                await serve_http(tools, host, port)
-
-    run(work)

@@ -3,8 +3,11 @@
 Exit codes (``errors``): 0 success, 1 the command failed (one line says what and what to
 do), 2 a usage or configuration error, 3 an unexpected error (``--debug`` shows it).
 
-Each subcommand's module is imported only when that subcommand runs (``--help`` and
-``--version`` import none of them): the table below names them with their one-line help.
+Each subcommand's module is imported only when that subcommand runs (``LazyGroup``; the
+table below names them with their one-line help): ``--help`` and ``--version`` import none
+of them, and an agent host that starts ``cotal-tasks mcp`` at every session start does not
+pay for the bridge's providers, database libraries and HTTP stack, which only ``serve`` and
+the operator commands use.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "invoke": ("calls", "invoke", "Invoke COMMAND over the wire and print the reply envelope."),
     "mcp": (
-        "calls",
+        "agent",
         "mcp",
         "Serve the seat's task tools to a coding agent over MCP (stdio by default).",
     ),

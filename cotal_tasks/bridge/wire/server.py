@@ -81,6 +81,9 @@ class EndpointServer:
     _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _reply_heads: dict[str, str] = field(default_factory=dict, init=False)
     _slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_IN_FLIGHT))
+    # The newest change not yet announced (changeSeq, observedAt), and its publisher.
+    _event_due: tuple[int, int] | None = field(default=None, init=False)
+    _event_task: asyncio.Task[None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._token = endpoint_token(self.endpoint)
@@ -126,10 +129,28 @@ class EndpointServer:
         self._subs.clear()
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
+        if self._event_task is not None:  # the wake of the last writes still goes out
+            await asyncio.gather(self._event_task, return_exceptions=True)
 
     async def publish_board_changed(self, change_seq: int, observed_at: int) -> None:
         """``board-changed`` on this instance's event subject; the composition root attaches
-        it to the service's change listeners."""
+        it to the service's change listeners.
+
+        The event is a wake, never a feed (the contract, section 5): changes committed
+        together (one group commit's batch, answered in one turn of the event loop) wake
+        readers once, with the newest ``changeSeq``, published on the next turn. A write
+        is answered without waiting for it.
+        """
+        due = self._event_due
+        self._event_due = (change_seq if due is None else max(change_seq, due[0]), observed_at)
+        if due is None:
+            self._event_task = asyncio.create_task(self._publish_due())
+
+    async def _publish_due(self) -> None:
+        due, self._event_due = self._event_due, None
+        if due is None:
+            return
+        change_seq, observed_at = due
         event = {
             "v": 1,
             "topic": BOARD_CHANGED_TOPIC,
@@ -139,7 +160,10 @@ class EndpointServer:
         subject = event_subject(
             self.space, self._token, self.identity.instance_id, self.identity.epoch
         )
-        await self.nc.publish(subject, orjson.dumps(event))
+        try:
+            await self.nc.publish(subject, orjson.dumps(event))
+        except Exception:  # a wake that cannot be sent must never undo a committed write
+            log.exception("board-changed for changeSeq %d was not published", change_seq)
 
     async def _receive(self, msg: Msg) -> None:
         """Handle ``msg``: a read here, until it first waits; anything else in a task.

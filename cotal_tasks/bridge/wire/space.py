@@ -7,12 +7,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from nats.errors import Error as NatsError
 from nats.js import JetStreamContext
 from nats.js.api import KeyValueConfig, StorageType, StreamConfig
 from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, NotFoundError
+from nats.js.kv import KeyValue
 
 from cotal_tasks.bridge.service.commands import SeatPresence
 from cotal_tasks.bridge.wire.subjects import artifact_subject, prefix, stream_names
@@ -101,15 +102,23 @@ async def publish_artifacts(
 
 @dataclass
 class KvPresence:
-    """The ``PresenceSource`` over ``cotal_presence_<space>``."""
+    """The ``PresenceSource`` over ``cotal_presence_<space>``.
+
+    The bucket is looked up once (``key_value`` asks the broker for the stream's info)
+    and kept: a lookup is then one direct get, the claim's only round trip before its
+    commit. A bucket that is missing is asked for again on the next lookup.
+    """
 
     js: JetStreamContext
     space: str
+    _kv: KeyValue | None = field(default=None, init=False, repr=False)
 
     async def lookup(self, owner: str, actor: str) -> SeatPresence | None:
         key = f"{owner}.{actor}"
         try:
-            kv = await self.js.key_value(stream_names(self.space)["presence"])
+            kv = self._kv
+            if kv is None:
+                kv = self._kv = await self.js.key_value(stream_names(self.space)["presence"])
             entry = await kv.get(key)
         except (BucketNotFoundError, KeyNotFoundError):
             return None

@@ -1,11 +1,13 @@
 """A PostgreSQL board's hot path on asyncpg directly: one round trip per read, and
-group-committed writes of two round trips each.
+group-committed writes of one round trip each.
 
 SQLAlchemy's async layer costs a transaction and a pool ping per read (several round
-trips); here a read is one prepared statement on a pooled connection. A write is an
-``INSERT … ON CONFLICT DO NOTHING`` of its idempotency result and one statement that
-compare-and-swaps the task and appends its history row; neither raises on a refusal,
-so a refused write is undone by deleting its own idempotency row, without a savepoint.
+trips); here a read is one prepared statement on a pooled connection. A write is one
+statement that compare-and-swaps the task and appends its history row; an update that
+records its envelope id's result does that in the same statement (``INSERT … ON
+CONFLICT DO NOTHING``, the swap only when it was recorded), and a new task's result
+goes first, on its own. None raises on a refusal, so a refused write is undone by
+deleting its own idempotency row, without a savepoint.
 A call of several writes (a mirror's page) runs in a savepoint. Items take their row
 locks in task-id order, so two instances' batches do not deadlock on each other.
 """
@@ -20,9 +22,16 @@ from typing import Any, cast
 import asyncpg
 
 from cotal_tasks.providers.board import tables
+from cotal_tasks.providers.board.coalesce import Coalesced
 from cotal_tasks.providers.board.group import CommitFailed, GroupCommit, Item, Outcome
 from cotal_tasks.providers.board.records import Columns, unavailable
-from cotal_tasks.providers.store import Committed, IdempotencyKeyTaken, RevisionConflict, Write
+from cotal_tasks.providers.store import (
+    Committed,
+    IdempotencyKey,
+    IdempotencyKeyTaken,
+    RevisionConflict,
+    Write,
+)
 
 ERRORS: tuple[type[BaseException], ...] = (
     asyncpg.PostgresError,
@@ -49,6 +58,19 @@ _UPDATE = (
     "WITH put AS (UPDATE ct_tasks SET revision = $16, status = $9, bound_owner = $10, "
     "bound_actor = $11, bound_uid = $12, body = $13, summary = $14, updated_at = $15 "
     "WHERE task_id = $7 AND revision = $8 RETURNING 1) " + _HISTORY
+)
+# The same compare-and-swap with the envelope id's result, in one round trip: the swap and
+# its history row run only when the result was recorded (a taken id changes nothing), and
+# the answer says which parts ran. A refused swap leaves the result for ``_write`` to undo.
+_REMEMBERED_UPDATE = (
+    "WITH remember AS (INSERT INTO ct_idempotency (key, command, args_digest, result, "
+    "created_at) VALUES ($17, $18, $19, $13, $15) ON CONFLICT (key) DO NOTHING RETURNING 1), "
+    "put AS (UPDATE ct_tasks SET revision = $16, status = $9, bound_owner = $10, "
+    "bound_actor = $11, bound_uid = $12, body = $13, summary = $14, updated_at = $15 "
+    "WHERE task_id = $7 AND revision = $8 AND EXISTS (SELECT 1 FROM remember) RETURNING 1), "
+    "history AS (INSERT INTO ct_history (task_id, at, command, actor, status, note) "
+    "SELECT $1, $2, $3, $4, $5, $6 FROM put RETURNING 1) "
+    "SELECT EXISTS (SELECT 1 FROM remember), EXISTS (SELECT 1 FROM history)"
 )
 
 
@@ -102,6 +124,28 @@ class PostgresBoard:
         self._pool = pool
         self._sql: dict[str, str] = {}
         self.group = GroupCommit(self._run, ERRORS)
+        # The point reads a write makes before it commits, one query per turn of the loop.
+        self.tasks: Coalesced[str, tuple[str, int]] = Coalesced(self._task_rows)
+        self.results: Coalesced[str, tuple[str, str, str, int]] = Coalesced(self._results)
+
+    async def _task_rows(self, task_ids: Sequence[str]) -> dict[str, tuple[str, int]]:
+        """The stored body and revision of each of ``task_ids`` there is."""
+        rows = await self.rows(
+            "reading a task",
+            "SELECT task_id, body, revision FROM ct_tasks WHERE task_id = ANY(?)",
+            (list(task_ids),),
+        )
+        return {task_id: (body, revision) for task_id, body, revision in rows}
+
+    async def _results(self, keys: Sequence[str]) -> dict[str, tuple[str, str, str, int]]:
+        """The recorded result of each envelope id of ``keys`` there is, with its time."""
+        rows = await self.rows(
+            "reading an idempotency result",
+            "SELECT key, command, args_digest, result, created_at FROM ct_idempotency "
+            "WHERE key = ANY(?)",
+            (list(keys),),
+        )
+        return {key: (command, digest, result, at) for key, command, digest, result, at in rows}
 
     @classmethod
     async def connect(cls, dsn: str, connect_timeout_s: float) -> PostgresBoard:
@@ -187,20 +231,16 @@ async def _write(conn: asyncpg.Connection, write: Write, row: Columns) -> int:
     """One write; a refusal leaves nothing of it behind."""
     task = write.task
     key = write.idempotency
-    if key is not None:
-        remember = (key.key, key.command, key.args_digest, row.body, task.updatedAt)
-        if await conn.fetchval(_REMEMBER, *remember) is None:
-            # Taken, unless the result there has expired (an id is forgotten in time).
-            if await conn.execute(_FORGET_EXPIRED, key.key, key.expired_before) == "DELETE 0":
-                raise IdempotencyKeyTaken(key.key)
-            if await conn.fetchval(_REMEMBER, *remember) is None:
-                raise IdempotencyKeyTaken(key.key)
     history = (task.taskId, task.updatedAt, write.command, write.actor, task.status, write.note)
     values = (
         task.taskId,
         task.createdAt if write.expected_revision is None else write.expected_revision,
         *row,
     )
+    if key is not None and write.expected_revision is not None:
+        return await _remembered_update(conn, write, key, history, values)
+    if key is not None:
+        await _remember(conn, key, row.body, task.updatedAt)
     if write.expected_revision is None:
         done = await conn.fetchval(_CREATE, *history, *values)
         revision = 1
@@ -212,3 +252,39 @@ async def _write(conn: asyncpg.Connection, write: Write, row: Columns) -> int:
             await conn.execute("DELETE FROM ct_idempotency WHERE key = $1", key.key)
         raise RevisionConflict(task.taskId)
     return revision
+
+
+async def _remembered_update(
+    conn: asyncpg.Connection,
+    write: Write,
+    key: IdempotencyKey,
+    history: tuple[Any, ...],
+    values: tuple[Any, ...],
+) -> int:
+    """An update with its envelope id's result: one round trip, unless the id is taken
+    (then its expired result is forgotten and the write tried once more, or refused)."""
+    assert write.expected_revision is not None
+    revision = write.expected_revision + 1
+    args = (*history, *values, revision, key.key, key.command, key.args_digest)
+    remembered, swapped = await conn.fetchrow(_REMEMBERED_UPDATE, *args)
+    if not remembered:
+        if await conn.execute(_FORGET_EXPIRED, key.key, key.expired_before) == "DELETE 0":
+            raise IdempotencyKeyTaken(key.key)
+        remembered, swapped = await conn.fetchrow(_REMEMBERED_UPDATE, *args)
+        if not remembered:
+            raise IdempotencyKeyTaken(key.key)
+    if not swapped:  # undo this write's own idempotency row
+        await conn.execute("DELETE FROM ct_idempotency WHERE key = $1", key.key)
+        raise RevisionConflict(write.task.taskId)
+    return revision
+
+
+async def _remember(conn: asyncpg.Connection, key: IdempotencyKey, body: str, at: int) -> None:
+    """The envelope id's result, or ``IdempotencyKeyTaken`` (an expired one is replaced)."""
+    remember = (key.key, key.command, key.args_digest, body, at)
+    if await conn.fetchval(_REMEMBER, *remember) is None:
+        # Taken, unless the result there has expired (an id is forgotten in time).
+        if await conn.execute(_FORGET_EXPIRED, key.key, key.expired_before) == "DELETE 0":
+            raise IdempotencyKeyTaken(key.key)
+        if await conn.fetchval(_REMEMBER, *remember) is None:
+            raise IdempotencyKeyTaken(key.key)

@@ -3,11 +3,12 @@
 Reads run on the caller's thread (the event loop): a point read or a page is tens of
 microseconds of C, less than the thread hop an async driver pays per statement. Writes
 go to one writer thread, which commits what has arrived together in one transaction
-(group commit): each write keeps its own savepoint, so a refused write (a revision
-conflict, an idempotency key already taken) is rolled back alone and its neighbours
-commit; each keeps its compare-and-swap, history row, idempotency result and its own
-``changeSeq``. A write is answered only after ``COMMIT`` returned, with
-``synchronous=FULL``, so every acknowledged write is on disk.
+(group commit): a refused write (a revision conflict, an idempotency key already taken)
+is undone alone (a lone write deletes its own idempotency result, a call of several
+writes rolls back to its savepoint) and its neighbours commit; each keeps its
+compare-and-swap, history row, idempotency result and its own ``changeSeq``. A write is
+answered only after ``COMMIT`` returned, with ``synchronous=FULL``, so every
+acknowledged write is on disk.
 """
 
 from __future__ import annotations
@@ -38,10 +39,15 @@ PRAGMAS = (
     "PRAGMA synchronous=FULL",
     f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}",
 )
-_INSERT_IDEMPOTENCY = (
+# The result of an envelope id, unless the id holds one that has not expired: one
+# statement, which changes no row when the id is taken.
+_REMEMBER = (
     "INSERT INTO ct_idempotency (key, command, args_digest, result, created_at) "
-    "VALUES (?, ?, ?, ?, ?)"
+    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET command = excluded.command, "
+    "args_digest = excluded.args_digest, result = excluded.result, "
+    "created_at = excluded.created_at WHERE ct_idempotency.created_at < ?"
 )
+_FORGET = "DELETE FROM ct_idempotency WHERE key = ?"
 _INSERT_TASK = (
     "INSERT INTO ct_tasks (task_id, revision, created_at, status, bound_owner, bound_actor, "
     "bound_uid, body, summary, updated_at) VALUES (?, 1, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -90,6 +96,7 @@ class SqliteFile:
         self.on_commit = on_commit
         self._reader: sqlite3.Connection | None = None
         self._writer: _Writer | None = None
+        self._turns: dict[asyncio.AbstractEventLoop, list[_Item]] = {}  # not yet handed over
         self._lock = threading.Lock()
 
     def rows(self, where: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
@@ -107,15 +114,40 @@ class SqliteFile:
         loop = asyncio.get_running_loop()
         item = _Item(writes, [columns(w.task) for w in writes], loop, loop.create_future())
         with self._lock:
+            turn = self._turns.get(loop)
+            if turn is None:
+                self._turns[loop] = [item]
+                loop.call_soon(self._hand_over, loop)
+            else:
+                turn.append(item)
+        return await item.future
+
+    def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The writes of one turn of ``loop``, to the writer as one entry.
+
+        Requests that reach their commit in the same turn of the event loop (the replies
+        of one socket read wake them together) so share a transaction: the writer, which
+        commits whatever has arrived as soon as it is free, would otherwise often take the
+        first alone while the rest are still being queued.
+        """
+        with self._lock:
+            items = self._turns.pop(loop, None)
+            if not items:
+                return
             if self._writer is None:
                 self._writer = _Writer(self.path, self.on_commit)
-            self._writer.queue.put(item)
-        return await item.future
+            self._writer.queue.put(items)
 
     def close(self) -> None:
         """Finish the queued writes, stop the writer and close the connections (blocking)."""
         with self._lock:
+            waiting = [item for turn in self._turns.values() for item in turn]
+            self._turns.clear()
+            if waiting and self._writer is None:
+                self._writer = _Writer(self.path, self.on_commit)
             writer, self._writer = self._writer, None
+            if writer is not None and waiting:
+                writer.queue.put(waiting)
         if writer is not None:
             writer.stop()
         self._drop_reader()
@@ -132,7 +164,7 @@ class _Writer:
     def __init__(self, path: str, on_commit: OnCommit | None) -> None:
         self.path = path
         self.on_commit = on_commit
-        self.queue: queue.SimpleQueue[_Item | None] = queue.SimpleQueue()
+        self.queue: queue.SimpleQueue[list[_Item] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="board-writer", daemon=True)
         self._thread.start()
 
@@ -147,7 +179,7 @@ class _Writer:
             first = self.queue.get()
             if first is None:
                 break
-            batch = [first]
+            batch = list(first)
             while True:  # everything that arrived while the last batch was committing
                 try:
                     more = self.queue.get_nowait()
@@ -156,7 +188,7 @@ class _Writer:
                 if more is None:
                     running = False
                     break
-                batch.append(more)
+                batch.extend(more)
             try:
                 if conn is None:
                     conn = connect(self.path)
@@ -184,16 +216,11 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Item]) -> list[Outcome]
         start = seq = int(row[0])
         outcomes: list[Outcome] = []
         for item in batch:
-            conn.execute("SAVEPOINT item")
             try:
-                pairs = zip(item.writes, item.rows, strict=True)
-                revisions = [_write_one(conn, w, r) for w, r in pairs]
+                revisions = _write_item(conn, item)
             except (RevisionConflict, IdempotencyKeyTaken) as refused:
-                conn.execute("ROLLBACK TO item")
-                conn.execute("RELEASE item")
                 outcomes.append(refused)
                 continue
-            conn.execute("RELEASE item")
             committed = []
             for write, revision in zip(item.writes, revisions, strict=True):
                 seq += 1
@@ -212,36 +239,59 @@ def _commit_batch(conn: sqlite3.Connection, batch: list[_Item]) -> list[Outcome]
     return outcomes
 
 
+def _write_item(conn: sqlite3.Connection, item: _Item) -> list[int]:
+    """One call's writes, whole or not at all; a refusal leaves nothing of it behind.
+
+    A lone write (every command's) undoes itself: its only statement before the
+    compare-and-swap is its idempotency result, deleted again when the swap is refused.
+    Several writes (a mirror's page) share a savepoint.
+    """
+    if len(item.writes) == 1:
+        return [_write_one(conn, item.writes[0], item.rows[0])]
+    conn.execute("SAVEPOINT item")
+    try:
+        revisions = [_write_one(conn, w, r) for w, r in zip(item.writes, item.rows, strict=True)]
+    except (RevisionConflict, IdempotencyKeyTaken):
+        conn.execute("ROLLBACK TO item")
+        conn.execute("RELEASE item")
+        raise
+    conn.execute("RELEASE item")
+    return revisions
+
+
 def _write_one(conn: sqlite3.Connection, write: Write, row: Columns) -> int:
     task = write.task
     key = write.idempotency
     if key is not None:
-        conn.execute(
-            "DELETE FROM ct_idempotency WHERE key = ? AND created_at < ?",
-            (key.key, key.expired_before),
-        )
-        try:
-            conn.execute(
-                _INSERT_IDEMPOTENCY,
-                (key.key, key.command, key.args_digest, row.body, task.updatedAt),
-            )
-        except sqlite3.IntegrityError:
-            raise IdempotencyKeyTaken(key.key) from None
+        remember = (key.key, key.command, key.args_digest, row.body, task.updatedAt)
+        if conn.execute(_REMEMBER, (*remember, key.expired_before)).rowcount != 1:
+            raise IdempotencyKeyTaken(key.key)
+    try:
+        revision = _swap(conn, write, row)
+    except RevisionConflict:
+        if key is not None:  # undo this write's own idempotency result
+            conn.execute(_FORGET, (key.key,))
+        raise
+    conn.execute(
+        _INSERT_HISTORY,
+        (task.taskId, task.updatedAt, write.command, write.actor, task.status, write.note),
+    )
+    return revision
+
+
+def _swap(conn: sqlite3.Connection, write: Write, row: Columns) -> int:
+    """The task's row: inserted (a new task) or compare-and-swapped on its revision."""
+    task = write.task
     if write.expected_revision is None:
         try:
             conn.execute(_INSERT_TASK, (task.taskId, task.createdAt, *row))
         except sqlite3.IntegrityError:
             raise RevisionConflict(task.taskId) from None
-        revision = 1
-    else:
-        revision = write.expected_revision + 1
-        cursor = conn.execute(_UPDATE_TASK, (revision, *row, task.taskId, write.expected_revision))
-        if cursor.rowcount != 1:
-            raise RevisionConflict(task.taskId)
-    conn.execute(
-        _INSERT_HISTORY,
-        (task.taskId, task.updatedAt, write.command, write.actor, task.status, write.note),
-    )
+        return 1
+    revision = write.expected_revision + 1
+    cursor = conn.execute(_UPDATE_TASK, (revision, *row, task.taskId, write.expected_revision))
+    if cursor.rowcount != 1:
+        raise RevisionConflict(task.taskId)
     return revision
 
 

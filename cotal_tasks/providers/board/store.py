@@ -167,9 +167,15 @@ class BoardStore:
 
     async def _row(self, task_id: str) -> tuple[str, int]:
         """The stored body and revision of ``task_id``, or ``not-found``."""
-        rows = await self._rows(
-            "reading a task", "SELECT body, revision FROM ct_tasks WHERE task_id = ?", (task_id,)
-        )
+        if isinstance(self._hot, PostgresBoard):
+            found = await self._hot.tasks.get(task_id)  # with the turn's other reads
+            rows: Sequence[Any] = () if found is None else (found,)
+        else:
+            rows = self._hot.rows(
+                "reading a task",
+                "SELECT body, revision FROM ct_tasks WHERE task_id = ?",
+                (task_id,),
+            )
         if not rows:
             raise task_not_found(task_id)
         return rows[0][0], rows[0][1]
@@ -272,7 +278,12 @@ class BoardStore:
         self._cache.change_seq = max(committed[-1].change_seq, self._cache.change_seq or 0)
 
     async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
-        rows = await self._rows(
+        if isinstance(self._hot, PostgresBoard):
+            found = await self._hot.results.get(key)  # with the turn's other reads
+            if found is None or found[3] < not_before:
+                return None
+            return IdempotencyRecord(key, *found[:3])
+        rows = self._hot.rows(
             "reading an idempotency result",
             "SELECT command, args_digest, result FROM ct_idempotency "
             "WHERE key = ? AND created_at >= ?",
