@@ -156,6 +156,33 @@ CatchUp = Callable[[Progress | None], Awaitable[CatchUpReport]]
 Degradations = Callable[[], dict[str, Any]]
 
 
+@dataclass(frozen=True, slots=True)
+class RateBudget:
+    """A source's rate-limit budget as its latest answer reported it: ``remaining``
+    requests (or points) of ``limit``, refilled at ``reset_ms`` (epoch ms), read at
+    ``read_ms``. ``resource`` is the pool the tracker names (GitHub's ``core``,
+    ``graphql``); empty when it names none (GitLab, Jira)."""
+
+    remaining: int
+    limit: int | None
+    reset_ms: int | None
+    read_ms: int
+    resource: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        shown: dict[str, Any] = {"resource": self.resource} if self.resource else {}
+        return shown | {
+            "remaining": self.remaining,
+            "limit": self.limit,
+            "resetAt": self.reset_ms,
+            "readAt": self.read_ms,
+        }
+
+
+# The latest rate-limit budget of each pool the source reported (none: not reported).
+RateBudgets = Callable[[], Sequence[RateBudget]]
+
+
 @dataclass
 class Built:
     """One endpoint as its provider built it: the store, and what the endpoint can do.
@@ -166,7 +193,8 @@ class Built:
     this instance's part in that loop, where instances elect who syncs; ``on_change``
     subscribes to the changes the store commits from its source; ``catch_up`` brings
     the store up to date once, with its report; ``degradations`` counts what the source
-    gave that did not map in full; ``webhook`` the endpoint's receiver for its
+    gave that did not map in full; ``rate_budgets`` the rate-limit budget the source's
+    answers last reported; ``webhook`` the endpoint's receiver for its
     provider's route; ``close`` releases what ``build`` opened besides the store (an HTTP
     client). ``parts`` are the provider's own parts, for its tools and tests: the bridge
     never reads them.
@@ -179,6 +207,7 @@ class Built:
     on_change: OnChange | None = None
     catch_up: CatchUp | None = None
     degradations: Degradations | None = None
+    rate_budgets: RateBudgets | None = None
     webhook: WebhookReceiver | None = None
     parts: object | None = None
     close: Callable[[], Awaitable[None]] = field(default=_nothing)

@@ -19,7 +19,7 @@ from cotal_tasks.bridge.http.presence import BrokerState, NoPresenceView, Presen
 from cotal_tasks.bridge.service.commands import CommandService
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
-from cotal_tasks.providers.provider import Degradations, SyncRole
+from cotal_tasks.providers.provider import Degradations, RateBudgets, SyncRole
 
 KEEPALIVE_S = 15.0
 
@@ -27,13 +27,15 @@ KEEPALIVE_S = 15.0
 @dataclass(frozen=True, slots=True)
 class ServedEndpoint:
     """What the routes read of one endpoint: its config, its command service (and through
-    it the store), this instance's sync role when the endpoint mirrors a tracker, and the
-    count of source items that did not map in full, where its provider keeps one."""
+    it the store), this instance's sync role when the endpoint mirrors a tracker, the
+    count of source items that did not map in full, where its provider keeps one, and the
+    rate-limit budget the source last reported, where its provider reads one."""
 
     config: EndpointConfig
     service: CommandService
     sync: SyncRole | None = None
     degradations: Degradations | None = None
+    rate_budgets: RateBudgets | None = None
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,10 @@ ready (it serves labelled reads), and says so; an endpoint whose source refuses 
 for good (a wrong token, no access, no such repository: ``SyncState.refused``) is not
 ready, and ``notReady`` says why. A hosted endpoint also says whether this
 instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
-exactly one instance per endpoint should say leader.
+exactly one instance per endpoint should say leader. Where the provider reads its
+tracker's rate-limit headers (``Built.rate_budgets``), ``sync.rateLimits`` lists the budget
+each pool last reported (``remaining`` of ``limit``, ``resetAt``, ``readAt``; empty: the
+tracker reported none).
 
 All of that is for a caller holding ``tasks.read`` (a bearer token, or the local reader):
 it names files and quotes tracker errors. A caller without one (a load balancer's probe,
@@ -66,8 +69,13 @@ async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
             "message": f"the store did not answer within {PROBE_TIMEOUT_S:g} s; check the "
             "database, then retry",
         }
+    sync: dict[str, Any] = {}
     if endpoint.sync is not None:
-        entry["sync"] = {"role": endpoint.sync.role, "since": endpoint.sync.since_ms}
+        sync |= {"role": endpoint.sync.role, "since": endpoint.sync.since_ms}
+    if endpoint.rate_budgets is not None:
+        sync["rateLimits"] = [budget.to_json() for budget in endpoint.rate_budgets()]
+    if sync:
+        entry["sync"] = sync
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up
     entry["ready"] = readable and broker_up and refused is None
@@ -108,14 +116,17 @@ def _record(metrics: Metrics, name: str, entry: dict[str, Any]) -> None:
     the last value it saw; /healthz says why)."""
     if "changeSeq" in entry:
         metrics.changed(name, entry["changeSeq"])
-    sync = entry.get("sync")
+    sync = entry.get("sync", {})
     metrics.endpoint_state(
         name,
         ready=entry["ready"],
         stale="stale" in entry,
         last_success_ms=entry.get("lastSync"),
-        leader=None if sync is None else sync["role"] == "leader",
+        leader=sync["role"] == "leader" if "role" in sync else None,
     )
+    for budget in sync.get("rateLimits", ()):
+        pool = budget.get("resource", "")
+        metrics.rate_budget(name, pool, budget["remaining"], budget["limit"], budget["resetAt"])
 
 
 async def metrics(request: Request) -> Response:

@@ -148,6 +148,26 @@ class Metrics:
             "1 while an endpoint is ready (as /healthz says), else 0.",
             "endpoint",
         )
+        self.rate_remaining = self._gauge(
+            "cotal_tasks_tracker_rate_limit_remaining",
+            "The rate-limit budget a hosted tracker's latest answer said is left, by endpoint "
+            "and the pool the tracker names (GitHub's core, graphql; empty when unnamed); "
+            "absent until the tracker reports one.",
+            "endpoint",
+            "resource",
+        )
+        self.rate_limit = self._gauge(
+            "cotal_tasks_tracker_rate_limit_limit",
+            "The whole rate-limit budget of that pool, as the tracker last reported it.",
+            "endpoint",
+            "resource",
+        )
+        self.rate_reset = self._gauge(
+            "cotal_tasks_tracker_rate_limit_reset_timestamp_seconds",
+            "When the tracker said that pool's budget refills (Unix time).",
+            "endpoint",
+            "resource",
+        )
 
     def _counter(self, name: str, documentation: str, *labels: str) -> Counter:
         return Counter(name, documentation, labels, registry=self.registry)
@@ -193,6 +213,22 @@ class Metrics:
             self.last_sync.labels(endpoint).set(last_success_ms / 1000)
         if leader is not None:
             self.leader.labels(endpoint).set(1 if leader else 0)
+
+    def rate_budget(
+        self,
+        endpoint: str,
+        resource: str,
+        remaining: int,
+        limit: int | None,
+        reset_ms: int | None,
+    ) -> None:
+        """A pool's rate-limit budget, as the tracker last reported it (a part it did not
+        report keeps its gauge absent, or at the last value it saw)."""
+        self.rate_remaining.labels(endpoint, resource).set(remaining)
+        if limit is not None:
+            self.rate_limit.labels(endpoint, resource).set(limit)
+        if reset_ms is not None:
+            self.rate_reset.labels(endpoint, resource).set(reset_ms / 1000)
 
     def http_answered(self, route: str, status: int) -> None:
         self.http_requests.labels(route, str(status)).inc()

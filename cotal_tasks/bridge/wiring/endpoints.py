@@ -30,6 +30,7 @@ from cotal_tasks.providers.provider import (
     Built,
     CatchUp,
     Degradations,
+    RateBudgets,
     Runner,
     SeatUids,
     SyncRole,
@@ -58,6 +59,7 @@ class Endpoint:
     catch_up: CatchUp | None = None  # bring the store up to date once (the CLI's sync)
     degradations: Degradations | None = None  # what the source gave that did not map
     sync_role: SyncRole | None = None  # this instance's part in an elected sync
+    rate_budgets: RateBudgets | None = None  # the source's rate-limit budget last reported
 
     @property
     def hosted(self) -> Hosted | None:
@@ -156,6 +158,7 @@ async def open_endpoint(
             catch_up=built.catch_up,
             degradations=built.degradations,
             sync_role=built.sync_role,
+            rate_budgets=built.rate_budgets,
         )
     finally:
         await built.close()

@@ -41,10 +41,14 @@ class HttpApp:
 
 
 def served_endpoint(endpoint: Endpoint) -> ServedEndpoint:
-    """What the routes read of an endpoint: a hosted one adds its sync election's role and
-    its degradations."""
+    """What the routes read of an endpoint: a hosted one adds its sync election's role,
+    its degradations and its rate-limit budget."""
     return ServedEndpoint(
-        endpoint.config, endpoint.service, endpoint.sync_role, endpoint.degradations
+        endpoint.config,
+        endpoint.service,
+        endpoint.sync_role,
+        endpoint.degradations,
+        endpoint.rate_budgets,
     )
 
 

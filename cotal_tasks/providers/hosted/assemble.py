@@ -207,6 +207,7 @@ def assemble(
         on_change=store.on_change,
         catch_up=hosted.catch_up,
         degradations=store.degradations,
+        rate_budgets=lambda: tuple(http.rate_budgets.values()),
         webhook=target,
         parts=hosted,
         close=hosted.close,

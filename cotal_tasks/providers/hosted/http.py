@@ -12,6 +12,9 @@ one attempt, body included, has ``deadline_s`` in all (the client's own timeout 
 bounds each wait for a byte, which a peer dripping a byte every few seconds never
 trips); and a ``Link`` pagination (each request for the ``next`` URL the previous page
 named) ends with an error past ``max_pages`` pages.
+
+Every answer's rate-limit headers are read (``ratelimit``): ``rate_budgets`` keeps the
+latest budget of each pool the tracker names.
 """
 
 from __future__ import annotations
@@ -33,7 +36,8 @@ from tenacity import (
     stop_after_attempt,
 )
 
-from cotal_tasks.providers.provider import SourceRefused
+from cotal_tasks.providers.hosted.ratelimit import keep_budget
+from cotal_tasks.providers.provider import RateBudget, SourceRefused
 
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 _BACKOFF_CAP_S = 30.0
@@ -142,6 +146,8 @@ class TrackerHttp:
     deadline_s: float = 120.0
     max_pages: int = 1000
     _pages: dict[str, int] = field(default_factory=dict)  # a next URL -> its page number
+    # the latest rate-limit budget each pool reported (its headers, on every answer)
+    rate_budgets: dict[str, RateBudget] = field(default_factory=dict)
 
     async def request(
         self,
@@ -262,6 +268,7 @@ class TrackerHttp:
                 f"no whole answer within {self.deadline_s:g} s (deadline_s)", request=request
             ) from None
         self.on_response(str(response.status_code))
+        keep_budget(self.rate_budgets, response.headers, self.clock_s())
         return response
 
     async def _bounded(self, request: httpx.Request) -> httpx.Response:
