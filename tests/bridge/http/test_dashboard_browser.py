@@ -23,6 +23,7 @@ import pytest
 import pytest_asyncio
 
 from cotal_tasks.core import StaleMarker
+from cotal_tasks.providers.provider import RateBudget
 from tests.bridge.http._browser import (
     ARTIFACTS,
     HOUR_MS,
@@ -328,10 +329,18 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
         service.store = degraded
         assert mesh.bridge.http_app is not None
         served = mesh.bridge.http_app.asgi.state.context.endpoints
-        # What a hosted endpoint's build declares: its sync role and its degradations.
+        # What a hosted endpoint's build declares: its sync role, its degradations, and the
+        # rate-limit budget its tracker's answers reported (here two pools, one whose reset
+        # has passed since it was read); a tracker that reports none leaves it empty.
+        core = RateBudget(4200, 5000, now + 45 * 60_000, now - 60_000, "core")
+        graphql = RateBudget(4990, 5000, now - 5 * 60_000, now - 20 * 60_000, "graphql")
         served[OPS] = replace(
-            served[OPS], sync=Leading(now - 600_000), degradations=degraded.degradations
+            served[OPS],
+            sync=Leading(now - 600_000),
+            degradations=degraded.degradations,
+            rate_budgets=lambda: (core, graphql),
         )
+        served[EMPTY] = replace(served[EMPTY], sync=Leading(None), rate_budgets=lambda: ())
         metrics = mesh.bridge.http_app.asgi.state.context.metrics
         for status in ("200", "200", "304", "429"):
             metrics.tracker_request(OPS, status)
@@ -411,6 +420,23 @@ async def test_deep_link_flow_chart_and_sync_panel(tmp_path: Path, browser: Brow
             "4 since the bridge started, 1 refused (403/429)"
         )
         await expect(sync.locator('[data-fact="rate-limit"]')).to_contain_text("waited 1m")
+        offset_min = await page.evaluate("new Date().getTimezoneOffset()")
+
+        def hhmm(ms: int) -> str:
+            return time.strftime("%H:%M", time.gmtime(ms / 1000 - offset_min * 60))
+
+        budget = sync.locator('[data-fact="rate-budget"]')
+        await expect(budget.locator('[data-pool="core"]')).to_have_text(
+            f"core: 4200 of 5000 left, resets at {hhmm(core.reset_ms or 0)}"
+        )
+        await expect(budget.locator('[data-pool="graphql"]')).to_have_text(
+            f"graphql: 4990 of 5000 left as of {hhmm(graphql.read_ms)}, "
+            f"before the reset at {hhmm(graphql.reset_ms or 0)}"
+        )
+        unreported = page.locator(f'#flow .sync-tile[data-endpoint="{EMPTY}"]')
+        await expect(unreported.locator('[data-fact="rate-budget"]')).to_have_text(
+            "not reported by the tracker"
+        )
         await expect(page.locator(f'#flow .sync-tile[data-endpoint="{ACME}"]')).to_contain_text(
             "own source of truth"
         )

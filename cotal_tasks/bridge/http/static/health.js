@@ -1,12 +1,29 @@
 // The flow-and-health view: per endpoint, its flow (flow.js) and a sync panel read from
-// /healthz (last successful sync, lag, degraded items by reason, leader or follower) and
-// /metrics (tracker requests and rate-limit waits).
+// /healthz (last successful sync, lag, rate-limit budget left, degraded items by reason,
+// leader or follower) and /metrics (tracker requests and rate-limit waits).
 
 import { WINDOWS, flowCard } from "./flow.js";
 import { ago, clock, el, providerName, sentence, span, when } from "./render.js";
 
 function row(label, value, attrs = {}) {
   return [el("dt", { text: label }), el("dd", attrs, value)];
+}
+
+function hhmm(ms) {
+  return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit", hourCycle: "h23" });
+}
+
+// The budget each pool's latest answer reported (/healthz's sync.rateLimits), one line a
+// pool; a reset already past says the figure is from before it.
+function budgetLines(pools, now) {
+  if (!pools || !pools.length) return "not reported by the tracker";
+  const lines = pools.map((pool) => {
+    let text = `${pool.remaining}${pool.limit != null ? ` of ${pool.limit}` : ""} left`;
+    if (pool.resetAt && pool.resetAt > now) text += `, resets at ${hhmm(pool.resetAt)}`;
+    else if (pool.resetAt) text += ` as of ${hhmm(pool.readAt)}, before the reset at ${hhmm(pool.resetAt)}`;
+    return el("span", { class: "pool", "data-pool": pool.resource || "", text: pool.resource && pools.length > 1 ? `${pool.resource}: ${text}` : text });
+  });
+  return el("span", { class: "pools" }, ...lines);
 }
 
 function syncPanel(name, provider, health, traffic, now) {
@@ -33,7 +50,8 @@ function syncPanel(name, provider, health, traffic, now) {
     const total = Object.values(seen.requests).reduce((sum, n) => sum + n, 0);
     const limited = (seen.requests["429"] || 0) + (seen.requests["403"] || 0);
     facts.append(...row("Tracker requests", total ? `${total} since the bridge started${limited ? `, ${limited} refused (403/429)` : ""}` : "none since the bridge started", { "data-fact": "requests" }));
-    facts.append(...row("Rate limits", seen.waited ? `waited ${span(seen.waited * 1000)} in all; the budget left is not reported` : "no wait so far; the budget left is not reported", { "data-fact": "rate-limit" }));
+    facts.append(...row("Rate-limit budget", budgetLines(health.sync && health.sync.rateLimits, now), { "data-fact": "rate-budget" }));
+    facts.append(...row("Rate-limit waits", seen.waited ? `waited ${span(seen.waited * 1000)} in all` : "no wait so far", { "data-fact": "rate-limit" }));
   }
   if (health.stale) facts.append(...row("Stale", `${sentence(health.stale.reason)} Since ${clock(health.stale.staleAsOf)}.`, { class: "warn" }));
   box.append(facts);
