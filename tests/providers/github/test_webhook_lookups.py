@@ -32,8 +32,10 @@ Json = dict[str, object]
 OTHER = "octo-org/elsewhere"
 
 
-async def deliver(mesh: GitHubMesh, event: str, payload: Json, **kw: str) -> httpx.Response:
-    body, headers = signed_webhook(WEBHOOK_SECRET, event, payload, **kw)
+async def deliver(
+    mesh: GitHubMesh, event: str, payload: Json, *, delivery: str | None = None
+) -> httpx.Response:
+    body, headers = signed_webhook(WEBHOOK_SECRET, event, payload, delivery=delivery)
     async with httpx.AsyncClient(base_url=str(mesh.bridge.http_url)) as http:
         return await http.post("/webhooks/github", content=body, headers=headers)
 
