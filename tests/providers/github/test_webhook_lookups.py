@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.bridge._support import Client
+from tests.bridge._support import Client, DictPresence
 from tests.providers.github._support import (
     ISSUES,
     REPO,
@@ -22,6 +22,7 @@ from tests.providers.github._support import (
     fetched_issue_numbers,
     github_mesh,
     list_requests,
+    open_github,
     task_id,
 )
 from tests.support.fake_github import FakeGitHub, signed_webhook
@@ -268,3 +269,32 @@ async def test_a_card_whose_issue_graphql_cannot_resolve_asks_for_a_redelivery(
     redelivered = await deliver(hooked, "projects_v2_item", payload, delivery="card-2")
     assert redelivered.status_code == 202  # the refused delivery was not recorded
     await reaches(hooked, 4, "In Progress")
+
+
+async def test_a_reread_asked_is_one_poll_from_the_start_on_either_mirror(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence, mirror_url: str
+) -> None:
+    """The request lives beside the checkpoint (shared by the instances on PostgreSQL):
+    the next poll walks the listing from the start, asking no validator, and clears it."""
+    seed(fake)
+    async with open_github(
+        fake, github_url, tmp_path / "b", presence=presence, database=mirror_url
+    ) as gh:
+        await gh.poll()
+        await gh.poll()
+        fake.delete_label(REPO, "blocked")  # no updated_at moves: the poll sees nothing
+        mark = len(fake.requests)
+        assert (await gh.poll()).changed == 0
+        assert full_listings(fake, mark) == []
+        assert (await gh.get(2))["statusSource"] == "blocked"
+
+        await gh.sync.ask_reread()
+        mark = len(fake.requests)
+        report = await gh.poll()
+
+        assert (report.not_modified, report.issues, report.changed) == (False, 5, 2)
+        assert len(full_listings(fake, mark)) == 1
+        assert (await gh.get(2))["statusSource"] == "open"
+        mark = len(fake.requests)
+        await gh.poll()
+        assert full_listings(fake, mark) == []  # read through: cleared
