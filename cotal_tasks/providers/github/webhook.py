@@ -5,7 +5,8 @@ The signature is ``sha256=<hex HMAC-SHA256(secret, raw body)>``, compared in con
 time. A delivery only wakes the sync for the issues it names; polling stays the truth.
 
 Two kinds of edit move no issue's ``updated_at``, so no poll would see them: a ``label``
-renamed (``edited`` with ``changes.name``) or ``deleted``, and a Projects v2 card moved
+renamed (``edited`` with ``changes.name``) or ``deleted`` (one a status rule reads), and a
+Projects v2 card moved
 (``projects_v2_item``, an organisation's delivery naming the issue by node id). A rename
 refreshes the issues listed with the new name (``webhook_max_issues`` of them at most;
 more, or a deletion, whose issues no listing can find: the next poll reads every issue
@@ -68,13 +69,19 @@ async def lookup(endpoint: HookTarget, event: str, payload: Mapping[str, Any]) -
 
 
 async def _label(tracker: GitHubTracker, most: int, payload: Mapping[str, Any]) -> Looked | None:
+    """Only a label a status rule reads can change a task (its name is the status's
+    ``statusSource``): a rename from or to one, or its deletion."""
+    read = {rule.label.casefold() for rule in tracker.config.status_rules if rule.label}
     action = payload.get("action")
+    name = as_str(as_dict(payload.get("label")).get("name")) or ""
     if action == "deleted":
-        return Looked(None)  # gone from its issues: no listing finds them any more
-    name = as_str(as_dict(payload.get("label")).get("name"))
+        # Gone from its issues: no listing finds them any more.
+        return Looked(None) if name.casefold() in read else None
     renamed = as_dict(as_dict(payload.get("changes")).get("name")).get("from")
     if action != "edited" or not isinstance(renamed, str) or not name:
         return None  # a colour or a description: no mapping reads those
+    if not read & {name.casefold(), renamed.casefold()}:
+        return None
     if "," in name:  # the listing's filter splits names at commas
         return Looked(None)
     numbers = await tracker.client.labelled_numbers(name, most)

@@ -128,14 +128,18 @@ async def test_a_renamed_label_refreshes_the_issues_carrying_it(hooked: GitHubMe
     assert (await record(hooked, 1))["statusSource"] == "open"
 
 
-async def test_a_label_edit_that_is_no_rename_reads_nothing(hooked: GitHubMesh) -> None:
+async def test_label_edits_no_rule_reads_read_nothing(hooked: GitHubMesh) -> None:
     fake = hooked.fake
+    fake.add_issue(REPO, "Buggy", labels=["bug"])
+    fake.rename_label(REPO, "bug", "defect")
     mark = len(fake.requests)
-    payload = label_payload(fake, "edited", REPO, "blocked", changes={"color": {"from": "fff"}})
+    recoloured = label_payload(fake, "edited", REPO, "blocked", changes={"color": {"from": "f"}})
+    renamed = label_payload(fake, "edited", REPO, "defect", changes={"name": {"from": "bug"}})
+    deleted = label_payload(fake, "deleted", REPO, "defect")
 
-    answer = await deliver(hooked, "label", payload)
+    answers = [await deliver(hooked, "label", p) for p in (recoloured, renamed, deleted)]
 
-    assert answer.json() == {"message": "accepted; 0 issue(s) to refresh"}
+    assert [a.json() for a in answers] == [{"message": "accepted; 0 issue(s) to refresh"}] * 3
     assert fake.requests[mark:] == []
 
 
