@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from graphql import DocumentNode, GraphQLError, execute_sync, parse, validate
 
-from tests.support.fake_github_model import JSON, Event, Issue, iso
+from tests.support.fake_github_model import JSON, Event, Issue, iso, node_id
 from tests.support.fake_github_schema import SCHEMA
 
 if TYPE_CHECKING:
@@ -106,7 +106,19 @@ class _Root:
         self._connected: dict[tuple[str, int], set[int]] | None = None
 
     def value(self) -> JSON:
-        return {"repository": self._repository_field}
+        return {
+            "repository": self._repository_field,
+            "node": lambda _info, id: self.node(id),
+            "nodes": lambda _info, ids: [self.node(i) for i in ids],
+        }
+
+    def node(self, wanted: str) -> JSON | None:
+        """``Query.node``: an issue by its node id (the only node type served)."""
+        for repo in self.fake.repos.values():
+            for issue in repo.issues.values():
+                if issue.pull is None and issue.visible and node_id("I", issue.id) == wanted:
+                    return self.issue(issue)
+        return None
 
     def _repository_field(self, _info: Any, owner: str, name: str, **_: Any) -> JSON | None:
         full = f"{owner}/{name}"
@@ -189,8 +201,17 @@ class _Root:
             ]
             return connection(items, args)
 
+        def project_items(_info: Any, **args: Any) -> JSON:
+            # One card on one board, with its single-select "Status" (``move_card``).
+            status = issue.project_status
+            value = {"__typename": "ProjectV2ItemFieldSingleSelectValue", "name": status}
+            cards = [] if status is None else [{"fieldValueByName": lambda _i, name: value}]
+            return connection(cards, args)
+
         return {
             "__typename": "Issue",
+            "id": node_id("I", issue.id),
+            "projectItems": project_items,
             "number": issue.number,
             "title": issue.title,
             "url": f"{self.fake.html_url}/{issue.repo}/issues/{issue.number}",

@@ -145,6 +145,7 @@ class Issue:
     blocked_by: int = 0
     deleted: bool = False
     moved_to: tuple[str, int] | None = None  # set when transferred away
+    project_status: str | None = None  # its card's Projects v2 "Status" (None: no card)
 
     @property
     def visible(self) -> bool:

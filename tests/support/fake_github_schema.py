@@ -14,7 +14,11 @@ scalar GitObjectID
 
 type Query {
   repository(owner: String!, name: String!, followRenames: Boolean = true): Repository
+  node(id: ID!): Node
+  nodes(ids: [ID!]!): [Node]!
 }
+
+interface Node { id: ID! }
 
 interface RepositoryOwner { login: String! }
 type User implements RepositoryOwner { login: String! }
@@ -58,7 +62,8 @@ enum IssueTimelineItemsItemType {
 
 enum IssueStateReason { COMPLETED DUPLICATE NOT_PLANNED REOPENED }
 
-type Issue {
+type Issue implements Node {
+  id: ID!
   number: Int!
   title: String!
   url: URI!
@@ -68,6 +73,19 @@ type Issue {
     after: String, before: String, first: Int, last: Int,
     itemTypes: [IssueTimelineItemsItemType!], since: DateTime, skip: Int
   ): IssueTimelineItemsConnection!
+  projectItems(
+    after: String, before: String, first: Int, last: Int, includeArchived: Boolean = true
+  ): ProjectV2ItemConnection!
+}
+
+type ProjectV2Item { fieldValueByName(name: String!): ProjectV2ItemFieldValue }
+union ProjectV2ItemFieldValue = ProjectV2ItemFieldSingleSelectValue
+type ProjectV2ItemFieldSingleSelectValue { name: String }
+
+type ProjectV2ItemConnection {
+  nodes: [ProjectV2Item]
+  pageInfo: PageInfo!
+  totalCount: Int!
 }
 
 type PullRequest {

@@ -7,6 +7,7 @@ import itertools
 import random
 from collections import deque
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from tests.support.clock import FakeClock, TimeLike
@@ -253,6 +254,25 @@ class FakeGitHub(FakeGitHubMutations):
         commit_id: str | None = None,
     ) -> None:
         self.set_state(self.issue(repo, number), "closed", reason, by, commit_id=commit_id)
+
+    def move_card(self, repo: str, number: int, status: str | None) -> None:
+        """The issue's Projects v2 card moved to ``status`` (``None``: off the board). As
+        on GitHub, the issue's ``updated_at`` does not move."""
+        self.issue(repo, number).project_status = status
+
+    def rename_label(self, repo: str, old: str, new: str) -> None:
+        """A label renamed: every issue carrying it carries the new name, and (as on
+        GitHub) no issue's ``updated_at`` moves."""
+        labels = self.repos[repo].labels
+        labels[new] = replace(labels.pop(old), name=new)
+        for issue in self.repos[repo].issues.values():
+            issue.labels = [new if name == old else name for name in issue.labels]
+
+    def delete_label(self, repo: str, name: str) -> None:
+        """A label deleted: gone from every issue, no issue's ``updated_at`` moved."""
+        del self.repos[repo].labels[name]
+        for issue in self.repos[repo].issues.values():
+            issue.labels = [label for label in issue.labels if label != name]
 
     def add_comment(self, repo: str, number: int, body: str, *, user: str = "octocat") -> JSON:
         issue = self.issue(repo, number)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from tests.support.fake_github_model import JSON, iso
+from tests.support.fake_github_model import JSON, iso, node_id
 
 if TYPE_CHECKING:
     from tests.support.fake_github_state import FakeGitHub
@@ -176,4 +176,70 @@ def _envelope(fake: FakeGitHub, repo: str, sender: str | None) -> JSON:
     return {
         "repository": shapes.repository(fake.repos[repo]),
         "sender": shapes.user(sender or fake.repos[repo].owner),
+    }
+
+
+def label_payload(
+    fake: FakeGitHub, action: str, repo: str, name: str, *, changes: JSON | None = None
+) -> JSON:
+    """A ``label`` event (``created``, ``edited``, ``deleted``) for the label as it is now
+    (a deleted one: ``name`` rendered as a bare label). A rename is ``edited`` with
+    ``changes={"name": {"from": old}}``."""
+    known = fake.repos[repo].labels.get(name)
+    shape = (
+        fake.shapes().label(fake.repos[repo], name)
+        if known is not None
+        else {"id": 1, "name": name, "color": "ededed", "default": False, "description": None}
+    )
+    payload: JSON = {"action": action, "label": shape}
+    if action == "edited":
+        payload["changes"] = changes or {}
+    return payload | _envelope(fake, repo, None)
+
+
+def projects_v2_item_payload(
+    fake: FakeGitHub,
+    action: str,
+    repo: str,
+    number: int,
+    *,
+    org: str | None = None,
+    content_type: str = "Issue",
+) -> JSON:
+    """A ``projects_v2_item`` event for the issue's card on an organisation's project, as
+    GitHub sends it: the organisation and the item's ``content_node_id``, no repository.
+    ``edited`` names the field that changed (``Status``)."""
+    issue = fake.issue(repo, number)
+    login = org or fake.repos[repo].owner
+    now = iso(fake.clock.seconds)
+    item: JSON = {
+        "id": 10_000 + issue.id,
+        "node_id": node_id("PVTI", issue.id),
+        "project_node_id": node_id("PVT", 1),
+        "content_node_id": node_id("I", issue.id),
+        "content_type": content_type,
+        "creator": fake.shapes().user(issue.user),
+        "created_at": now,
+        "updated_at": now,
+        "archived_at": None,
+    }
+    payload: JSON = {"action": action, "projects_v2_item": item}
+    if action == "edited":
+        payload["changes"] = {
+            "field_value": {
+                "field_node_id": node_id("PVTSSF", 1),
+                "field_type": "single_select",
+                "field_name": "Status",
+                "project_number": 1,
+            }
+        }
+    return payload | {
+        "organization": {
+            "login": login,
+            "id": 38_302_899,
+            "node_id": node_id("O", 38_302_899),
+            "url": f"{fake.api_url}/orgs/{login}",
+            "description": "",
+        },
+        "sender": fake.shapes().user(issue.user),
     }

@@ -39,6 +39,11 @@ query($ids: [ID!]!) {
   }
 }
 """
+ISSUE_OF_NODE_QUERY = """
+query($id: ID!) {
+  node(id: $id) { ... on Issue { number repository { nameWithOwner } } }
+}
+"""
 API_VERSION = "2022-11-28"
 EVENT_PAGES = 10  # newest pages of the issue events feed read past the last event seen
 GONE = {301: "transferred", 410: "deleted"}  # what GitHub's answer for one issue says
@@ -275,6 +280,44 @@ class GitHubClient:
             and not is_pull_request(item)
         }
         return numbers, requests
+
+    async def labelled_numbers(self, name: str, most: int) -> set[int] | None:
+        """The issues (any state, pull requests left out) carrying label ``name``;
+        ``None`` when the listing holds more than ``most`` items (at most ``most + 1``
+        are read)."""
+        numbers: set[int] = set()
+        url: str | None = self._path("/issues")
+        query: Mapping[str, Any] | None = {
+            "labels": name,
+            "state": "all",
+            "per_page": min(PER_PAGE, most + 1),
+        }
+        seen = 0
+        while url is not None:
+            response = await self.http.request("GET", url, params=query)
+            items = as_list(response.json())
+            seen += len(items)
+            if seen > most:
+                return None
+            numbers |= {
+                number
+                for item in items
+                if isinstance(item, dict) and not is_pull_request(item)
+                if (number := as_int(item.get("number")))
+            }
+            url, query = response.links.get("next", {}).get("url"), None
+        return numbers
+
+    async def issue_of_node(self, url: str, node: str) -> tuple[str, int] | None:
+        """The repository (``owner/name``) and number of the issue with node id ``node``;
+        ``None`` when it is no issue (a pull request, a draft, a node not there)."""
+        data = await self.graphql(url, ISSUE_OF_NODE_QUERY, {"id": node})
+        found = as_dict(as_dict(data).get("node"))
+        number = as_int(found.get("number"))
+        repository = as_dict(found.get("repository")).get("nameWithOwner")
+        if number is None or not isinstance(repository, str):
+            return None
+        return repository, number
 
     async def graphql(self, url: str, query: str, variables: Mapping[str, Any]) -> Any:
         """The ``data`` of a GraphQL answer (``graphql.query``): ``RateLimited``,

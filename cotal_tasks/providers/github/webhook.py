@@ -3,6 +3,15 @@ endpoint a delivery is for, and name the issues it touches.
 
 The signature is ``sha256=<hex HMAC-SHA256(secret, raw body)>``, compared in constant
 time. A delivery only wakes the sync for the issues it names; polling stays the truth.
+
+Two kinds of edit move no issue's ``updated_at``, so no poll would see them: a ``label``
+renamed (``edited`` with ``changes.name``) or ``deleted`` (one a status rule reads), and a
+Projects v2 card moved
+(``projects_v2_item``, an organisation's delivery naming the issue by node id). A rename
+refreshes the issues listed with the new name (``webhook_max_issues`` of them at most;
+more, or a deletion, whose issues no listing can find: the next poll reads every issue
+again); a card refreshes its issue, with its Projects v2 Status, once GraphQL says it is
+an issue of this endpoint's repository.
 """
 
 from __future__ import annotations
@@ -13,14 +22,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from cotal_tasks.providers.github.mapping import is_pull_request, mentioned_issues
+from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
-from cotal_tasks.providers.hosted.webhook import Scheme, receiver
+from cotal_tasks.providers.hosted.webhook import HookTarget, Looked, Scheme, receiver
 from cotal_tasks.providers.provider import Webhook
 
 SIGNATURE_HEADER = "x-hub-signature-256"
 DELIVERY_HEADER = "x-github-delivery"
 EVENT_HEADER = "x-github-event"
 PING = "ping"  # sent when a hook is created; an organisation's carries no repository
+LABEL = "label"
+CARD = "projects_v2_item"  # an organisation's project's item: created, edited, moved...
 
 
 def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -41,6 +53,50 @@ def issues_named(event: str, payload: Mapping[str, Any], repository: str) -> set
     if event == "pull_request":
         return mentioned_issues(repository, as_dict(payload.get("pull_request")))
     return set()
+
+
+async def lookup(endpoint: HookTarget, event: str, payload: Mapping[str, Any]) -> Looked | None:
+    """The issues a ``label`` or ``projects_v2_item`` delivery names, as the endpoint's
+    tracker finds them (``None``: none of this endpoint, or another event)."""
+    tracker = endpoint.store.tracker
+    if not isinstance(tracker, GitHubTracker):
+        return None
+    if event == LABEL:
+        return await _label(tracker, endpoint.max_issues, payload)
+    if event == CARD:
+        return await _card(tracker, payload)
+    return None
+
+
+async def _label(tracker: GitHubTracker, most: int, payload: Mapping[str, Any]) -> Looked | None:
+    """Only a label a status rule reads can change a task (its name is the status's
+    ``statusSource``): a rename from or to one, or its deletion."""
+    read = {rule.label.casefold() for rule in tracker.config.status_rules if rule.label}
+    action = payload.get("action")
+    name = as_str(as_dict(payload.get("label")).get("name")) or ""
+    if action == "deleted":
+        # Gone from its issues: no listing finds them any more.
+        return Looked(None) if name.casefold() in read else None
+    renamed = as_dict(as_dict(payload.get("changes")).get("name")).get("from")
+    if action != "edited" or not isinstance(renamed, str) or not name:
+        return None  # a colour or a description: no mapping reads those
+    if not read & {name.casefold(), renamed.casefold()}:
+        return None
+    if "," in name:  # the listing's filter splits names at commas
+        return Looked(None)
+    numbers = await tracker.client.labelled_numbers(name, most)
+    return Looked(None if numbers is None else frozenset(numbers))
+
+
+async def _card(tracker: GitHubTracker, payload: Mapping[str, Any]) -> Looked | None:
+    item = as_dict(payload.get(CARD))
+    node = as_str(item.get("content_node_id"))
+    if item.get("content_type") != "Issue" or not node:
+        return None  # a draft or a pull request: no issue of any endpoint
+    found = await tracker.client.issue_of_node(tracker.config.graphql_endpoint(), node)
+    if found is None or found[0].lower() != tracker.repo.lower():
+        return None
+    return Looked(frozenset({found[1]}))
 
 
 def source(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
@@ -67,6 +123,7 @@ WEBHOOK = Webhook(
             named=lambda endpoint, event, payload: issues_named(event, payload, endpoint.path),
             # An organisation's hook says hello: no repository, nothing to sync.
             hello=lambda event, payload: event == PING,
+            lookup=lookup,
         )
     ),
 )

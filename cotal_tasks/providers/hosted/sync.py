@@ -19,6 +19,12 @@ An issue can leave without changing anything a poll sees (deleted, or transferre
 another repository): every ``reconcile_interval_s`` the poll also lists the open issues
 and reads, one by one, each mirrored unfinished task's issue that is not among them, and
 mirrors what the tracker says of it (closed, or gone: ``dropped`` with the reason).
+
+Some edits change what issues map to without moving their ``updated_at`` (a label renamed
+or deleted on a repository with more of its issues than a webhook refreshes): a delivery
+then asks for a full re-read (``ask_reread``, kept beside the checkpoint, so the leader
+on another instance takes it too), and the next poll walks the listing from the start,
+asking no validator; the request is cleared once that poll has read it through.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ from cotal_tasks.providers.hosted.wakes import process_holder
 log = logging.getLogger(__name__)
 
 OWED = "owed"  # the checkpoint's issues whose evidence is still to be read
+REREAD = ":reread"  # beside the checkpoint (its key and this): a full re-read is asked
 
 Progress = Callable[[int, int | None], None]  # (pages done, total pages if known)
 
@@ -92,10 +99,15 @@ class SyncEngine:
         self.store.health.succeeded(self.clock())
         return report
 
+    async def ask_reread(self) -> None:
+        """Ask the next poll to read every issue again (see the module's description)."""
+        await self.state.save(self.key + REREAD, {"at": self.clock()}, self.clock())
+
     async def _poll(self, progress: Progress | None) -> SyncReport:
         tracker = self.store.tracker
         saved = await self.checkpoint()
-        cursor: str | None = saved.get("cursor")
+        asked = await self.state.load(self.key + REREAD)
+        cursor: str | None = None if asked else saved.get("cursor")
         report = SyncReport()
         # Issues owed an evidence read survive an interruption: they are checkpointed too.
         linked: set[int] = set(saved.get("pending") or ())
@@ -103,7 +115,7 @@ class SyncEngine:
         total: int | None = None
         mark = await self.store.read_mark()
         held_back = False  # a page held an issue not applied: nothing moves past it
-        async for page in tracker.list_changed(cursor, saved):
+        async for page in tracker.list_changed(cursor, {} if asked else saved):
             if page.not_modified:
                 report.not_modified = True
                 break
@@ -141,6 +153,8 @@ class SyncEngine:
         if saved.get("pending") or again or saved.get(OWED) != owed:
             saved = {**saved, "pending": again, OWED: owed}
             await self.state.save(self.key, saved, self.clock())
+        if asked and await self.state.load(self.key + REREAD) == asked:
+            await self.state.save(self.key + REREAD, {}, self.clock())  # read through
         await self._reconcile_if_due(saved, report)
         return report
 

@@ -11,19 +11,28 @@ does not parse (not JSON, not an object, nested too deep) is 400. A delivery see
 sync for the issues it names, on whichever instance leads it (``hosted.wakes``), and at
 most ``webhook_max_issues`` of them: a delivery naming more wakes one poll instead.
 Polling stays the source of truth.
+
+Some deliveries name their issues only through the tracker (``Scheme.lookup``): a renamed
+label names the label, not the issues carrying it, and an organisation's project card
+names its issue by a node id, with no repository at all. The tracker is asked (bounded by
+``webhook_max_issues``; past it, or when no listing can find the issues, the next poll
+reads every issue again); a delivery with no repository goes to the verified endpoint
+whose tracker says the issue is its own, and is refused as one for a repository this
+bridge does not sync when none does.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.hosted import wakes
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
+from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.provider import Receive, WebhookReceiver, WebhookReply
@@ -58,6 +67,11 @@ class HookTarget:
     async def wake(self, numbers: set[int]) -> None:
         self.sync.wake(numbers)  # this instance's sync, if it leads
         await wakes.send(self.sync.state, self.sync.key, self.sync.holder, numbers)  # else
+
+    async def reread(self) -> None:
+        """Ask the next poll, on whichever instance leads, to read every issue again."""
+        await self.sync.ask_reread()
+        await self.wake(set())
 
     @property
     def boundary(self) -> ItemBoundary:
@@ -157,21 +171,52 @@ async def find_verified(
     that names another is refused like an unsigned one)."""
     endpoint = await matcher.find(pid, path, lambda ep: ep in verified)
     if endpoint is None:
-        return WebhookReply(
-            404,
-            f"no endpoint of this bridge syncs that {what}. Point the webhook at the "
-            f"bridge that syncs it, or add an endpoint for the {what}",
-        )
+        return not_synced(what)
     if endpoint not in verified:
         return WebhookReply(401, mismatch)
     return endpoint
 
 
+def not_synced(what: str) -> WebhookReply:
+    return WebhookReply(
+        404,
+        f"no endpoint of this bridge syncs that {what}. Point the webhook at the "
+        f"bridge that syncs it, or add an endpoint for the {what}",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Looked:
+    """The issues of an endpoint a tracker lookup found for a delivery; ``None``: more
+    than ``webhook_max_issues``, or none a listing can find (one full re-read)."""
+
+    numbers: frozenset[int] | None
+
+
+# (endpoint, event, payload) -> what the endpoint's tracker says the delivery names;
+# ``None``: nothing of this endpoint (or no lookup for this event).
+Lookup = Callable[[HookTarget, str, Mapping[str, Any]], Awaitable[Looked | None]]
+
+
+def lookup_failed(tracker: str, exc: TrackerHttpError) -> WebhookReply:
+    return WebhookReply(
+        503,
+        f"{tracker} did not say which issues the delivery names ({exc}). Redeliver it "
+        "once the tracker answers; the poll keeps syncing meanwhile",
+    )
+
+
 async def accept(
-    endpoint: HookTarget, delivery: str | None, named: set[int] | None, tracker: str
+    endpoint: HookTarget,
+    delivery: str | None,
+    named: set[int] | None,
+    tracker: str,
+    *,
+    reread: bool = False,
 ) -> WebhookReply:
     """Deduplicate a verified delivery by its id, then wake the sync for what it names
-    (``None``: the payload named nothing readable; the poll finds the change)."""
+    (``None``: the payload named nothing readable; the poll finds the change;
+    ``reread``: the next poll reads every issue again)."""
     numbers = named or set()
     if not delivery:
         return WebhookReply(
@@ -185,6 +230,13 @@ async def accept(
         return WebhookReply(503, exc.message)
     if not first:
         return WebhookReply(200, "delivery already received")
+    if reread:
+        await endpoint.reread()
+        return WebhookReply(
+            202,
+            f"accepted; more issues than webhook_max_issues ({endpoint.max_issues}) may "
+            "have changed: the next poll reads every issue again",
+        )
     limit = endpoint.max_issues
     if len(numbers) > limit:
         await endpoint.wake(set())  # one poll, not a refresh per issue named
@@ -215,6 +267,8 @@ class Scheme:
     # A delivery that names no repository or project and asks only for an answer (a
     # GitHub organisation's ping): answered when any endpoint's secret verifies it.
     hello: Callable[[str, Mapping[str, Any]], bool] = lambda event, payload: False
+    # Issues only the tracker can name (see the module's description).
+    lookup: Lookup | None = None
 
 
 def receiver(scheme: Scheme) -> Callable[[Sequence[WebhookReceiver]], Receive]:
@@ -240,11 +294,15 @@ def receiver(scheme: Scheme) -> Callable[[Sequence[WebhookReceiver]], Receive]:
             path, pid = scheme.source(payload)
             if path is None and pid is None and scheme.hello(event, payload):
                 return WebhookReply(200, "pong")
+            if path is None and pid is None and scheme.lookup is not None:
+                return await unsourced(scheme, verified, event, headers, payload)
             endpoint = await find_verified(
                 matcher, pid, path, verified, what=scheme.what, mismatch=scheme.mismatch
             )
             if isinstance(endpoint, WebhookReply):
                 return endpoint
+            if (looked := await ask(scheme, endpoint, event, headers, payload)) is not None:
+                return looked
             named = endpoint.boundary.map(
                 f"{scheme.tracker} {event or 'hook'} delivery",
                 scheme.named,
@@ -258,3 +316,41 @@ def receiver(scheme: Scheme) -> Callable[[Sequence[WebhookReceiver]], Receive]:
         return receive
 
     return over
+
+
+async def ask(
+    scheme: Scheme,
+    endpoint: HookTarget,
+    event: str,
+    headers: Headers,
+    payload: Mapping[str, Any],
+) -> WebhookReply | None:
+    """The answer to a delivery whose issues ``endpoint``'s tracker names (accepted, or
+    503 when the tracker did not answer); ``None``: it names none of this endpoint's."""
+    if scheme.lookup is None:
+        return None
+    try:
+        looked = await scheme.lookup(endpoint, event, payload)
+    except TrackerHttpError as exc:
+        return lookup_failed(endpoint.store.tracker.name, exc)
+    if looked is None:
+        return None
+    numbers = None if looked.numbers is None else set(looked.numbers)
+    delivery = scheme.delivery(headers)
+    return await accept(endpoint, delivery, numbers, scheme.tracker, reread=numbers is None)
+
+
+async def unsourced(
+    scheme: Scheme,
+    verified: Sequence[HookTarget],
+    event: str,
+    headers: Headers,
+    payload: Mapping[str, Any],
+) -> WebhookReply:
+    """A delivery naming no repository or project (an organisation's): the first
+    verified endpoint whose tracker finds its issues there takes it; none: refused as a
+    delivery for what this bridge does not sync."""
+    for endpoint in verified:
+        if (answer := await ask(scheme, endpoint, event, headers, payload)) is not None:
+            return answer
+    return not_synced(scheme.what)

@@ -21,7 +21,7 @@ from graphql import (
 )
 
 from cotal_tasks.providers.github import evidence, sweep
-from cotal_tasks.providers.github.client import PROJECT_STATUS_QUERY
+from cotal_tasks.providers.github.client import ISSUE_OF_NODE_QUERY, PROJECT_STATUS_QUERY
 from tests.support.fake_github_schema import SCHEMA as FAKE
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "github" / "graphql-schema.graphql.gz"
@@ -68,6 +68,14 @@ def test_the_evidence_queries_validate_against_github(
 
 def test_the_project_status_query_validates_against_github(github: GraphQLSchema) -> None:
     assert errors(github, PROJECT_STATUS_QUERY) == []
+
+
+@pytest.mark.parametrize("query", [PROJECT_STATUS_QUERY, ISSUE_OF_NODE_QUERY])
+def test_the_node_queries_validate_against_github_and_the_fake(
+    github: GraphQLSchema, query: str
+) -> None:
+    """A project card's issue by node id, and its Projects v2 Status: both schemas."""
+    assert (errors(github, query), errors(FAKE, query)) == ([], [])
 
 
 def _named(schema: GraphQLSchema, name: str) -> GraphQLNamedType:
