@@ -51,3 +51,22 @@ async def test_an_endless_x_next_page_chain_stops_at_the_page_cap(
 
 async def iids_of(gl: GitLabEndpoint) -> set[int]:
     return {int(str(t["taskId"]).rsplit("#", 1)[1]) for t in await gl.all_tasks()}
+
+
+async def test_an_endless_all_pages_read_stops_at_the_page_cap(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    """Before: an issue's notes (read for its evidence, every page) paged forever."""
+    iid = int(gitlab.add_issue(PROJECT, "Mentioned everywhere")["iid"])
+    gitlab.add_note(PROJECT, iid, "mentioned in commit abc123")
+    notes = f"{ISSUES}/{iid}/notes"
+    gitlab.endless_pages = notes
+    async with open_gitlab(
+        gitlab, gitlab_url, tmp_path / "bridge", presence=presence, max_pages=CAP
+    ) as gl:
+        await poll_past_page_cap(gl, lambda: len(gitlab.calls("GET", notes)), CAP)
+        assert (await gl.sync.checkpoint()).get("cursor") is None  # its page was not taken
+
+        gitlab.endless_pages = None
+        await gl.poll()
+        assert await iids_of(gl) == {iid}
