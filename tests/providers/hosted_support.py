@@ -8,6 +8,7 @@ Each tracker's ``_support`` module binds these to its fake and its config sectio
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -23,7 +24,7 @@ from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.hosted.assemble import Hosted
-from cotal_tasks.providers.hosted.http import TrackerHttp
+from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
 from tests.bridge._support import OPERATOR, Client, DictPresence
@@ -295,3 +296,21 @@ async def hosted_wire(
                 yield server.url, running, nc, Space(nc.jetstream(), wire.SPACE)
             finally:
                 await nc.close()
+
+
+async def poll_past_page_cap(
+    endpoint: HostedEndpoint[Any], asked: Callable[[], int], cap: int
+) -> None:
+    """Poll a tracker whose listing never ends, ``max_pages = cap``: the poll fails (not
+    hangs) with the key and its remedy, in its error and in the endpoint's health, and
+    ``asked()`` (the listing requests the fake took) is the cap: nothing past it was sent."""
+    with pytest.raises(TrackerHttpError) as caught:
+        async with asyncio.timeout(30):
+            await endpoint.poll()
+    assert asked() == cap
+    assert caught.value.status is None
+    assert f"past {cap} pages (max_pages)" in caught.value.message
+    assert "raise max_pages" in caught.value.message
+    failing = endpoint.store.health.failing
+    assert failing is not None
+    assert "max_pages" in failing

@@ -170,6 +170,9 @@ class Ctx:
         total_pages = max(1, -(-total // per_page))
         out_of_range = counted and page > total_pages
         next_page = page + 1 if page * per_page < total else None
+        if self.fake.endless_pages == self.raw_path:
+            next_page, out_of_range = page + 1, False
+            page = min(page, total_pages)
         prev_page = page - 1 if page > 1 and not out_of_range else None
         headers = {
             "x-page": str(page),

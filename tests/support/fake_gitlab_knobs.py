@@ -21,7 +21,10 @@ class FakeGitLabKnobs(FakeTracker):
     - ``exclusive_scoped_labels`` (Premium: one label per ``scope::``; ``False``: Free,
       where several ``workflow::`` labels coexist),
     - ``single_assignee`` (Free: an issue keeps only the first id of ``assignee_ids``, as
-      GitLab's issuable service does without the multiple-assignees licence).
+      GitLab's issuable service does without the multiple-assignees licence),
+    - ``endless_pages`` (a listing's path as sent, e.g. the project's issues: each of its
+      offset pages names an ``x-next-page``, and a page past the end answers the last
+      page again, as a server or a proxy that pages forever would; ``None``: none).
     """
 
     default_retry_after = 1
@@ -48,6 +51,7 @@ class FakeGitLabKnobs(FakeTracker):
         self.count_limit = 10_000
         self.exclusive_scoped_labels = exclusive_scoped_labels
         self.single_assignee = False
+        self.endless_pages: str | None = None
 
     # -- knobs -------------------------------------------------------------------------
 

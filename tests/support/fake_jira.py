@@ -192,11 +192,13 @@ class FakeJira(FakeJiraState):
         token = body.get("nextPageToken")
         offset = int(base64.b64decode(token).decode().split(":")[1]) if token else 0
         size = min(int(body.get("maxResults") or 50), self.page_size_cap)
+        if self.endless_pages:
+            offset = min(offset, max(0, len(matched) - size))
         page = matched[offset : offset + size]
         fields = body.get("fields")
         props = body.get("properties") or []
         found: dict[str, Any] = {
-            "isLast": offset + size >= len(matched),
+            "isLast": offset + size >= len(matched) and not self.endless_pages,
             "issues": [self.issue_json(i, fields, props) for i in page],
         }
         if not found["isLast"]:

@@ -125,6 +125,9 @@ class FakeJiraState(FakeTracker):
         self.next_number = 1
         self.next_id = 10000
         self.page_size_cap = 100
+        # Every search page names a next token, and a token past the end answers the last
+        # page again: a site (or a proxy) whose search never says ``isLast``.
+        self.endless_pages = False
 
     # -- what a test does on the site ---------------------------------------------
     def add_issue(self, where: str, title: str, body: str | None = None) -> Issue:

@@ -23,7 +23,7 @@ from cotal_tasks.providers.hosted.http import (
     retry_after,
 )
 from cotal_tasks.providers.hosted.tracker import IssueGone
-from cotal_tasks.providers.hosted.walk import Steps
+from cotal_tasks.providers.hosted.walk import PageCap, Steps
 
 PER_PAGE = 100
 PROJECT_STATUS_QUERY = """
@@ -118,7 +118,8 @@ class GitHubClient:
         step past, is followed by its page number. Should an issue read there come
         again later with a newer ``updated_at`` (edited meanwhile, so the rest of that
         timestamp shifted back a place), the walk ends by reading from that timestamp
-        once more.
+        once more. The walk, steps and restarts alike, reads at most ``max_pages`` pages
+        (``PageCap``): a listing that names a next page forever ends with an error.
         """
         if etag is not None:
             probe = await self.http.request("GET", etag[0], headers={"If-None-Match": etag[1]})
@@ -127,7 +128,9 @@ class GitHubClient:
                 return
         url: str | None = self._listing_url(since)
         steps = Steps("number")
+        cap = PageCap(self.http)
         while url is not None:
+            cap.take(self._path("/issues"))
             response = await self.http.request("GET", url)
             yield response
             following = response.links.get("next", {}).get("url")

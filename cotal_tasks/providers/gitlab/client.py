@@ -20,7 +20,7 @@ from cotal_tasks.providers.hosted.http import (
     retry_after,
 )
 from cotal_tasks.providers.hosted.tracker import IssueGone
-from cotal_tasks.providers.hosted.walk import Steps
+from cotal_tasks.providers.hosted.walk import PageCap, Steps
 
 PER_PAGE = 100
 
@@ -70,6 +70,7 @@ class GitLabClient:
         page 1 ``updated_after`` the last ``updated_at`` read (inclusive: the boundary
         comes again), which also keeps every request far from GitLab's offset limit;
         only a page that is one timestamp throughout is followed by its page number.
+        However it pages, the walk reads at most ``max_pages`` pages (``PageCap``).
         """
         params: dict[str, Any] = {"order_by": "updated_at", "sort": "asc", "per_page": PER_PAGE}
         if resource == "/issues":
@@ -81,7 +82,9 @@ class GitLabClient:
         url: str | None = self._path(resource)
         query: Mapping[str, Any] | None = params
         steps = Steps("iid")
+        cap = PageCap(self.http)
         while url is not None:
+            cap.take(self._path(resource))
             response = await self.http.request("GET", url, params=query)
             yield response
             if "x-page" not in response.headers and "x-next-page" not in response.headers:
@@ -165,13 +168,15 @@ class GitLabClient:
     async def every_page(
         self, tail: str, params: Mapping[str, Any] | None = None
     ) -> tuple[list[Any], int]:
-        """``_every_page`` and the number of requests it took."""
+        """``_every_page`` and the number of requests it took (at most ``max_pages``)."""
         found: list[Any] = []
         first = {"per_page": PER_PAGE, **(params or {})}
         url: str | None = self._path(tail)
         query: Mapping[str, Any] | None = first
         requests = 0
+        cap = PageCap(self.http)
         while url is not None:
+            cap.take(self._path(tail))
             response = await self.http.request("GET", url, params=query)
             requests += 1
             found.extend(as_list(response.json()))

@@ -46,7 +46,7 @@ class HostedConfig(Closed):
     request_timeout_s: Annotated[float, Field(gt=0)] = 30.0  # each wait for a byte
     # One request, its whole answer included (a peer dripping a byte every few seconds
     # never trips request_timeout_s); the largest answer taken (decoded); the most pages
-    # one Link pagination follows.
+    # one walk of a listing reads, however it pages (Link, page number, token, restart).
     request_deadline_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
     max_response_bytes: Annotated[int, Field(ge=1 << 16, le=1 << 30)] = 32 << 20
     max_pages: Annotated[int, Field(ge=1, le=100_000)] = 1000

@@ -168,13 +168,7 @@ class TrackerHttp:
         self._check_origin(method, url, path)
         page = self._pages.pop(url, 1)
         if page > self.max_pages:
-            raise TrackerHttpError(
-                None,
-                f"the listing runs past {self.max_pages} pages (max_pages); stopped there. "
-                "Check api_url points at the tracker, or raise max_pages",
-                method=method,
-                path=path,
-            )
+            raise too_many_pages(self.max_pages, method=method, path=path)
 
         def wait(state: RetryCallState) -> float:
             outcome = state.outcome
@@ -298,3 +292,15 @@ class TrackerHttp:
             request=request,
             extensions=streamed.extensions,
         )
+
+
+def too_many_pages(max_pages: int, *, method: str, path: str) -> TrackerHttpError:
+    """The refusal of a listing's page past ``max_pages``: nothing past it was asked."""
+    return TrackerHttpError(
+        None,
+        f"the listing runs past {max_pages} pages (max_pages); stopped there, the sync "
+        "resumes from its last page read on the next poll. Check api_url points at the "
+        "tracker, or raise max_pages",
+        method=method,
+        path=path,
+    )

@@ -8,6 +8,11 @@ through a run of issues that share one timestamp, which a timestamp cannot step 
 ``Steps`` watches such runs: should an issue read there come again with a newer
 ``updated_at``, the run may have shifted, and the walk reads from that timestamp once
 more before it ends.
+
+``PageCap`` bounds one walk, whatever its pagination (a ``Link`` URL, a page number, a
+token, a restart from a timestamp): each request of the walk is a page, and the page
+past ``max_pages`` is refused before it is asked, so a tracker (or a proxy) that names a
+next page forever ends the poll with an error, the cursor at the last page read.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cotal_tasks.providers.hosted.boundary import as_int, as_stamp
+from cotal_tasks.providers.hosted.http import TrackerHttp, too_many_pages
 
 MAX_RESTARTS = 3  # walks again from a disturbed timestamp at most this often
 
@@ -53,3 +59,17 @@ class Steps:
         self.stepped.clear()
         self.stepping = False
         return since
+
+
+class PageCap:
+    """The pages one walk of a listing has asked, at most ``http.max_pages``."""
+
+    def __init__(self, http: TrackerHttp) -> None:
+        self.limit = http.max_pages
+        self.asked = 0
+
+    def take(self, path: str, method: str = "GET") -> None:
+        """Count the page about to be asked for ``path``; past the cap, refuse it."""
+        if self.asked >= self.limit:
+            raise too_many_pages(self.limit, method=method, path=path)
+        self.asked += 1

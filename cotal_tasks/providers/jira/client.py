@@ -26,12 +26,12 @@ from cotal_tasks.providers.hosted.http import (
     retry_after,
 )
 from cotal_tasks.providers.hosted.tracker import IssueGone
+from cotal_tasks.providers.hosted.walk import PageCap
 
 log = logging.getLogger(__name__)
 
 API = "rest/api/3"
 SEARCH = f"{API}/search/jql"
-MAX_PAGES = 10_000  # a walk never follows more tokens than this
 
 
 def reset_wait(headers: Mapping[str, str], now_s: float) -> float | None:
@@ -110,9 +110,13 @@ class JiraClient:
         *,
         limit: int | None = None,
         properties: Sequence[str] = (),
-        pages: int = MAX_PAGES,
+        pages: int | None = None,
+        cap: PageCap | None = None,
     ) -> AsyncIterator[Mapping[str, Any]]:
-        """The pages of a JQL search, following ``nextPageToken`` until ``isLast``."""
+        """The pages of a JQL search, following ``nextPageToken`` until ``isLast``: the
+        first ``pages`` only, when the caller wants no more; otherwise every page, up to
+        the walk's ``cap`` (``max_pages``, its own unless the caller shares one between
+        searches), past which the search ends with an error."""
         body: dict[str, Any] = {
             "jql": jql,
             "fields": list(fields),
@@ -120,7 +124,13 @@ class JiraClient:
         }
         if properties:
             body["properties"] = list(properties)
-        for _ in range(pages):
+        if pages is None and cap is None:
+            cap = PageCap(self.http)
+        asked = 0
+        while pages is None or asked < pages:
+            if cap is not None:
+                cap.take(SEARCH, "POST")
+            asked += 1
             page = as_dict(await self._json("POST", SEARCH, json=body))
             yield page
             token = as_str(page.get("nextPageToken"))

@@ -34,6 +34,7 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackerChange,
     TrackerRefused,
 )
+from cotal_tasks.providers.hosted.walk import PageCap
 from cotal_tasks.providers.jira import mapping, workflow
 from cotal_tasks.providers.jira.client import PROPERTY, JiraClient
 from cotal_tasks.providers.jira.config import JiraConfig
@@ -145,12 +146,13 @@ class JiraTracker:
         highest = as_ms(cursor) if cursor else 0
         start = highest - overlap if cursor else None
         read: dict[str, int] = {}  # this poll's keys and their updated
+        cap = PageCap(self.client.http)  # one walk, its rewalks included
         for _ in range(REWALKS + 1):
             since = None if start is None else await self._minute(start)
             bound = f' AND updated >= "{since}"' if since else ""
             jql = f"{self._scope()}{bound} ORDER BY updated ASC, key ASC"
             restart: int | None = None
-            async for page in self.client.search(jql, mapping.FIELDS):
+            async for page in self.client.search(jql, mapping.FIELDS, cap=cap):
                 issues: list[TrackedIssue] = []
                 for item in self.boundary.page(page.get("issues"), "the issue search"):
                     key = as_str(as_dict(item).get("key"))
