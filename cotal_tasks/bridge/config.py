@@ -23,8 +23,8 @@ from cotal_tasks.bridge.config_errors import problems
 from cotal_tasks.bridge.logs import LogFormat, LogLevel
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import LIFECYCLE_UID, Principal
+from cotal_tasks.core.models import Settings as Closed
 from cotal_tasks.providers import registry
-from cotal_tasks.providers.provider import Settings as Closed
 
 if TYPE_CHECKING:
     ProviderSettings = BaseModel

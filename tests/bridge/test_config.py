@@ -10,11 +10,10 @@ from pydantic import BaseModel
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig, load_config
 from cotal_tasks.core import ContractError, ErrorCode, Task
-from cotal_tasks.core.models import CLOSED, Record
+from cotal_tasks.core.models import CLOSED, Record, Settings
 from cotal_tasks.providers.board import BoardConfig
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
-from cotal_tasks.providers.provider import Settings
 from cotal_tasks.providers.registry import PROVIDERS, provider
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from cotal_tasks.providers.provider import Settings
+from cotal_tasks.core.models import Settings
 
 
 class BoardConfig(Settings):

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from cotal_tasks.core import TaskStatus
 from cotal_tasks.core.identity import Principal
-from cotal_tasks.providers.provider import Settings
+from cotal_tasks.core.models import Settings
 
 Closed = Settings  # the settings base every provider shares (providers.provider)
 

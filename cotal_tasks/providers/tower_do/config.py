@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from cotal_tasks.core.identity import Principal
-from cotal_tasks.providers.provider import Settings
+from cotal_tasks.core.models import Settings
 
 Identity = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[^\r\n\u2028\u2029\x00]+$")]
 
