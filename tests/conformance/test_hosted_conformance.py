@@ -1,16 +1,20 @@
-"""Section 6 of the tasks endpoint contract against a GitHub- and a GitLab-backed endpoint,
-over the real wire: a nats-server, the real bridge serving a ``provider = "github"`` or
-``"gitlab"`` endpoint whose store is a mirror of the fake tracker (served on loopback, its
-sync loop running), and callers speaking the wire. Each check runs the conformance
-runner's own check (``section6.passes``, the one ``cotal-tasks conformance`` and the board
-suite run, so they cannot drift), then asserts what the tracker itself was made to hold.
-Every test runs once per tracker (``tests.conformance.trackers`` says what differs).
+"""Section 6 of the tasks endpoint contract against a GitHub-, a GitLab- and a Jira-backed
+endpoint, over the real wire: a nats-server, the real bridge serving a ``provider =
+"github"``, ``"gitlab"`` or ``"jira"`` endpoint whose store is a mirror of the fake
+tracker (served on loopback, its sync loop running), and callers speaking the wire. Each
+check runs the conformance runner's own check (``section6.passes``, the one
+``cotal-tasks conformance`` and the board suite run, so they cannot drift), then asserts
+what the tracker itself was made to hold. Every test runs once per tracker
+(``tests.support.trackers`` says what differs: Jira claims by assigning and taking the
+transition into In Progress, so its claim mark is that status where the others' is a
+label, and its positive path ends Done, resolution Done).
 Checks 18 to 24 assert their steps of one run of the positive path, run once.
 
 The seat directories map some of the callers the checks use to tracker accounts
 (GitHub: ``local.worker`` → ``octobot``, ``local.w`` → ``hubot``; GitLab: ``local.worker``
-→ ``worker-bot``, ``local.w`` → ``w-bot``, ``local.holder`` → ``holder-bot``), so claims
-by those seats assign on the tracker and the others only label.
+→ ``worker-bot``, ``local.w`` → ``w-bot``, ``local.holder`` → ``holder-bot``; Jira: the
+same three seats to Atlassian accounts), so claims by those seats assign on the tracker
+and the others only label (on Jira: only move the issue In Progress).
 
 What holds, what differs, and why (nothing is skipped; where a check cannot hold as
 written, a test asserts the documented alternative):
@@ -108,7 +112,7 @@ async def test_check_01_describe_lists_eight_commands(mesh: Mesh) -> None:
 
 async def test_check_02_list_tasks_on_empty_board(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "02")
-    (listing,) = mesh.fake.calls("GET", side.issues_path)  # the empty board: no issues
+    (listing,) = side.listings(mesh.fake)  # the empty board: no issues
     assert listing.status == 200
 
 
@@ -169,13 +173,13 @@ async def test_check_05_my_tasks_self_and_untargeted(mesh: Mesh) -> None:
 async def test_check_06_claim_binds_caller_and_repeats_same_record(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "06")
     issue = claimed_once(side, mesh, "Claim me", "worker")
-    assert (issue.assignees, issue.labels) == (side.accounts("worker"), [side.claimed])
+    assert (side.assignees(issue), side.marks(issue)) == (side.accounts("worker"), [side.claimed])
 
 
 async def test_check_07_claim_of_foreign_task_is_conflict(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "07")
     issue = claimed_once(side, mesh, "Contested", "holder")
-    assert issue.assignees == side.accounts("holder")
+    assert side.assignees(issue) == side.accounts("holder")
 
 
 async def test_check_08_update_of_foreign_task_is_denied_and_unchanged(
@@ -183,19 +187,19 @@ async def test_check_08_update_of_foreign_task_is_denied_and_unchanged(
 ) -> None:
     await section6.passes(mesh, "08")
     issue = claimed_once(side, mesh, "Not yours", "holder")
-    assert (issue.state, side.notes(issue), side.body(issue)) == (side.open_state, [], None)
+    assert (side.state(issue), side.notes(issue), side.body(issue)) == (side.open_state, [], None)
 
 
 async def test_check_09_operator_bind_records_target_triple(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "09-operator")
     issue = side.issue_titled(mesh.fake, "Bind me")
-    assert (issue.assignees, issue.labels) == (side.accounts("worker"), [side.claimed])
+    assert (side.assignees(issue), side.marks(issue)) == (side.accounts("worker"), [side.claimed])
 
 
 async def test_check_10_new_incarnation_does_not_inherit_binding(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "10")
     issue = side.issue_titled(mesh.fake, "Outlives its seat")
-    assert issue.assignees == side.accounts("worker")  # whichever incarnation
+    assert side.assignees(issue) == side.accounts("worker")  # whichever incarnation
 
     def retitle(title: str) -> None:
         side.retitle(mesh.fake, issue, title)
@@ -210,7 +214,7 @@ async def test_check_11_environment_three_outcomes(side: Side, mesh: Mesh) -> No
     # Each claim and bind labelled its issue; no environment reached the tracker.
     sent = json.dumps([r.body for r in mesh.fake.writes])
     for issue in side.issues(mesh.fake):
-        assert issue.labels == [side.claimed]
+        assert side.marks(issue) == [side.claimed]
         assert "k8s://" not in json.dumps(side.notes(issue))
     assert "k8s://" not in sent
     assert "user:pass" not in sent
@@ -253,7 +257,7 @@ async def test_check_15_create_refuses_bound_statuses(mesh: Mesh) -> None:
 async def test_check_16_update_to_open_while_bound_is_bad_request(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "16")
     issue = claimed_once(side, mesh, "Stay bound", "worker")
-    assert (issue.state, issue.assignees, issue.labels) == (
+    assert (side.state(issue), side.assignees(issue), side.marks(issue)) == (
         side.open_state,
         side.accounts("worker"),
         [side.claimed],
@@ -265,7 +269,8 @@ async def test_check_17_administer_unbind_reopens_and_clears_binding(
 ) -> None:
     await section6.passes(mesh, "17")
     issue = side.issue_titled(mesh.fake, "Seat is gone")
-    assert (issue.state, issue.assignees, issue.labels) == (side.open_state, [], [])
+    held = (side.state(issue), side.assignees(issue), side.marks(issue))
+    assert held == (side.open_state, [], [])
     assert side.notes(issue) == ["Seat is gone."]
 
 
@@ -291,7 +296,7 @@ async def test_checks_18_to_24_and_what_the_tracker_shows(side: Side, mesh: Mesh
 
     issue = side.issue_titled(mesh.fake, "Ship the parser")
     assert side.closed_as_done(mesh.fake, issue)
-    assert (issue.assignees, issue.labels) == (side.accounts("w"), [])
+    assert (side.assignees(issue), side.marks(issue)) == (side.accounts("w"), [])
     assert side.notes(issue) == [
         f"Evidence:\n- run: {RUN_REF}",
         "Waiting on review.",
@@ -299,7 +304,7 @@ async def test_checks_18_to_24_and_what_the_tracker_shows(side: Side, mesh: Mesh
         "Merged.",
     ]
     statuses = [run.records[step]["statusSource"] for step in run.records]
-    assert statuses == [side.claimed, side.blocked, side.blocked, "closed"]
+    assert statuses == [side.claimed, side.blocked, side.blocked, side.closed_source]
     await hosted.echoes_change_nothing(mesh)
 
 
@@ -348,7 +353,7 @@ async def test_what_the_tracker_cannot_hold_is_lost_by_a_fresh_import(
         reborn = seat("worker", 9)
         presence.put(reborn, environment="k8s://cluster-a/ns/team-7")
         mesh.fake.advance(30)
-        mesh.fake.touch(side.prefix, int(mapped["taskId"].rsplit("#", 1)[1]))
+        side.touch(mesh.fake, int(mapped["taskId"].rsplit("#", 1)[1]))
         side.retitle(mesh.fake, side.issue_titled(mesh.fake, held["title"]), held["title"] + ".")
         await fresh.poll()
         again = await fresh.client.get(mapped["taskId"])

@@ -1,8 +1,8 @@
 """The store harness the behaviour suite runs on: one ``TaskStore`` per kind of store.
 
 ``harness`` is parametrized over the in-memory store, the SQLite board, the PostgreSQL
-board, and the hosted stores of both trackers (a ``HostedStore`` over a fresh SQLite
-mirror, its tracker the fake GitHub or the fake GitLab, built by the bridge's own
+board, and the hosted stores of the three trackers (a ``HostedStore`` over a fresh SQLite
+mirror, its tracker the fake GitHub, GitLab or Jira, built by the bridge's own
 ``build_endpoint``).
 A hosted store assigns the id of a task it creates (the tracker numbers a new issue), so
 the harness's ``create(n)`` returns the id the store assigned.
@@ -34,13 +34,16 @@ from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.hosted.assemble import Hosted
+from cotal_tasks.providers.jira.config import JiraConfig
 from cotal_tasks.providers.memory import MemoryStore
 from cotal_tasks.providers.store import Committed, IdempotencyKey, TaskStore, Write
 from tests.bridge._support import DictPresence
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_gitlab import FakeGitLab
+from tests.support.fake_jira import FakeJira
+from tests.support.fake_jira_state import PROJECT as JIRA_PROJECT
 
-Kind = Literal["memory", "sqlite", "postgres", "github", "gitlab"]
+Kind = Literal["memory", "sqlite", "postgres", "github", "gitlab", "jira"]
 # The hosted kinds run their tracker's fake in-process, a second a test: the slow lane.
 STORE_KINDS = (
     "memory",
@@ -48,6 +51,7 @@ STORE_KINDS = (
     pytest.param("postgres", marks=pytest.mark.postgres),
     pytest.param("github", marks=pytest.mark.slow),
     pytest.param("gitlab", marks=pytest.mark.slow),
+    pytest.param("jira", marks=pytest.mark.slow),
 )
 NOW = 1_780_000_000_000
 SPACE = "demo"
@@ -71,12 +75,13 @@ class StoreHarness:
     reopen_store: Callable[[], Awaitable[TaskStore]]
     github: FakeGitHub | None = None
     gitlab: FakeGitLab | None = None
+    jira: FakeJira | None = None
     hosted_parts: Hosted | None = None
     assigned: dict[int, str] = field(default_factory=dict)
 
     @property
     def hosted(self) -> bool:
-        return self.kind in ("github", "gitlab")
+        return self.kind in ("github", "gitlab", "jira")
 
     async def commit_new(self, task: Task, idempotency: IdempotencyKey | None = None) -> Committed:
         """Commit ``task`` as created (``create-task`` by ``local.op/x``)."""
@@ -101,6 +106,8 @@ class StoreHarness:
             return len(self.github.writes)
         if self.gitlab is not None:
             return len(self.gitlab.writes)
+        if self.jira is not None:
+            return len(self.jira.writes)
         return 0
 
     def tracker_issues(self) -> int:
@@ -108,6 +115,8 @@ class StoreHarness:
             return len(self.github.repos[GITHUB_REPO].issues)
         if self.gitlab is not None:
             return len(self.gitlab.project(GITLAB_PROJECT).issues)
+        if self.jira is not None:
+            return len(self.jira.issues)
         return 0
 
     def next_hosted_id(self) -> str:
@@ -116,6 +125,8 @@ class StoreHarness:
             return f"{GITHUB_REPO}#{self.github.repos[GITHUB_REPO].next_number}"
         if self.gitlab is not None:
             return f"{GITLAB_PROJECT}#{self.gitlab.project(GITLAB_PROJECT).next_iid}"
+        if self.jira is not None:
+            return f"{JIRA_PROJECT}#{self.jira.next_number}"
         raise AssertionError("a board has no tracker")
 
     async def sync(self) -> None:
@@ -140,6 +151,11 @@ def _endpoint(kind: Kind, api_url: str) -> EndpointConfig:
         return EndpointConfig(
             name="com.acme.github",
             settings=GitHubConfig(repository=GITHUB_REPO, **common),
+        )
+    if kind == "jira":
+        return EndpointConfig(
+            name="com.acme.jira",
+            settings=JiraConfig(project=JIRA_PROJECT, email="bridge@example.com", **common),
         )
     return EndpointConfig(
         name="com.acme.gitlab",
@@ -213,10 +229,15 @@ async def harness(
         return
     github = FakeGitHub() if kind == "github" else None
     gitlab = FakeGitLab(projects=(GITLAB_PROJECT,)) if kind == "gitlab" else None
-    fake = github or gitlab
+    jira = FakeJira() if kind == "jira" else None
+    fake = github or gitlab or jira
     assert fake is not None
     monkeypatch.setenv(HARNESS_TOKEN_ENV, fake.token)
-    api_url = "http://fake-github" if github is not None else "http://fake-gitlab/api/v4"
+    api_url = {
+        "github": "http://fake-github",
+        "gitlab": "http://fake-gitlab/api/v4",
+        "jira": "http://fake-jira",
+    }[kind]
     fake.api_url = api_url  # the links the fake writes name the URL it is reached at
     app = fake.app
     parts: list[Hosted] = [await _hosted(kind, url, api_url, tmp_path, app)]
@@ -234,6 +255,7 @@ async def harness(
         reopen_hosted,
         github=github,
         gitlab=gitlab,
+        jira=jira,
         hosted_parts=parts[0],
     )
     try:

@@ -41,9 +41,14 @@ from cotal_tasks.providers.store import (
 from tests.conftest import seat
 from tests.providers.conftest import NOW, StoreHarness, new_task
 
-# The label a hosted store's tracker carries for a claimed task, which becomes the
-# record's statusSource when the tracker reads it back.
-CLAIMED_SOURCE = {"github": "in-progress", "gitlab": "workflow::in progress"}
+# The label a hosted store's tracker carries for a claimed task (Jira's: the workflow
+# status it moves the issue to), which becomes the record's statusSource when the
+# tracker reads it back.
+CLAIMED_SOURCE = {
+    "github": "in-progress",
+    "gitlab": "workflow::in progress",
+    "jira": "In Progress",
+}
 # What a record asked for, as opposed to what a hosted store fills in from its tracker
 # (the id, the timestamps, statusSource).
 ASKED = {"version", "space", "title", "brief", "status", "binding", "evidence"}

@@ -92,6 +92,9 @@ class FakeJira(FakeJiraState):
         failure = self.scripted_failure(method, path, dict(request.query_params))
         if failure is not None:
             return self._scripted(failure.status, failure.retry_after, failure.message)
+        limited = self._over_budget()
+        if limited is not None:
+            return limited
         if (
             method in ("POST", "PUT", "DELETE")
             and self.refusal
@@ -105,6 +108,20 @@ class FakeJira(FakeJiraState):
                 return handler(*match.groups(), params=params, body=body)
         return _error(404, f"No route for {method} {path}")
 
+    def _over_budget(self) -> Reply | None:
+        """With a budget set (``set_rate_limit``), each request spends one until the
+        window resets; past it, a 429 whose ``Retry-After`` is the rest of the window."""
+        if self.rate_budget is None:
+            return None
+        rest = self.rate_reset_s - self.clock.seconds
+        if rest <= 0:
+            self.rate_budget = None
+            return None
+        if self.rate_budget == 0:
+            return self._scripted(429, int(rest), None)
+        self.rate_budget -= 1
+        return None
+
     def _scripted(self, status: int, retry_after: int | None, message: str | None) -> Reply:
         headers: dict[str, str] = {}
         if status == 429:
@@ -115,7 +132,7 @@ class FakeJira(FakeJiraState):
                 "X-RateLimit-Reset": reset.strftime("%Y-%m-%dT%H:%MZ"),
                 "RateLimit-Reason": "jira-burst-based",
             }
-        if retry_after is not None:
+        if retry_after is not None and status in (429, 503):  # where Jira documents it
             headers["Retry-After"] = str(retry_after)
         reply = _error(status, message or "Rate limit exceeded.")
         return Reply(reply.status, reply.body, headers)

@@ -108,7 +108,7 @@ class Issue:
 class FakeJiraState(FakeTracker):
     """The state half of ``FakeJira`` (``fake_jira``): issues and their changes."""
 
-    default_retry_after = 30
+    default_retry_after = 1
     api_prefix = ""
     client_url = "http://fake-jira"
     api_url = "http://fake-jira"
@@ -128,6 +128,8 @@ class FakeJiraState(FakeTracker):
         # Every search page names a next token, and a token past the end answers the last
         # page again: a site (or a proxy) whose search never says ``isLast``.
         self.endless_pages = False
+        self.rate_budget: int | None = None  # requests left in the window (None: no limit)
+        self.rate_reset_s = 0.0
 
     # -- what a test does on the site ---------------------------------------------
     def add_issue(self, where: str, title: str, body: str | None = None) -> Issue:
@@ -138,6 +140,27 @@ class FakeJiraState(FakeTracker):
         self.issues[issue.number] = issue
         self.next_number += 1
         return issue
+
+    def bulk_issues(self, where: str, n: int, *, step: int = 60) -> list[int]:
+        """``n`` issues created ``step`` s apart, the last at now, each updated half a step
+        after creation (its own minute at the default step); every fifth Done (resolution
+        Done), every seventh otherwise In Progress with nobody assigned. Their numbers."""
+        start = self.clock.ms - (n - 1) * step * 1000
+        numbers = []
+        for k in range(n):
+            issue = self.add_issue(where, f"Bulk issue {k + 1}", f"Seen in build {1000 + k}.")
+            issue.created_ms = start + k * step * 1000
+            issue.updated_ms = min(issue.created_ms + step * 500, self.clock.ms)
+            if (k + 1) % 5 == 0:
+                issue.status, issue.resolution = "Done", "Done"
+            elif (k + 1) % 7 == 0:
+                issue.status = "In Progress"
+            numbers.append(issue.number)
+        return numbers
+
+    def set_rate_limit(self, remaining: int, *, reset_in: int = 60) -> None:
+        """``remaining`` requests until ``now + reset_in`` s; past them, 429s until then."""
+        self.rate_budget, self.rate_reset_s = remaining, self.clock.seconds + reset_in
 
     def advance(self, seconds: int = 1) -> int:
         return self.clock.advance(seconds)

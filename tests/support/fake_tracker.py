@@ -82,9 +82,10 @@ class RecordedRequest:
 
     @property
     def is_write(self) -> bool:
-        """A request that changes state (a GraphQL query is a POST, but reads)."""
+        """A request that changes state (a GraphQL query and a Jira JQL search are POSTs,
+        but read)."""
         return self.method in ("POST", "PATCH", "PUT", "DELETE") and not self.path.endswith(
-            "/graphql"
+            ("/graphql", "/search/jql")
         )
 
     def matches(

@@ -1,7 +1,11 @@
-"""The two hosted trackers side by side, for the suites written once and run against each:
-one ``Side`` per tracker says how to make and serve its fake, open an endpoint or a bridge
-on it, and read back what an issue holds (its state, assignees, labels, user comments or
-notes, and the writes that reached it).
+"""The hosted trackers side by side, for the suites written once and run against each:
+one ``Side`` (``tests.support.tracker_sides``) per tracker says how to make and serve its
+fake, open an endpoint or a bridge on it, and read back what an issue holds (its state,
+assignees, the marks a claim leaves, user comments or notes, and the writes that reached
+it). Where the trackers differ in kind (GitHub and GitLab list issues with a GET of
+numbered paths and claim with a label; Jira searches with a POST, names issues by key and
+claims by workflow status), a small hook of the side says it; the defaults are GitHub's
+and GitLab's.
 
 The fixtures ``tracker_side`` (once per tracker), ``tracker_fake`` (its fake, the token in
 the environment) and ``tracker_url`` (the fake served on loopback) are a pytest plugin
@@ -9,165 +13,33 @@ the root ``conftest.py`` loads."""
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
-from pathlib import Path
+import re
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any, ClassVar
+from zoneinfo import ZoneInfo
 
 import pytest
 
-from cotal_tasks.bridge.config import EndpointConfig
-from tests.bridge._support import DictPresence
+from cotal_tasks.providers.jira import adf
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
-from tests.providers.hosted_support import HostedEndpoint, HostedMesh
-from tests.support.bridge import ENDPOINT
+from tests.providers.jira import _support as jr
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github import iso as github_iso
 from tests.support.fake_gitlab import FakeGitLab
 from tests.support.fake_gitlab import iso as gitlab_iso
+from tests.support.fake_jira import FakeJira
+from tests.support.fake_jira_state import PROJECT as JIRA_PROJECT
+from tests.support.fake_jira_state import STATUSES as JIRA_STATUSES
 from tests.support.fake_tracker import RecordedRequest, serve_on_loopback, unmarked
-
-
-@dataclass(frozen=True)
-class Tracker:
-    """What the conformance checks tell a permissioned bridge about its tracker."""
-
-    provider: str  # "github", "gitlab"
-    section: Callable[[str], str]  # api url -> the endpoint's TOML lines after its name
-    endpoint: Callable[[str], EndpointConfig]  # api url -> the bridge's endpoint config
-    labels_of: Callable[[Any, str], list[str]]  # (fake, issue title) -> its labels
-    claimed: str  # the label a claim or bind puts on the issue
-
-
-class Side(ABC):
-    """One tracker under the conformance checks. ``seats`` maps its accounts to the
-    callers the checks use; a caller without an account is only labelled on a claim."""
-
-    name: str  # "GitHub", "GitLab"
-    provider: str  # "github", "gitlab"
-    place: str  # the config key naming the repository or project: "repository", "project"
-    prefix: str  # the repository or project path task ids start with
-    issues_path: str  # the issue listing's path on the fake
-    seats: ClassVar[dict[str, str]]
-    claimed: str  # the label a claim or bind puts on an issue
-    blocked: str
-    open_state: str
-    token_env: str
-    revoked_token: str
-    tracker: Tracker  # the endpoint as check 9's broker half starts it
-
-    @abstractmethod
-    def make_fake(self) -> Any: ...
-
-    def __init__(
-        self,
-        config: Callable[[str], Any],  # api url -> the endpoint's tracker section
-        mesh: Callable[..., AbstractAsyncContextManager[HostedMesh[Any]]],
-        opener: Callable[..., AbstractAsyncContextManager[HostedEndpoint[Any]]],
-    ) -> None:
-        self._mesh, self._open = mesh, opener
-        provider = self.provider
-        self.tracker = Tracker(
-            provider=provider,
-            section=lambda api_url: (
-                f'provider = "{provider}"\n[endpoints.{provider}]\n{self.place} = "{self.prefix}"\n'
-                f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
-            ),
-            endpoint=lambda api_url: EndpointConfig(name=ENDPOINT, settings=config(api_url)),
-            labels_of=lambda fake, title: self.issue_titled(fake, title).labels,
-            claimed=self.claimed,
-        )
-
-    def mesh(
-        self, tmp_path: Path, fake: Any, api_url: str, **overrides: Any
-    ) -> AbstractAsyncContextManager[HostedMesh[Any]]:
-        return self._mesh(tmp_path, fake, api_url, seats=self.seats, **overrides)
-
-    def open_fresh(
-        self, fake: Any, api_url: str, data_dir: Path, presence: DictPresence
-    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]:
-        """An endpoint on a fresh mirror, with this side's seat directory."""
-        return self._open(fake, api_url, data_dir, presence=presence, seats=self.seats)
-
-    def open(
-        self, fake: Any, api_url: str, data_dir: Path, **overrides: Any
-    ) -> AbstractAsyncContextManager[HostedEndpoint[Any]]:
-        """An endpoint on a fresh mirror, its config as the provider tests default it."""
-        return self._open(fake, api_url, data_dir, **overrides)
-
-    @abstractmethod
-    def issues(self, fake: Any) -> list[Any]: ...
-
-    @abstractmethod
-    def number(self, issue: Any) -> int: ...
-
-    @abstractmethod
-    def notes(self, issue: Any) -> list[str]:
-        """The comments or notes a user (the bridge) wrote, without their write marks."""
-
-    @abstractmethod
-    def body(self, issue: Any) -> str | None: ...
-
-    @abstractmethod
-    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
-        """The writes one claim or bind by ``local.<actor>`` makes to issue ``n``."""
-
-    @abstractmethod
-    def add_issue(self, fake: Any, title: str, body: str) -> int: ...
-
-    @abstractmethod
-    def retitle(self, fake: Any, issue: Any, title: str) -> None: ...
-
-    @abstractmethod
-    def updated(self, fake: Any, n: int, back_s: int = 0) -> str:
-        """Issue ``n``'s last update, ``back_s`` seconds earlier, as the tracker writes times."""
-
-    @abstractmethod
-    def remove(self, fake: Any, n: int) -> None:
-        """Issue ``n`` is gone from the tracker's lists (deleted, moved or hidden)."""
-
-    @abstractmethod
-    def drop(self, fake: Any, issue: Any) -> str:
-        """Close ``issue`` as not done on the tracker; returns the statusSource it maps to."""
-
-    @abstractmethod
-    def closed_as_done(self, fake: Any, issue: Any) -> bool:
-        """Whether the bridge closed ``issue`` as completed."""
-
-    def refuse_next_listing(self, fake: Any) -> None:
-        """The next issue listing is refused (403, not a rate limit)."""
-        fake.fail_next(status=403, message="403 Forbidden", path=self.issues_path)
-
-    def accounts(self, actor: str) -> list[str]:
-        """The assignees a claim by ``local.<actor>`` leaves on an issue."""
-        return [login for login, principal in self.seats.items() if principal == f"local.{actor}"]
-
-    def task_id(self, issue: Any) -> str:
-        return f"{self.prefix}#{self.number(issue)}"
-
-    def issue_titled(self, fake: Any, title: str) -> Any:
-        (issue,) = [i for i in self.issues(fake) if i.title == title]
-        return issue
-
-    def titles(self, fake: Any) -> list[str]:
-        return [i.title for i in self.issues(fake)]
-
-    def writes_to(self, fake: Any, issue: Any) -> list[RecordedRequest]:
-        """Writes to one issue after its creation."""
-        base = f"{self.issues_path}/{self.number(issue)}"
-        return [r for r in fake.writes if r.path == base or r.path.startswith(base + "/")]
-
-    def shape(self, fake: Any, issue: Any) -> list[tuple[str, str]]:
-        return [
-            (r.method, r.path.removeprefix(self.issues_path)) for r in self.writes_to(fake, issue)
-        ]
+from tests.support.tracker_sides import Side as Side
+from tests.support.tracker_sides import Tracker as Tracker
 
 
 class GitHubSide(Side):
     name, prefix, issues_path = "GitHub", gh.REPO, gh.ISSUES
+    listing = ("GET", gh.ISSUES)
     provider, place = "github", "repository"
     seats: ClassVar[dict[str, str]] = {"octobot": "local.worker", "hubot": "local.w"}
     claimed, blocked, open_state = "in-progress", "blocked", "open"
@@ -217,6 +89,7 @@ class GitHubSide(Side):
 
 class GitLabSide(Side):
     name, prefix, issues_path = "GitLab", gl.PROJECT, gl.ISSUES
+    listing = ("GET", gl.ISSUES)
     provider, place = "gitlab", "project"
     seats: ClassVar[dict[str, str]] = {
         "worker-bot": "local.worker",
@@ -271,7 +144,112 @@ class GitLabSide(Side):
         return (issue.state, issue.closed_by) == ("closed", fake.username)
 
 
-SIDES: dict[str, Side] = {"github": GitHubSide(), "gitlab": GitLabSide()}
+class JiraSide(Side):
+    """Jira names an issue by key (``DEMO-3``), lists by a JQL search (a POST), and claims
+    by assigning and taking the workflow's transition into In Progress: its claim mark is
+    that status, not a label."""
+
+    name, prefix, issues_path = "Jira", JIRA_PROJECT, "/rest/api/3/issue"
+    listing = ("POST", jr.SEARCH)
+    provider, place = "jira", "project"
+    seats: ClassVar[dict[str, str]] = {
+        "712020:acct-worker": "local.worker",
+        "712020:acct-w": "local.w",
+        "712020:acct-holder": "local.holder",
+    }
+    claimed, blocked, open_state, closed_source = "In Progress", "blocked", "open", "Done"
+    token_env, revoked_token = jr.TOKEN_ENV, "ATATT3xFfGF0-rotated-api-token"
+
+    def __init__(self) -> None:
+        super().__init__(
+            lambda api_url: jr.jira_config(api_url, seats=self.seats), jr.jira_mesh, jr.open_jira
+        )
+
+    def section(self, api_url: str) -> str:
+        seats = "".join(f'"{account}" = "{who}"\n' for account, who in self.seats.items())
+        return (
+            f'{super().section(api_url)}email = "bridge@example.com"\n'
+            f"[endpoints.jira.seats]\n{seats}"
+        )
+
+    def make_fake(self) -> FakeJira:
+        fake = FakeJira()
+        fake.assignable |= set(self.seats)
+        return fake
+
+    def issues(self, fake: FakeJira) -> list[Any]:
+        return list(fake.issues.values())
+
+    def number(self, issue: Any) -> int:
+        return int(issue.number)
+
+    def issue_path(self, n: int) -> str:
+        return f"{self.issues_path}/{JIRA_PROJECT}-{n}"
+
+    def probe_path(self) -> str:
+        return f"/rest/api/3/project/{JIRA_PROJECT}"
+
+    def notes(self, issue: Any) -> list[str]:
+        return [adf.to_text(c.body) or "" for c in issue.comments]
+
+    def body(self, issue: Any) -> str | None:
+        return adf.to_text(issue.description)
+
+    def assignees(self, issue: Any) -> list[str]:
+        return [] if issue.assignee is None else [issue.assignee]
+
+    def marks(self, issue: Any) -> list[str]:
+        category = JIRA_STATUSES[issue.status][0]
+        return [*issue.labels, *([issue.status] if category == "indeterminate" else [])]
+
+    def state(self, issue: Any) -> str:
+        return "closed" if JIRA_STATUSES[issue.status][0] == "done" else "open"
+
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        assigned = [("PUT", f"/{JIRA_PROJECT}-{n}/assignee")] if self.accounts(actor) else []
+        return [*assigned, ("POST", f"/{JIRA_PROJECT}-{n}/transitions")]
+
+    def add_issue(self, fake: FakeJira, title: str, body: str) -> int:
+        return fake.add_issue(JIRA_PROJECT, title, body).number
+
+    def retitle(self, fake: FakeJira, issue: Any, title: str) -> None:
+        issue.summary = title
+        fake.touch(issue)
+
+    def touch(self, fake: FakeJira, n: int) -> None:
+        fake.touch(fake.issue(n))
+
+    def updated(self, fake: FakeJira, n: int, back_s: int = 0) -> str:
+        """As the checkpoint's cursor holds it: UTC, milliseconds, ``Z``."""
+        at = datetime.fromtimestamp((fake.issue(n).updated_ms - back_s * 1000) / 1000, UTC)
+        return at.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+    def since(self, fake: FakeJira, n: int, back_s: int = 0) -> str:
+        """JQL compares to the minute, in the API user's zone."""
+        ms = fake.issue(n).updated_ms - back_s * 1000
+        return datetime.fromtimestamp(ms / 1000, ZoneInfo(fake.time_zone)).strftime(
+            "%Y-%m-%d %H:%M"
+        )
+
+    def page_args(self, request: RecordedRequest) -> dict[str, str]:
+        body = request.body if isinstance(request.body, dict) else {}
+        found = re.search(r'updated >= "([^"]+)"', str(body.get("jql", "")))
+        args = {"since": found.group(1)} if found else {}
+        token = body.get("nextPageToken")
+        return {**args, "nextPageToken": token} if isinstance(token, str) else args
+
+    def remove(self, fake: FakeJira, n: int) -> None:
+        fake.delete_issue(n)  # gone from every search; GET answers 404
+
+    def drop(self, fake: FakeJira, issue: Any) -> str:
+        fake.set_status(issue, "Done", "Won't Do")
+        return "Done/Won't Do"
+
+    def closed_as_done(self, fake: FakeJira, issue: Any) -> bool:
+        return (issue.status, issue.resolution) == ("Done", "Done")
+
+
+SIDES: dict[str, Side] = {"github": GitHubSide(), "gitlab": GitLabSide(), "jira": JiraSide()}
 
 
 @pytest.fixture(params=list(SIDES))

@@ -59,3 +59,15 @@ def make_fake() -> FakeJira:
 
 def searches(fake: FakeJira, since: int = 0) -> list[RecordedRequest]:
     return [r for r in fake.requests[since:] if r.matches("POST", SEARCH)]
+
+
+jira_mesh = hosted.mesh_opener(hosted.HostedMesh, jira_config)
+
+
+def expected_status(fake: FakeJira, number: int) -> tuple[str, str]:
+    """What the default rules make of a bulk issue (``FakeJira.bulk_issues``): nobody is
+    a seat, so an In Progress one is open (the status stays the statusSource)."""
+    issue = fake.issue(number)
+    if issue.status == "Done":
+        return "done", "Done"
+    return "open", issue.status

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from cotal_tasks.providers.hosted.http import TrackerHttpError
 from tests.providers.jira._support import SEARCH, JiraEndpoint, open_jira, searches
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
@@ -281,3 +282,35 @@ def test_near_limit_is_logged_once_a_minute(caplog: pytest.LogCaptureFixture) ->
     for now in (1000.0, 1030.0, 1061.0):
         assert policy(near, 1, now) is None
     assert caplog.text.count("nearly spent") == 2
+
+
+def many(jira: FakeJira, count: int) -> None:
+    for k in range(1, count + 1):
+        jira.add_issue(PROJECT, f"Issue {k}")
+        jira.advance(61)
+
+
+async def test_a_fault_mid_import_resumes_from_the_checkpoint(
+    jira: FakeJira, jr: JiraEndpoint
+) -> None:
+    many(jira, 7)
+    jira.page_size_cap = 3
+    jr.virtual_time()
+    count: list[int] = []
+
+    def fail_page_two(method: str, path: str, query: dict[str, str]) -> None:
+        if method == "POST" and path == SEARCH:
+            count.append(1)
+            if len(count) == 2:
+                jira.fail_next(6, status=503, retry_after=None, path=SEARCH)
+
+    jira.before_answer = fail_page_two
+    with pytest.raises(TrackerHttpError, match="503"):
+        await jr.poll()
+    assert len(await jr.all_tasks()) == 3  # page one, checkpointed
+    jira.before_answer = None
+    mark = len(jira.requests)
+    report = await jr.poll()
+    assert len(await jr.all_tasks()) == 7
+    assert report.issues == 4  # the rest; page one is not read again as news
+    assert "updated >= " in str(searches(jira, mark)[0].body["jql"])
