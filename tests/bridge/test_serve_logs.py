@@ -9,7 +9,7 @@ import json
 import signal
 from pathlib import Path
 
-from tests.support.cli import CLI, cli_output
+from tests.support.cli import CLI, cli_output, run_cli
 
 ENDPOINT = "com.acme.tasks"
 SEAT = "local.builder/01j9builder000000000000000"
@@ -47,3 +47,44 @@ async def test_json_lines_name_the_endpoint_the_command_and_the_envelope(tmp_pat
     assert served[0]["endpoint"] == ENDPOINT
     assert served[0]["command"] == "create-task"
     assert not [e for e in entries if e["logger"].split(".")[0] in ("alembic", "httpx")]
+
+
+async def test_a_refused_request_is_one_json_line_and_an_answered_one_is_quiet(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "tasks.toml"
+    config.write_text(  # the default level: info
+        f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n[http]\nenabled = false\n'
+        f'[log]\nformat = "json"\n[[endpoints]]\nname = "{ENDPOINT}"\n',
+        encoding="utf-8",
+    )
+    process = await asyncio.create_subprocess_exec(
+        str(CLI), "serve", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert first.startswith(b"cotal-tasks: serving"), first
+        await cli_output(
+            config,
+            *("invoke", "create-task", "--as", SEAT, "--id", "e-log-ok"),
+            *("--args", '{"title":"Answered"}'),
+        )
+        code, _, _ = await run_cli(
+            config,
+            *("invoke", "get-task", "--id", "e-log-refused", "--args", '{"taskId":"t-nope"}'),
+        )
+        assert code != 0
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    entries = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+    refused = [e for e in entries if e.get("envelope_id") == "e-log-refused"]
+    assert len(refused) == 1, entries  # before: only at debug
+    (line,) = refused
+    assert line["level"] == "info"
+    assert line["endpoint"] == ENDPOINT
+    assert line["command"] == "get-task"
+    assert "not-found" in line["message"]
+    assert not [e for e in entries if e.get("envelope_id") == "e-log-ok"]  # answered: quiet
