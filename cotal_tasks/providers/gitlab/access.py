@@ -28,11 +28,10 @@ async def access(config: GitLabConfig, http: TrackerHttp) -> Access:
     permissions = body.get("permissions") if isinstance(body, dict) else None
     if not isinstance(permissions, dict):
         return Access(None, f"GitLab did not say what the token may do in {config.project}")
-    levels = [
-        grant.get("access_level")
-        for grant in (permissions.get("project_access"), permissions.get("group_access"))
-        if isinstance(grant, dict) and isinstance(grant.get("access_level"), int)
-    ]
+    levels: list[int] = []
+    for grant in (permissions.get("project_access"), permissions.get("group_access")):
+        if isinstance(grant, dict) and isinstance(grant.get("access_level"), int):
+            levels.append(grant["access_level"])
     level = max(levels, default=0)
     role = _ROLES.get(level, f"access level {level}") if level else "no role"
     return Access(level >= DEVELOPER, f"{role} in {config.project}")
