@@ -18,7 +18,7 @@ from pydantic import ConfigDict, Field, ValidationError, field_validator
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.core.identity import OWNER_OR_ACTOR
 from cotal_tasks.core.masking import mask_credentials
-from cotal_tasks.providers.provider import Settings as Closed
+from cotal_tasks.core.models import Settings as Closed  # not the providers': mcp loads none
 
 DEFAULT_ENDPOINT = "com.example.tasks"
 C = TypeVar("C", bound="BrokerConfig")

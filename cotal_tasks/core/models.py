@@ -71,6 +71,13 @@ EvidenceKind = Literal["commit", "branch", "run", "review"]
 CLOSED = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
 
+class Settings(BaseModel):
+    """Base of every settings model (the bridge's and each provider's): closed (an unknown
+    key is refused), frozen, and a refused value is never quoted (it may be a secret)."""
+
+    model_config = CLOSED
+
+
 class Record(BaseModel):
     """Base of every contract shape: closed and frozen; text and integers are strict."""
 

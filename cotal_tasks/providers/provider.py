@@ -21,15 +21,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from pydantic import BaseModel
 
 from cotal_tasks.core import Task
-from cotal_tasks.core.models import CLOSED
+from cotal_tasks.core.models import Settings as Settings  # every settings model's base, re-exported
 from cotal_tasks.providers.store import JsonReads, Mirror, TaskStore
-
-
-class Settings(BaseModel):
-    """Base of every settings model (the bridge's and each provider's): closed (an unknown
-    key is refused), frozen, and a refused value is never quoted (it may be a secret)."""
-
-    model_config = CLOSED
 
 
 class SourceRefused(Exception):
