@@ -187,6 +187,7 @@ class Access:
 
     writes: bool | None
     detail: str
+    remedy: str = ""  # how to give a read-only token what write-back needs
 
 
 @dataclass(frozen=True)

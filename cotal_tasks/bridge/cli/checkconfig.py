@@ -191,10 +191,10 @@ async def _access(config: BridgeConfig, ep: EndpointConfig, ask: Any) -> dict[st
         why = explained[0] if explained else f"{type(exc).__name__}: no answer"
         return {"writes": None, "access": f"could not tell what the token may do ({why})"}
     if found.writes is False:
+        remedy = found.remedy or "Give the token write access to the issues"
         line = (
             f"the token is read-only ({found.detail}): write-back will be refused, so claims "
-            "and updates of this endpoint's tasks fail. Give the token write access to the "
-            "issues (GitHub push, GitLab Developer, Jira edit, assign and transition)"
+            f"and updates of this endpoint's tasks fail. {remedy}"
         )
     elif found.writes is None:
         line = f"{found.detail}; write-back is tried as it comes"

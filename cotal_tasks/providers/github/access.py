@@ -19,4 +19,9 @@ async def access(config: GitHubConfig, http: TrackerHttp) -> Access:
         return Access(None, f"GitHub did not say what the token may do on {config.repository}")
     granted = sorted(key for key, value in permissions.items() if value is True)
     writes = permissions.get("push") is True
-    return Access(writes, f"permissions on {config.repository}: {', '.join(granted) or 'none'}")
+    return Access(
+        writes,
+        f"permissions on {config.repository}: {', '.join(granted) or 'none'}",
+        "Give the token write access to the repository (a fine-grained token: Issues read "
+        "and write; a classic token: the repo scope and a user with push access)",
+    )

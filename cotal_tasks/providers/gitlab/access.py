@@ -34,4 +34,9 @@ async def access(config: GitLabConfig, http: TrackerHttp) -> Access:
             levels.append(grant["access_level"])
     level = max(levels, default=0)
     role = _ROLES.get(level, f"access level {level}") if level else "no role"
-    return Access(level >= DEVELOPER, f"{role} in {config.project}")
+    return Access(
+        level >= DEVELOPER,
+        f"{role} in {config.project}",
+        "Give the token's user the Developer role (or above) in the project, and the token "
+        "the api scope",
+    )

@@ -25,5 +25,10 @@ async def access(config: JiraConfig, http: TrackerHttp) -> Access:
         if not (isinstance(found.get(key), dict) and found[key].get("havePermission") is True)
     ]
     if missing:
-        return Access(False, f"in {config.project} the token lacks {', '.join(missing)}")
+        return Access(
+            False,
+            f"in {config.project} the token lacks {', '.join(missing)}",
+            "Grant the token's user Edit, Assign and Transition Issues in the project's "
+            "permission scheme",
+        )
     return Access(True, f"in {config.project} the token has {', '.join(NEEDED)}")
