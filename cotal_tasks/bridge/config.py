@@ -170,6 +170,8 @@ class BridgeConfig(BrokerConfig):
     log: LogConfig = LogConfig()
     # The first contact with each tracker at start must be answered within this.
     tracker_connect_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0
+    # Each connection to an endpoint's PostgreSQL database must be made within this.
+    database_connect_timeout_s: Annotated[float, Field(gt=0, le=300)] = 5.0
     endpoints: Annotated[tuple[EndpointConfig, ...], Field(min_length=1)] = (EndpointConfig(),)
 
     @field_validator("endpoints")

@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-import nats
+from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 from pydantic import BaseModel, ValidationError
 
@@ -128,13 +128,21 @@ class TasksClient(Session):
         a connection the caller opens itself must use it too.
         """
         caller = as_seat(seat)
+        nc = NATS()
+
+        async def log_error(exc: Exception) -> None:
+            # The first connection's failures are the one error raised below; a lost
+            # connection's are logged as they come.
+            if nc.is_connected or nc.is_reconnecting:
+                await _log_nats_error(exc)
+
         try:
-            nc = await nats.connect(
+            await nc.connect(
                 nats_url,
                 name=name,
                 user_credentials=None if creds is None else str(creds),
                 **{
-                    "error_cb": _log_nats_error,
+                    "error_cb": log_error,
                     "allow_reconnect": True,
                     "max_reconnect_attempts": CONNECT_ATTEMPTS,
                     "connect_timeout": timeout,

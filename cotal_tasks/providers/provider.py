@@ -208,6 +208,16 @@ class Built:
 S = TypeVar("S", bound=BaseModel)
 
 
+@dataclass(frozen=True, slots=True)
+class Access:
+    """What a tracker says its token may do: ``writes`` (``None``: it did not say) whether
+    write-back (edit, assign, close) will be accepted, ``detail`` what it answered."""
+
+    writes: bool | None
+    detail: str
+    remedy: str = ""  # how to give a read-only token what write-back needs
+
+
 @dataclass(frozen=True)
 class Provider(Generic[S]):
     """A provider's registry entry.
@@ -216,7 +226,8 @@ class Provider(Generic[S]):
     ``provider: Literal[name]`` field; ``section`` the endpoint's TOML table holding them
     (``None``: the provider has no settings of its own). ``describe`` gives the lines
     ``check-config`` prints; ``preview`` maps the ``count`` most recently updated items,
-    writing nothing (``None``: nothing to preview, the endpoint is its own source).
+    writing nothing (``None``: nothing to preview, the endpoint is its own source);
+    ``access`` asks the tracker what the token may do (``check-config --online``).
     """
 
     name: str
@@ -226,6 +237,7 @@ class Provider(Generic[S]):
     webhook: Webhook | None = None
     describe: Callable[[S], list[str]] = field(default=lambda settings: [])
     preview: Callable[[S, str, int], Awaitable[list[tuple[int, Task]]]] | None = None
+    access: Callable[[S], Awaitable[Access]] | None = None  # the token's capabilities
 
     @property
     def mirrors(self) -> bool:

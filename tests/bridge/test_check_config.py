@@ -10,6 +10,7 @@ import os
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -17,6 +18,10 @@ from sqlalchemy.engine import make_url
 from tests.support.bridge import broker
 from tests.support.cli import run
 from tests.support.fake_github import FakeGitHub, serve_fake_github
+from tests.support.fake_gitlab import FakeGitLab
+from tests.support.fake_jira import FakeJira
+from tests.support.fake_jira_state import PROJECT as JIRA_PROJECT
+from tests.support.fake_tracker import serve_on_loopback
 
 TOKEN_ENV = "COTAL_TASKS_TEST_CHECK_TOKEN"
 UNSET_ENV = "COTAL_TASKS_TEST_NEVER_SET"
@@ -121,3 +126,44 @@ async def test_online_checks_each_connection_and_masks_the_password(
     assert code == 1
     assert "FAILED: NATS: " in out
     assert "Check nats_url" in out
+
+
+def _tracker_section(kind: str, api_url: str) -> str:
+    head = f'[[endpoints]]\nname = "com.acme.{kind}"\nprovider = "{kind}"\n[endpoints.{kind}]\n'
+    where = {
+        "github": 'repository = "octo-org/hello-world"\n',
+        "gitlab": 'project = "acme/widgets"\n',
+        "jira": f'project = "{JIRA_PROJECT}"\nemail = "bridge@example.com"\n',
+    }[kind]
+    return f'{head}{where}api_url = "{api_url}"\ntoken_env = "{TOKEN_ENV}"\n'
+
+
+@pytest.mark.parametrize("kind", ["github", "gitlab", "jira"])
+async def test_online_reports_whether_the_token_may_write_back(tmp_path: Path, kind: str) -> None:
+    fake: Any = {"github": FakeGitHub, "gitlab": FakeGitLab, "jira": FakeJira}[kind]()
+    env = {**os.environ, TOKEN_ENV: fake.token}
+    async with serve_on_loopback(fake) as api_url:
+        path = write(tmp_path, _tracker_section(kind, api_url))
+        args = ("check-config", "--online", "--config", str(path))
+        code, out, err = await run(*args, env=env)
+        jcode, jout, _ = await run(*args, "--json", env=env)
+        fake.refuse_writes(403)  # the fakes answer a read-only token's permissions so
+        rcode, rout, rerr = await run(*args, env=env)
+        rjcode, rjout, _ = await run(*args, "--json", env=env)
+    assert code == 0, (out, err)
+    assert "write back" in out, out  # before: nothing said what the token may do
+    assert "warning:" not in out
+    (tracker,) = [c for c in json.loads(jout)["online"] if c["what"].endswith("tracker")]
+    assert tracker["writes"] is True
+    # A read-only token is not a failure of the config: it is reported with the remedy.
+    assert rcode == 0, (rout, rerr)
+    (warning,) = [line for line in rout.splitlines() if line.startswith("warning: ")]
+    assert "read-only" in warning
+    assert "write-back will be refused" in warning
+    assert {"github": "Issues read and write", "gitlab": "Developer role", "jira": "Grant"}[
+        kind
+    ] in warning  # the remedy of this tracker
+    (tracker,) = [c for c in json.loads(rjout)["online"] if c["what"].endswith("tracker")]
+    assert tracker["ok"] is True
+    assert tracker["writes"] is False
+    assert jcode == rjcode == 0

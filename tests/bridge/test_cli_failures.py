@@ -91,7 +91,18 @@ CASES = [
     (["sync"], "missing-repository", 1, "Check repository"),
     (["check-config", "--preview", "3"], "missing-repository", 1, "Check repository"),
     (["serve"], "port-in-use", 1, "[http] port"),
+    (["mcp", SEAT], "no-broker", 1, "Check the URL"),
+    (["mcp", SEAT, "--endpoint", "nope"], "unknown-endpoint", 2, "Name one"),
+    # conformance and completion read no config: their arguments say it all
+    (
+        ["conformance", "--nats", "{nats}", "--space", "demo", "--endpoint", "x"],
+        "no-broker",
+        2,
+        "Check --nats",
+    ),
+    (["completion", "tcsh"], "bad-shell", 2, "Give bash, zsh or fish"),
 ]
+NO_CONFIG = ("conformance", "completion")
 
 
 @pytest.mark.parametrize(
@@ -126,14 +137,19 @@ async def test_each_command_answers_each_failure_in_one_line(
     elif failure == "port-in-use":
         options["http_port"] = taken_port
     path = config(tmp_path, **options)  # type: ignore[arg-type]
+    given = [arg.replace("{nats}", f"nats://127.0.0.1:{closed_port}") for arg in args]
+    if args[0] not in NO_CONFIG:
+        given += ["--config", str(path)]
 
-    code, out, err = await run(*args, "--config", str(path), env=env)
+    code, out, err = await run(*given, env=env)
 
     assert code == status, (out, err)
     assert "Traceback" not in out + err
     # serve logs its start-up (log records: a time stamp first) before the line; every
     # other command prints only the line
-    lines = [line for line in err.strip().splitlines() if not LOG_RECORD.match(line)]
+    lines = err.strip().splitlines()
+    if args[0] == "serve":
+        lines = [line for line in lines if not LOG_RECORD.match(line)]
     assert len(lines) == 1, err
     assert lines[0].startswith("cotal-tasks: "), err
     assert remedy in lines[0], err

@@ -182,3 +182,32 @@ def _closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+@pytest.mark.parametrize("command", [["serve"], ["check-config", "--online"]])
+async def test_a_silent_database_is_given_up_at_its_deadline(
+    tmp_path: Path, command: list[str]
+) -> None:
+    # A PostgreSQL server that accepts the connection and never answers its start-up.
+    async with silent_server() as (port, accepted):
+        config = write_config(
+            tmp_path,
+            "database_connect_timeout_s = 1\n[http]\nenabled = false\n"
+            '[[endpoints]]\nname = "com.acme.tasks"\n'
+            f'database = "postgresql://ops:s3cretPw@127.0.0.1:{port}/board"\n',
+        )
+        began = time.monotonic()
+        code, out, err = await run(*command, "--config", str(config))
+        took = time.monotonic() - began
+    assert accepted  # the connection was made; the server stayed silent
+    assert took < 8  # the 1 s deadline, not the driver's own default nor for ever
+    assert code == 1, (out, err)
+    assert "Traceback" not in out + err
+    assert "s3cretPw" not in out + err
+    if command == ["serve"]:
+        (line,) = [line for line in err.splitlines() if line.startswith("cotal-tasks: ")]
+    else:
+        (line,) = [line for line in out.splitlines() if line.startswith("FAILED: ")]
+    assert "endpoints.0.database" in line  # before: "Check the endpoint's database"
+    assert "no answer within 1 s" in line
+    assert "database_connect_timeout_s" in line

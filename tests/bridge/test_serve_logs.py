@@ -9,7 +9,11 @@ import json
 import signal
 from pathlib import Path
 
-from tests.support.cli import CLI, cli_output
+import pytest
+from sqlalchemy.engine import make_url
+
+from tests.support.cli import CLI, cli_output, run_cli
+from tests.support.tcp_proxy import TcpProxy
 
 ENDPOINT = "com.acme.tasks"
 SEAT = "local.builder/01j9builder000000000000000"
@@ -47,3 +51,86 @@ async def test_json_lines_name_the_endpoint_the_command_and_the_envelope(tmp_pat
     assert served[0]["endpoint"] == ENDPOINT
     assert served[0]["command"] == "create-task"
     assert not [e for e in entries if e["logger"].split(".")[0] in ("alembic", "httpx")]
+
+
+async def test_a_refused_request_is_one_json_line_and_an_answered_one_is_quiet(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "tasks.toml"
+    config.write_text(  # the default level: info
+        f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n[http]\nenabled = false\n'
+        f'[log]\nformat = "json"\n[[endpoints]]\nname = "{ENDPOINT}"\n',
+        encoding="utf-8",
+    )
+    process = await asyncio.create_subprocess_exec(
+        str(CLI), "serve", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert first.startswith(b"cotal-tasks: serving"), first
+        await cli_output(
+            config,
+            *("invoke", "create-task", "--as", SEAT, "--id", "e-log-ok"),
+            *("--args", '{"title":"Answered"}'),
+        )
+        code, _, _ = await run_cli(
+            config,
+            *("invoke", "get-task", "--id", "e-log-refused", "--args", '{"taskId":"t-nope"}'),
+        )
+        assert code != 0
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    entries = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+    refused = [e for e in entries if e.get("envelope_id") == "e-log-refused"]
+    assert len(refused) == 1, entries  # before: only at debug
+    (line,) = refused
+    assert line["level"] == "info"
+    assert line["endpoint"] == ENDPOINT
+    assert line["command"] == "get-task"
+    assert "not-found" in line["message"]
+    assert not [e for e in entries if e.get("envelope_id") == "e-log-ok"]  # answered: quiet
+
+
+@pytest.mark.postgres
+async def test_a_failed_request_is_one_json_line_at_warning(
+    tmp_path: Path, postgres_database: str
+) -> None:
+    url = make_url(postgres_database)
+    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
+    port = await proxy.start()
+    database = url.set(host="127.0.0.1", port=port).render_as_string(hide_password=False)
+    config = tmp_path / "tasks.toml"
+    config.write_text(  # the default level: info
+        f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\ndatabase_connect_timeout_s = 1\n'
+        f'[http]\nenabled = false\n[log]\nformat = "json"\n'
+        f'[[endpoints]]\nname = "{ENDPOINT}"\ndatabase = "{database}"\n',
+        encoding="utf-8",
+    )
+    process = await asyncio.create_subprocess_exec(
+        str(CLI), "serve", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert first.startswith(b"cotal-tasks: serving"), first
+        await proxy.stop()  # the database goes away under the serving bridge
+        code, _, _ = await run_cli(
+            config,
+            *("invoke", "get-task", "--id", "e-log-failed", "--args", '{"taskId":"t-1"}'),
+        )
+        assert code != 0
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(process.communicate(), 30)
+    entries = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+    failed = [e for e in entries if e.get("envelope_id") == "e-log-failed"]
+    assert len(failed) == 1, entries  # before: only at debug
+    (line,) = failed
+    assert line["level"] == "warning"
+    assert line["endpoint"] == ENDPOINT
+    assert line["command"] == "get-task"
+    assert "unavailable" in line["message"]

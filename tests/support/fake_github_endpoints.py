@@ -51,7 +51,12 @@ def get_user(ctx: Ctx) -> Reply:
 
 
 def get_repo(ctx: Ctx) -> Reply:
-    return Reply(200, ctx.shapes.repository(ctx.repo()))
+    # The token's permissions on the repository: read-only while writes are refused.
+    writes = ctx.fake.refusal is None
+    permissions = {"admin": False, "maintain": False, "push": writes, "triage": writes}
+    return Reply(
+        200, {**ctx.shapes.repository(ctx.repo()), "permissions": {**permissions, "pull": True}}
+    )
 
 
 def list_issues(ctx: Ctx) -> Reply:

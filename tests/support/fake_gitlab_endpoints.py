@@ -97,7 +97,12 @@ def list_users(ctx: Ctx) -> Reply:
 
 
 def get_project(ctx: Ctx) -> Reply:
-    return Reply(200, ctx.shapes.project(ctx.project()))
+    # The token's access: Developer (30), or Reporter (20) while writes are refused.
+    level = 30 if ctx.fake.refusal is None else 20
+    access = {"project_access": {"access_level": level, "notification_level": 3}}
+    return Reply(
+        200, {**ctx.shapes.project(ctx.project()), "permissions": {**access, "group_access": None}}
+    )
 
 
 # -- issues ------------------------------------------------------------------------------

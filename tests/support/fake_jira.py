@@ -143,6 +143,7 @@ class FakeJira(FakeJiraState):
             ("POST", f"{api}/search/jql", lambda **kw: self._search(kw["body"])),
             ("GET", f"{api}/myself", lambda **kw: Reply(200, self._myself())),
             ("GET", f"{api}/project/([A-Z0-9_]+)", self._project),
+            ("GET", f"{api}/mypermissions", self._permissions),
             ("POST", f"{api}/issue", lambda **kw: self._create(kw["body"])),
             ("GET", f"{api}/issue/([A-Z0-9_]+-\\d+)", self._get_issue),
             ("PUT", f"{api}/issue/([A-Z0-9_]+-\\d+)", self._edit),
@@ -162,6 +163,16 @@ class FakeJira(FakeJiraState):
         if key != PROJECT:
             return _error(404, f"No project could be found with key '{key}'.")
         return Reply(200, {"id": PROJECT_ID, "key": PROJECT, "name": "Demo"})
+
+    def _permissions(self, *, params: dict[str, str], **_: Any) -> Reply:
+        """The caller's permissions asked for: none of the writing ones while writes are
+        refused."""
+        if params.get("projectKey") not in (None, PROJECT):
+            return _error(404, f"No project could be found with key '{params['projectKey']}'.")
+        have = self.refusal is None
+        keys = [key for key in params.get("permissions", "").split(",") if key]
+        found = {key: {"key": key, "havePermission": have} for key in keys}
+        return Reply(200, {"permissions": found})
 
     def _found(self, key: str) -> Issue | Reply:
         issue = self.by_key(key)

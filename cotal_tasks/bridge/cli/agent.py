@@ -115,8 +115,11 @@ def _from_config(
     from cotal_tasks.bridge.process.connection import broker_url
 
     config = load_caller(path)
+    # A named config lists the endpoints it serves: a name it does not list is refused
+    # (``not-found`` naming them), as ``describe`` and ``invoke`` refuse it.
+    named = config.endpoint(endpoint if path is not None else None).name
     return (
         nats_url or broker_url(config),
         space or config.space,
-        endpoint or config.endpoint(None).name,
+        endpoint or named,
     )

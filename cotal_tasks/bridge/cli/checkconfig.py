@@ -115,6 +115,10 @@ def _print(report: dict[str, Any]) -> None:
             click.echo("  Export it before serve (the config names the variable, never the secret)")
     for check in report.get("online", []):
         click.echo(f"{'ok' if check['ok'] else 'FAILED'}: {check['what']}: {check['detail']}")
+        if check.get("writes") is False:  # not a failure: the endpoint serves, read-only
+            click.echo(f"warning: {check['what']}: {check['access']}")
+        elif "access" in check:
+            click.echo(f"  {check['access']}")
 
 
 async def check_online(config: BridgeConfig) -> list[dict[str, Any]]:
@@ -162,7 +166,41 @@ async def _check_tracker(config: BridgeConfig, ep: EndpointConfig) -> dict[str, 
         read = await first_contact(config, ep)
     except Exception as exc:
         return _failed(what, exc)
-    return {"what": what, "ok": True, "detail": f"read {read} item(s) with the token"}
+    check: dict[str, Any] = {
+        "what": what,
+        "ok": True,
+        "detail": f"read {read} item(s) with the token",
+    }
+    ask = provider(ep.provider).access
+    if ask is not None:
+        check.update(await _access(config, ep, ask))
+    return check
+
+
+async def _access(config: BridgeConfig, ep: EndpointConfig, ask: Any) -> dict[str, Any]:
+    """Whether the token may write back: a read-only token is reported with the remedy,
+    not as a failure (the endpoint serves its mirror; its writes are refused)."""
+    import asyncio
+
+    from cotal_tasks.bridge.cli.errors import explain
+
+    try:
+        found = await asyncio.wait_for(ask(ep.settings), config.tracker_connect_timeout_s)
+    except Exception as exc:
+        explained = explain(exc)
+        why = explained[0] if explained else f"{type(exc).__name__}: no answer"
+        return {"writes": None, "access": f"could not tell what the token may do ({why})"}
+    if found.writes is False:
+        remedy = found.remedy or "Give the token write access to the issues"
+        line = (
+            f"the token is read-only ({found.detail}): write-back will be refused, so claims "
+            f"and updates of this endpoint's tasks fail. {remedy}"
+        )
+    elif found.writes is None:
+        line = f"{found.detail}; write-back is tried as it comes"
+    else:
+        line = f"the token may write back ({found.detail})"
+    return {"writes": found.writes, "access": line}
 
 
 def _failed(what: str, exc: Exception) -> dict[str, Any]:

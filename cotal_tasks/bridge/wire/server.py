@@ -58,6 +58,16 @@ log = logging.getLogger(__name__)
 MAX_IN_FLIGHT = 256
 _REPLY_HEADS_KEPT = 4096
 # Served inline until they first wait (see ``_receive``): the reads, and describe.
+# Codes that say the bridge (or its store, its tracker) failed, not that the call was wrong.
+_FAILURES = frozenset(
+    code.value
+    for code in (
+        ErrorCode.INTERNAL,
+        ErrorCode.UNAVAILABLE,
+        ErrorCode.DEADLINE_EXCEEDED,
+        ErrorCode.RESOURCE_EXHAUSTED,
+    )
+)
 _INLINE = frozenset({DESCRIBE, *(name for name, spec in COMMANDS.items() if spec.effect == "read")})
 
 
@@ -229,7 +239,10 @@ class EndpointServer:
         code = "ok" if reply["ok"] else str(reply["error"]["code"])
         if self.on_served is not None:
             self.on_served(subject.command, code, loop.time() - started)
-        log.debug("answered %s: %s", subject.command, code)
+        if reply["ok"]:
+            log.debug("answered %s: %s", subject.command, code)
+        else:
+            self._log_error_reply(subject, reply)
         await self.nc.publish(self._reply_head(subject) + subject.nonce, self._encode(reply))
 
     async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
@@ -265,6 +278,23 @@ class EndpointServer:
                     outcome="unknown" if started else "not-executed",
                 ),
             )
+
+    def _log_error_reply(self, subject: RequestSubject, reply: dict[str, Any]) -> None:
+        """A refusal at info, a failure (the bridge's or its store's) at warning: one line
+        with the endpoint, the command and the envelope id (``invalid`` when the request
+        had none)."""
+        error = reply["error"]
+        log_context(endpoint=self.endpoint, command=subject.command, envelope_id=reply["id"])
+        failed = error["code"] in _FAILURES
+        log.log(
+            logging.WARNING if failed else logging.INFO,
+            "%s %s: %s (%s): %s",
+            "failed" if failed else "refused",
+            subject.command,
+            error["code"],
+            error["outcome"],
+            error["message"],
+        )
 
     def _reply_head(self, subject: RequestSubject) -> str:
         """The reply subject up to the nonce, kept per request subject head (a caller

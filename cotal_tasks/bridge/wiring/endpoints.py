@@ -23,7 +23,9 @@ from cotal_tasks.bridge.service.commands import (
     ServiceSettings,
 )
 from cotal_tasks.bridge.service.metrics import Metrics
-from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.core.masking import mask_credentials
+from cotal_tasks.providers.board import BoardStore, BoardUnreachable
 from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.provider import (
     BuildContext,
@@ -83,9 +85,25 @@ def presence_uids(presence: PresenceSource | None) -> SeatUids:
 async def open_store(
     config: BridgeConfig, endpoint: EndpointConfig, *, serve: bool = False, migrate: bool = True
 ) -> BoardStore:
-    return await BoardStore.open(
-        endpoint.database_url(config.data_dir), serve=serve, migrate=migrate
-    )
+    """The endpoint's board store; a database that cannot be opened (no answer within
+    ``database_connect_timeout_s``, a refusal) is one line naming the endpoint's key."""
+    url = endpoint.database_url(config.data_dir)
+    try:
+        return await BoardStore.open(
+            url,
+            serve=serve,
+            migrate=migrate,
+            connect_timeout_s=config.database_connect_timeout_s,
+        )
+    except BoardUnreachable as exc:
+        index = config.endpoints.index(endpoint) if endpoint in config.endpoints else None
+        key = "database" if index is None else f"endpoints.{index}.database"
+        why = f"{exc.reason}; database_connect_timeout_s" if exc.timed_out else exc.reason
+        raise ContractError(
+            ErrorCode.UNAVAILABLE,
+            f"cannot open the database of endpoint {endpoint.name} at {mask_credentials(url)} "
+            f"({why}). Check {key}, that the server runs and is reachable, and its credentials",
+        ) from exc
 
 
 async def build_endpoint(

@@ -92,14 +92,20 @@ class Decoded:
         return value
 
 
-def unavailable(where: str, exc: BaseException) -> ContractError:
-    """A database failure as the contract's ``unavailable``, naming what failed."""
+def reason_of(exc: BaseException) -> str:
+    """A database failure in a few words: its class and the first line of its message."""
     reason = type(exc).__name__
     orig = getattr(exc, "orig", None)
     if orig is not None:
         reason = f"{type(orig).__name__}: {str(orig).splitlines()[0][:200]}"
     elif str(exc):
         reason = f"{reason}: {str(exc).splitlines()[0][:200]}"
+    return reason
+
+
+def unavailable(where: str, exc: BaseException | str) -> ContractError:
+    """A database failure (or its reason) as the contract's ``unavailable``, naming what failed."""
+    reason = exc if isinstance(exc, str) else reason_of(exc)
     return ContractError(
         ErrorCode.UNAVAILABLE,
         f"the board store cannot be read ({where}: {reason}). Check the endpoint's database "

@@ -29,7 +29,13 @@ from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
 from cotal_tasks.providers.board.migrate import upgrade, upgrade_sqlite
 from cotal_tasks.providers.board.postgres import ERRORS as POSTGRES_ERRORS
 from cotal_tasks.providers.board.postgres import PostgresBoard
-from cotal_tasks.providers.board.records import Decoded, damaged, stored_json, unavailable
+from cotal_tasks.providers.board.records import (
+    Decoded,
+    damaged,
+    reason_of,
+    stored_json,
+    unavailable,
+)
 from cotal_tasks.providers.board.sqlite import BUSY_TIMEOUT_MS, PRAGMAS, SqliteFile
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.private import private_dir, private_file
@@ -51,7 +57,7 @@ from cotal_tasks.providers.store import (
 
 _M = TypeVar("_M", Task, TaskSummary)
 _DRIVERS = {"sqlite": "sqlite+aiosqlite", "postgresql": "postgresql+asyncpg"}
-_CONNECT_TIMEOUT_S = 5
+CONNECT_TIMEOUT_S = 5.0  # a connection's deadline (the config's database_connect_timeout_s)
 
 
 def normalize_url(url: str) -> URL:
@@ -81,6 +87,26 @@ def normalize_url(url: str) -> URL:
 
 
 _unavailable = unavailable
+
+
+class BoardUnreachable(ContractError):
+    """The board's database could not be opened: ``reason`` says how (no answer within the
+    deadline, a refusal). The bridge names the endpoint's ``database`` key beside it."""
+
+    def __init__(self, reason: str, *, timed_out: bool = False) -> None:
+        super().__init__(ErrorCode.UNAVAILABLE, _unavailable("opening the board", reason).message)
+        self.reason = reason
+        self.timed_out = timed_out
+
+
+def _unreachable(exc: BaseException, timeout_s: float) -> BoardUnreachable:
+    orig = getattr(exc, "orig", None)
+    timed_out = isinstance(exc, TimeoutError) or isinstance(orig, TimeoutError)
+    if timed_out:
+        return BoardUnreachable(f"no answer within {timeout_s:g} s", timed_out=True)
+    return BoardUnreachable(reason_of(exc))
+
+
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, *POSTGRES_ERRORS)
 
 
@@ -106,8 +132,17 @@ class BoardStore:
             hot.on_commit = self._committed
 
     @classmethod
-    async def open(cls, url: str, *, migrate: bool = True, serve: bool = False) -> BoardStore:
-        """Connect, apply migrations, and return the store (``unavailable`` on failure).
+    async def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        serve: bool = False,
+        connect_timeout_s: float = CONNECT_TIMEOUT_S,
+    ) -> BoardStore:
+        """Connect, apply migrations, and return the store (``BoardUnreachable``, an
+        ``unavailable``, on failure). Each PostgreSQL connection must be made (the server
+        answering its start-up) within ``connect_timeout_s``.
 
         ``serve`` marks the process that serves the board: on SQLite it takes the
         sole-writer lock (refusing a second server of the same file) and caches reads.
@@ -120,7 +155,7 @@ class BoardStore:
             await asyncio.to_thread(_ensure_folder, file)
             connect_args["timeout"] = BUSY_TIMEOUT_MS / 1000
         else:
-            connect_args["timeout"] = _CONNECT_TIMEOUT_S
+            connect_args["timeout"] = connect_timeout_s
         engine = create_async_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
         if file is not None:
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
@@ -141,12 +176,12 @@ class BoardStore:
                 hot = SqliteFile(file)  # the same path the engine opens
             else:
                 dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
-                hot = await PostgresBoard.connect(dsn, _CONNECT_TIMEOUT_S)
+                hot = await PostgresBoard.connect(dsn, connect_timeout_s)
         except _OPEN_ERRORS as exc:
             await engine.dispose()
             if sole_writer is not None:
                 sole_writer.release()
-            raise _unavailable("opening the board", exc) from exc
+            raise _unreachable(exc, connect_timeout_s) from exc
         label = parsed.render_as_string(hide_password=True)
         return cls(engine, hot, label=label, sole_writer=sole_writer)
 

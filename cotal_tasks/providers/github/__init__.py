@@ -8,6 +8,7 @@ composition root calls.
 
 from __future__ import annotations
 
+from cotal_tasks.providers.github.access import access
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
 from cotal_tasks.providers.github.config import CLOSE_REASONS, GitHubConfig
 from cotal_tasks.providers.github.tracker import GitHubTracker
@@ -30,4 +31,6 @@ def write_plan(config: GitHubConfig) -> WritePlan:
     return WritePlan(config.status_labels(), reasons=CLOSE_REASONS)
 
 
-PROVIDER = assemble.provider("github", GitHubConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)
+PROVIDER = assemble.provider(
+    "github", GitHubConfig, open_tracker, plan=write_plan, webhook=WEBHOOK, access=access
+)

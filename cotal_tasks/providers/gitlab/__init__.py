@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import logging
 
+from cotal_tasks.providers.gitlab.access import access
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
@@ -76,6 +77,8 @@ async def build(config: GitLabConfig, ctx: BuildContext) -> Built:
 
 
 PROVIDER = dataclasses.replace(
-    assemble.provider("gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK),
+    assemble.provider(
+        "gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK, access=access
+    ),
     build=build,
 )

@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -30,6 +30,7 @@ from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.hosted.webhook import MIN_SECRET_CHARS, HookTarget
 from cotal_tasks.providers.hosted.writeback import WritePlan
 from cotal_tasks.providers.provider import (
+    Access,
     BuildContext,
     Built,
     CatchUpReport,
@@ -259,9 +260,10 @@ def provider(
     *,
     plan: Callable[[C], WritePlan],
     webhook: Webhook,
+    access: Callable[[C, TrackerHttp], Awaitable[Access]] | None = None,
 ) -> Provider[C]:
     """A hosted tracker's registry entry: ``open_tracker`` makes its ``Tracker`` and HTTP
-    client, ``plan`` its write plan."""
+    client, ``plan`` its write plan, ``access`` asks what the token may do."""
 
     async def build(config: C, ctx: BuildContext) -> Built:
         tracker, http = open_tracker(config)
@@ -274,6 +276,14 @@ def provider(
         tracker, http = open_tracker(config)
         return await preview(tracker, config, http, space=space, count=count)
 
+    async def ask(config: C) -> Access:
+        assert access is not None
+        _, http = open_tracker(config)
+        try:
+            return await access(config, http)
+        finally:
+            await http.client.aclose()
+
     return Provider(
         name,
         settings,
@@ -282,4 +292,5 @@ def provider(
         webhook=webhook,
         describe=lambda config: describe(name, config),
         preview=show,
+        access=None if access is None else ask,
     )

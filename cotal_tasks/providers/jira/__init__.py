@@ -13,6 +13,7 @@ from functools import partial
 from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
+from cotal_tasks.providers.jira.access import access
 from cotal_tasks.providers.jira.client import JiraClient, JiraRetry, jira_http_client
 from cotal_tasks.providers.jira.config import JiraConfig
 from cotal_tasks.providers.jira.mapping import IN_PROGRESS
@@ -39,4 +40,6 @@ def write_plan(config: JiraConfig) -> WritePlan:
     )
 
 
-PROVIDER = assemble.provider("jira", JiraConfig, open_tracker, plan=write_plan, webhook=WEBHOOK)
+PROVIDER = assemble.provider(
+    "jira", JiraConfig, open_tracker, plan=write_plan, webhook=WEBHOOK, access=access
+)
