@@ -10,6 +10,7 @@ checks that catch it.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,20 @@ async def test_a_conformant_endpoint_passes_every_check_it_can_run(mesh: Mesh) -
     assert "--creds self-only=FILE" in seen["09-broker-bind"][1]
     assert SUMMARY.fullmatch(lines[-1])
     assert lines[-1] == f"conformance: {len(CHECKS) - 2} passed, 0 failed, 2 skipped"
+
+
+async def test_json_gives_each_check_and_the_counts_for_scripts(mesh: Mesh) -> None:
+    """Before: only lines; a script parsed PASS/FAIL text."""
+    code, lines, err = await conformance(mesh.url, "--json", "--check", "01", "--check", "04")
+
+    assert code == 0, (lines, err)
+    report = json.loads("\n".join(lines))
+    assert report["endpoint"] == ENDPOINT
+    assert [(c["name"], c["status"]) for c in report["checks"]] == [
+        ("01-describe", "PASS"),
+        ("04-absent-task", "PASS"),
+    ]
+    assert (report["passed"], report["failed"], report["skipped"]) == (2, 0, 0)
 
 
 async def test_an_endpoint_refusing_every_update_fails_the_positive_checks(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from typing import Any
 
@@ -63,6 +64,12 @@ def _role_pairs(values: tuple[str, ...], option: str) -> dict[str, str]:
 )
 @click.option("--check", "only", multiple=True, help="Run only checks whose name starts so.")
 @click.option("--timeout", default=10.0, show_default=True, help="Seconds per request.")
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document (each check's status and what it saw, and the counts).",
+)
 def conformance(
     nats_url: str,
     space: str,
@@ -73,11 +80,12 @@ def conformance(
     store_unreadable: bool,
     only: tuple[str, ...],
     timeout: float,
+    as_json: bool,
 ) -> None:
     """Judge any ai.cotal.tasks endpoint against section 6 of the contract.
 
-    Prints one PASS, FAIL or SKIP line per check and a closing count; exits 1 when a
-    check failed. It creates tasks on the endpoint it judges.
+    Prints one PASS, FAIL or SKIP line per check and a closing count (``--json``: one
+    document); exits 1 when a check failed. It creates tasks on the endpoint it judges.
     """
     from cotal_tasks.client.conformance import (
         Actor,
@@ -136,16 +144,40 @@ def conformance(
                 hooks=Hooks(store_unreadable=store_unreadable),
                 timeout=timeout,
             )
-            click.echo(
-                f"conformance of {endpoint_name} in space {space} at {mask_credentials(nats_url)} "
-                f"({'open broker: seats invented per check' if open_broker else 'given seats'}"
-                f"{', staging the space' if ctx.stage else ''})"
+            if not as_json:
+                click.echo(
+                    f"conformance of {endpoint_name} in space {space} at "
+                    f"{mask_credentials(nats_url)} "
+                    f"({'open broker: seats invented per check' if open_broker else 'given seats'}"
+                    f"{', staging the space' if ctx.stage else ''})"
+                )
+            results = await run_checks(
+                ctx, checks, lambda r: None if as_json else click.echo(r.line())
             )
-            results = await run_checks(ctx, checks, lambda r: click.echo(r.line()))
         finally:
             for nc in opened:
                 await nc.close()
-        click.echo(summary(results))
+        if as_json:
+            counts = {s: sum(r.status == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
+            report = {
+                "endpoint": endpoint_name,
+                "space": space,
+                "checks": [
+                    {
+                        "name": r.check.name,
+                        "title": r.check.title,
+                        "status": r.status,
+                        "seen": r.seen,
+                    }
+                    for r in results
+                ],
+                "passed": counts["PASS"],
+                "failed": counts["FAIL"],
+                "skipped": counts["SKIP"],
+            }
+            click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        else:
+            click.echo(summary(results))
         return not any(r.status == "FAIL" for r in results)
 
     try:
