@@ -63,8 +63,10 @@ typecheck: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports
 
+# The suite runs on every core (pytest-xdist); PYTEST_WORKERS=0 runs it in one process.
+PYTEST_WORKERS ?= auto
 pytest: $(STAMP)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 ## bench: every performance figure beside its limit measured in the same run (medians, spread);
 ##        BENCH_ARGS="board wire scale" picks parts, --rounds N sets the rounds
