@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -25,9 +23,8 @@ import httpx
 from nats.aio.client import Client as NATS
 
 from bench.figures import Rate, Table
-from bench.wire import CALLERS, ENDPOINT, SPACE, Bodies, Served, broker, callers_of, paired
+from bench.wire import CALLERS, ENDPOINT, SPACE, Bodies, Served, broker, callers_of, paired, serving
 from cotal_tasks.bridge.process.broker import free_port
-from cotal_tasks.client import Seat, TasksClient
 from tests.support.fake_github import (
     FakeGitHub,
     pull_request_payload,
@@ -58,23 +55,8 @@ async def hooked_bridge(
         f'token_env = "{TOKEN_ENV}"\nwebhook_secret_env = "{SECRET_ENV}"\n',
         encoding="utf-8",
     )
-    started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        str(Path(sys.executable).parent / "cotal-tasks"),
-        "serve",
-        "--config",
-        str(config),
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, TOKEN_ENV: token, SECRET_ENV: SECRET},
-    )
-    try:
-        operator = TasksClient(nc, SPACE, BOARD, Seat("local", "operator", "0" * 26))
-        service = await operator.describe(timeout=120)
-        yield Served(process, operator, service, time.perf_counter() - started)
-    finally:
-        process.terminate()
-        await process.wait()
+    async with serving(nc, config, BOARD, {TOKEN_ENV: token, SECRET_ENV: SECRET}) as served:
+        yield served
 
 
 async def flood(base: str, body: bytes, headers: dict[str, str], stop: asyncio.Event) -> int:

@@ -226,6 +226,16 @@ async def bridge(
         f"[http]\nport = 0\n{endpoint}",
         encoding="utf-8",
     )
+    async with serving(nc, config, ENDPOINT, {"PYTHONUNBUFFERED": "1"}) as served:
+        yield served
+
+
+@asynccontextmanager
+async def serving(
+    nc: NATS, config: Path, endpoint: str, env: dict[str, str]
+) -> AsyncIterator[Served]:
+    """``cotal-tasks serve --config config`` (with ``env`` added), until ``endpoint``
+    answers describe; ``start_s`` runs from the spawn to that answer."""
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
         str(Path(sys.executable).parent / "cotal-tasks"),
@@ -234,10 +244,10 @@ async def bridge(
         str(config),
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.DEVNULL,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**os.environ, **env},
     )
     try:
-        operator = TasksClient(nc, SPACE, ENDPOINT, Seat("local", "operator", "0" * 26))
+        operator = TasksClient(nc, SPACE, endpoint, Seat("local", "operator", "0" * 26))
         service = await operator.describe(timeout=120)
         yield Served(process, operator, service, time.perf_counter() - started)
     finally:

@@ -8,6 +8,7 @@ import asyncio
 import json
 import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -43,7 +44,7 @@ async def test_json_lines_name_the_endpoint_the_command_and_the_envelope(tmp_pat
     finally:
         process.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(process.communicate(), 30)
-    entries = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+    entries = json_lines(err)
     assert entries  # before: [log] was refused as an unknown key
     assert all({"time", "level", "logger", "message"} <= entry.keys() for entry in entries)
     served = [e for e in entries if e.get("envelope_id") == "e-log-1"]
@@ -83,10 +84,8 @@ async def test_a_refused_request_is_one_json_line_and_an_answered_one_is_quiet(
     finally:
         process.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(process.communicate(), 30)
-    entries = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
-    refused = [e for e in entries if e.get("envelope_id") == "e-log-refused"]
-    assert len(refused) == 1, entries  # before: only at debug
-    (line,) = refused
+    entries = json_lines(err)
+    line = logged_once(entries, "e-log-refused")  # before: only at debug
     assert line["level"] == "info"
     assert line["endpoint"] == ENDPOINT
     assert line["command"] == "get-task"
@@ -126,11 +125,20 @@ async def test_a_failed_request_is_one_json_line_at_warning(
     finally:
         process.send_signal(signal.SIGTERM)
         _, err = await asyncio.wait_for(process.communicate(), 30)
-    entries = [json.loads(line) for line in err.decode().splitlines() if line.strip()]
-    failed = [e for e in entries if e.get("envelope_id") == "e-log-failed"]
-    assert len(failed) == 1, entries  # before: only at debug
-    (line,) = failed
+    line = logged_once(json_lines(err), "e-log-failed")  # before: only at debug
     assert line["level"] == "warning"
     assert line["endpoint"] == ENDPOINT
     assert line["command"] == "get-task"
     assert "unavailable" in line["message"]
+
+
+def json_lines(err: bytes) -> list[dict[str, Any]]:
+    """The bridge's log: one JSON object a line."""
+    return [json.loads(line) for line in err.decode().splitlines() if line.strip()]
+
+
+def logged_once(entries: list[dict[str, Any]], envelope_id: str) -> dict[str, Any]:
+    """The one log line of the request ``envelope_id``."""
+    found = [e for e in entries if e.get("envelope_id") == envelope_id]
+    assert len(found) == 1, entries
+    return found[0]
