@@ -60,6 +60,12 @@ class TrackerHttpError(SourceRefused):
         self.path = path
 
 
+class RefusedBeforeSending(TrackerHttpError):
+    """A write the bridge refuses itself, from what the tracker answered before it (a
+    transition the workflow does not offer, a screen field it requires): nothing was
+    sent. ``status`` is the refusal the tracker would have given (422)."""
+
+
 class RateLimited(TrackerHttpError):
     """The tracker asks for a wait longer than the bridge is willing to sleep."""
 

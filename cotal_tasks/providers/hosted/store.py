@@ -34,7 +34,7 @@ from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import where
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.echo import is_echo
-from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from cotal_tasks.providers.hosted.http import RateLimited, RefusedBeforeSending, TrackerHttpError
 from cotal_tasks.providers.hosted.mapping import project, same_record
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
 from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
@@ -108,7 +108,10 @@ class SyncHealth:
 def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractError:
     """A tracker failure in the contract's terms, naming what to do about it."""
     status = exc.status if isinstance(exc, TrackerHttpError) else None
-    what = f"{tracker} answered {status}" if status else f"{tracker} did not answer"
+    if isinstance(exc, RefusedBeforeSending):
+        what = f"nothing was written to {tracker}"
+    else:
+        what = f"{tracker} answered {status}" if status else f"{tracker} did not answer"
     detail = exc.message if isinstance(exc, TrackerHttpError) else str(exc)
     if isinstance(exc, RateLimited):
         return ContractError(

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cotal_tasks.providers.hosted.boundary import as_dict, as_list, as_str, at_path
-from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.http import RefusedBeforeSending, TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import TrackerChange
 from cotal_tasks.providers.hosted.writeback import strip_marker
 from cotal_tasks.providers.jira import adf
@@ -69,9 +69,7 @@ def _blocking(change: TrackerChange, config: JiraConfig) -> bool:
 
 
 def refused(message: str, key: str, what: str = "transitions") -> TrackerHttpError:
-    return TrackerHttpError(
-        REFUSED, f"{message} (refused before writing)", method="POST", path=f"{key}/{what}"
-    )
+    return RefusedBeforeSending(REFUSED, message, method="POST", path=f"{key}/{what}")
 
 
 def _field_name(field: str, meta: Mapping[str, Any]) -> str:

@@ -142,6 +142,9 @@ async def test_a_transition_with_a_required_screen_field_is_reported_not_guessed
     mark = len(jira.requests)
     error = await refused(jr.client.claim(BUILDER, task_id(1)), ErrorCode.FAILED_PRECONDITION)
     assert "requires 'Story points' on its screen" in error.message
+    # Nothing was sent: the reply does not say Jira answered (it once said "answered 422").
+    assert error.message.startswith("nothing was written to Jira"), error.message
+    assert "answered" not in error.message
     assert error.outcome == "not-executed"
     assert writes(jira, mark) == []
 
