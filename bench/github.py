@@ -38,6 +38,7 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import MAX_EVIDENCE
 from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.hosted.sync import SyncReport
 from tests.support.fake_github import FakeGitHub, RecordedRequest, serve_fake_github
 from tests.support.fake_github_model import Issue
@@ -153,14 +154,15 @@ async def import_once(fake: FakeGitHub, api_url: str, data_dir: Path) -> Import:
         space="bench", data_dir=data_dir, http=HttpConfig(enabled=False), endpoints=(ep,)
     )
     async with open_endpoint(config, ep, serve=True) as opened:
-        assert opened.hosted is not None
+        hosted = Hosted.of(opened.parts)
+        assert hosted is not None
         fake.requests.clear()
         start = time.perf_counter()
-        report = await opened.hosted.sync.poll_once()
+        report = await hosted.sync.poll_once()
         seconds = time.perf_counter() - start
         run = Import(seconds, report, list(fake.requests))
         numbers = [n for n, i in fake.repos[REPO].issues.items() if i.pull is None]
-        held = await opened.hosted.store.mirror.get_many([f"{REPO}#{n}" for n in numbers])
+        held = await hosted.store.mirror.get_many([f"{REPO}#{n}" for n in numbers])
         for number in numbers:
             stored = held.get(f"{REPO}#{number}")
             found = stored.task.evidence if stored is not None else ()
@@ -209,13 +211,14 @@ async def polls_after(fake: FakeGitHub, api_url: str, data_dir: Path, changes: i
     )
     out: list[Poll] = []
     async with open_endpoint(config, ep, serve=True) as opened:
-        assert opened.hosted is not None
-        sync = opened.hosted.sync
+        hosted = Hosted.of(opened.parts)
+        assert hosted is not None
+        sync = hosted.sync
         for step in ("settle", "unchanged", "changed", "committed", "cross-referenced"):
             planted = plant(fake, step, changes) if step != "settle" else {}
             fake.requests.clear()
             report = await sync.poll_once()
-            held = await opened.hosted.store.mirror.get_many([f"{REPO}#{n}" for n in planted])
+            held = await hosted.store.mirror.get_many([f"{REPO}#{n}" for n in planted])
             found = sum(
                 1
                 for number, link in planted.items()

@@ -16,6 +16,7 @@ from pathlib import Path
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.providers.github import sweep
+from cotal_tasks.providers.hosted.assemble import Hosted
 from tests.support.fake_github import FakeGitHub, RecordedRequest
 
 
@@ -48,8 +49,9 @@ async def sweep_polls(
     opened = sorted(i.number for i in issues if i.state == "open")
     run = SweepRun(len(opened))
     async with open_endpoint(config, ep, serve=True) as opened_ep:
-        assert opened_ep.hosted is not None
-        sync = opened_ep.hosted.sync
+        hosted = Hosted.of(opened_ep.parts)
+        assert hosted is not None
+        sync = hosted.sync
         for _ in range(run.bound + 1):
             fake.advance(60)
             await sync.poll_once()
@@ -69,7 +71,7 @@ async def sweep_polls(
             )
             planted[number] = str(pr["html_url"])
         fake.requests.clear()
-        mirror = opened_ep.hosted.store.mirror
+        mirror = hosted.store.mirror
         for _ in range(run.bound):
             fake.advance(60)
             report = await sync.poll_once()

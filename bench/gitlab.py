@@ -35,6 +35,7 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import MAX_EVIDENCE
 from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.hosted.sync import SyncReport
 from tests.support.fake_gitlab import FakeGitLab, RecordedRequest, serve_fake_gitlab
 from tests.support.fake_gitlab_model import Issue, MergeRequest
@@ -174,14 +175,15 @@ async def import_and_poll(
     config, ep = bridge_config(api_url, data_dir)
     after: list[Run] = []
     async with open_endpoint(config, ep, serve=True) as opened:
-        assert opened.hosted is not None
-        sync = opened.hosted.sync
+        hosted = Hosted.of(opened.parts)
+        assert hosted is not None
+        sync = hosted.sync
         fake.requests.clear()
         start = time.perf_counter()
         report = await sync.poll_once()
         first = Run(time.perf_counter() - start, report, list(fake.requests))
         iids = list(fake.project(PROJECT).issues)
-        held = await opened.hosted.store.mirror.get_many([f"{PROJECT}#{n}" for n in iids])
+        held = await hosted.store.mirror.get_many([f"{PROJECT}#{n}" for n in iids])
         for iid in iids:
             stored = held.get(f"{PROJECT}#{iid}")
             found = stored.task.evidence if stored is not None else ()

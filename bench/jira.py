@@ -19,6 +19,7 @@ from pathlib import Path
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
+from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.jira.config import JiraConfig
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
@@ -60,8 +61,9 @@ async def import_and_polls(
     from tests.bridge._support import DictPresence
 
     async with open_endpoint(config, endpoint, DictPresence(), serve=True) as opened:
-        assert opened.hosted is not None
-        sync = opened.hosted.sync
+        hosted = Hosted.of(opened.parts)
+        assert hosted is not None
+        sync = hosted.sync
         mark = len(fake.requests)
         start = time.perf_counter()
         report = await sync.poll_once()

@@ -33,6 +33,7 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
 from cotal_tasks.core import ContractError, Seat
 from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.hosted.assemble import Hosted
 from tests.bridge._support import Client, DictPresence
 from tests.support.fake_github import FakeGitHub, serve_fake_github
 
@@ -94,7 +95,8 @@ async def person(soak: Soak, stop: asyncio.Event) -> None:
             soak.changes[number].append((now, now, "person", "open"))
         soak.last_change = time.perf_counter()
         if rng.random() < 0.5:  # a webhook for half of the edits
-            sync = soak.ep.hosted.sync if soak.ep.hosted else None
+            hosted = Hosted.of(soak.ep.parts)
+            sync = hosted.sync if hosted else None
             if sync is not None:
                 sync.wake([number])
 
@@ -224,8 +226,9 @@ async def soak_once(seconds: float, data_dir: Path) -> None:
         for who in seats:
             presence.put(who, environment=None)
         async with open_endpoint(config, ep_config, presence, serve=True) as ep:
-            assert ep.hosted is not None
-            sync = ep.hosted.sync
+            hosted = Hosted.of(ep.parts)
+            assert hosted is not None
+            sync = hosted.sync
             await sync.poll_once()
             soak = Soak(fake, ep, Client(ep.service, ep.store), random.Random(20))
             stop, polling = asyncio.Event(), asyncio.Event()

@@ -72,20 +72,72 @@ class Runner(Protocol):
     async def run(self, stop: asyncio.Event) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Looked:
+    """The issues of an endpoint its source names for a delivery when asked (a renamed
+    label, an organisation's project card); ``numbers`` ``None``: more than the endpoint
+    refreshes one by one, or none a listing can find (the next poll reads every issue)."""
+
+    numbers: frozenset[int] | None
+
+
 class WebhookReceiver(Protocol):
-    """An endpoint's side of its provider's webhook route: what a verified delivery may
-    do to the endpoint. The route never reaches past it into the store or the mirror."""
+    """An endpoint's side of its provider's webhook route: everything the route may ask
+    of the endpoint for a delivery (which endpoint it is for, what it names, what to do
+    about it). The route never reaches past it into the store, the sync or the source."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def path(self) -> str:
+        """What the endpoint's deliveries name: a repository or project path, or a
+        numeric project id, as configured."""
+        ...
+
+    @property
+    def secret(self) -> bytes | None:
+        """The key deliveries are signed with; ``None``: every delivery is refused."""
+        ...
+
+    @property
+    def max_issues(self) -> int:
+        """A delivery naming more issues than this wakes one poll instead."""
+        ...
+
+    @property
+    def known_id(self) -> int | None:
+        """The source's stable id for what the endpoint syncs, once known."""
+        ...
+
+    async def remembered_id(self) -> int | None:
+        """The stable id an earlier verified delivery carried, kept beside the mirror."""
+        ...
+
+    async def remember_id(self, pid: int) -> None: ...
+
+    def named(self, event: str, payload: Mapping[str, Any]) -> set[int] | None:
+        """The issues a verified delivery names (``None``: nothing readable; counted as
+        a degraded item, and the poll finds the change)."""
+        ...
+
+    async def lookup(self, event: str, payload: Mapping[str, Any]) -> Looked | None:
+        """The issues only the source can name for this delivery, asked of it (raises
+        ``SourceRefused`` when it does not answer); ``None``: none of this endpoint's,
+        or an event no lookup serves."""
+        ...
 
     async def first_delivery(self, delivery_id: str) -> bool:
         """Record ``delivery_id``; ``False`` when it was seen before (a redelivery)."""
         ...
 
     async def wake(self, numbers: set[int]) -> None:
-        """Refresh these issues soon, on the instance that syncs the endpoint (the poll
-        stays the source of truth)."""
+        """Refresh these issues soon (none: poll), on the instance that syncs the
+        endpoint (the poll stays the source of truth)."""
+        ...
+
+    async def reread(self) -> None:
+        """Ask the next poll, on whichever instance leads, to read every issue again."""
         ...
 
 

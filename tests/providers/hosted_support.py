@@ -27,6 +27,7 @@ from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
+from cotal_tasks.providers.hosted.tracker import Tracker
 from tests.bridge._support import OPERATOR, Client, DictPresence
 from tests.conformance.conftest import Mesh
 from tests.support import bridge as wire
@@ -98,6 +99,13 @@ class VirtualTime(Generic[F]):
         http.clock_s = self.fake.clock.time
 
 
+def hosted_parts(endpoint: Endpoint) -> Hosted:
+    """A hosted endpoint's own parts (the store, the sync loop, the tracker, ...)."""
+    parts = endpoint.parts
+    assert isinstance(parts, Hosted), "not a hosted endpoint"
+    return parts
+
+
 @dataclass
 class HostedEndpoint(Generic[F]):
     """An opened hosted endpoint: the service, the mirror-backed store, the sync engine,
@@ -114,12 +122,15 @@ class HostedEndpoint(Generic[F]):
 
     @property
     def hosted(self) -> Hosted:
-        assert self.endpoint.hosted is not None
-        return self.endpoint.hosted
+        return hosted_parts(self.endpoint)
 
     @property
     def sync(self) -> SyncEngine:
         return self.hosted.sync
+
+    @property
+    def tracker(self) -> Tracker:
+        return self.hosted.tracker
 
     @property
     def store(self) -> HostedStore:
@@ -259,8 +270,7 @@ class HostedMesh(Mesh, Generic[F]):
 
     @property
     def hosted(self) -> Hosted:
-        assert self.endpoint.hosted is not None
-        return self.endpoint.hosted
+        return hosted_parts(self.endpoint)
 
     async def poll(self) -> SyncReport:
         """One poll now (the bridge's own loop waits out its long interval meanwhile)."""
@@ -271,10 +281,8 @@ async def first_sync(bridge: Bridge) -> None:
     """Wait until every hosted endpoint of ``bridge`` finished its first sync."""
 
     async def synced() -> bool:
-        return all(
-            ep.hosted is None or ep.hosted.store.health.last_success_ms is not None
-            for ep in bridge.endpoints
-        )
+        parts = [Hosted.of(ep.parts) for ep in bridge.endpoints]
+        return all(p is None or p.store.health.last_success_ms is not None for p in parts)
 
     await eventually(synced, within_s=10)
 

@@ -243,10 +243,12 @@ def test_a_listing_page_of_anything_yields_only_mapped_issues(body: Any) -> None
         hub = GitHubTracker(
             GitHubClient(TrackerHttp(hub_http, github_retry), REPO),
             GitHubConfig(repository=REPO),
+            ItemBoundary("GitHub"),
         )
         lab = GitLabTracker(
             GitLabClient(TrackerHttp(lab_http, gitlab_retry), PROJECT, "keyset"),
             GitLabConfig(project=PROJECT),
+            ItemBoundary("GitLab"),
         )
         try:
             for tracker in (hub, lab):

@@ -26,7 +26,6 @@ from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.providers.board import BoardStore, BoardUnreachable
-from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.provider import (
     BuildContext,
     Built,
@@ -62,12 +61,6 @@ class Endpoint:
     degradations: Degradations | None = None  # what the source gave that did not map
     sync_role: SyncRole | None = None  # this instance's part in an elected sync
     rate_budgets: RateBudgets | None = None  # the source's rate-limit budget last reported
-
-    @property
-    def hosted(self) -> Hosted | None:
-        """A hosted tracker's parts (store, sync loop, client), else ``None``: for tests
-        and tools; the bridge reads the declared fields above."""
-        return Hosted.of(self.parts)
 
 
 def presence_uids(presence: PresenceSource | None) -> SeatUids:

@@ -12,19 +12,20 @@ from cotal_tasks.providers.github.access import access
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
 from cotal_tasks.providers.github.config import CLOSE_REASONS, GitHubConfig
 from cotal_tasks.providers.github.tracker import GitHubTracker
-from cotal_tasks.providers.github.webhook import WEBHOOK
+from cotal_tasks.providers.github.webhook import SCHEME
 from cotal_tasks.providers.hosted import assemble
+from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.writeback import WritePlan
 
 __all__ = ["PROVIDER", "GitHubConfig", "open_tracker"]
 
 
-def open_tracker(config: GitHubConfig) -> tuple[GitHubTracker, TrackerHttp]:
+def open_tracker(config: GitHubConfig, boundary: ItemBoundary) -> tuple[GitHubTracker, TrackerHttp]:
     """The tracker over the repository (its HTTP client is the caller's to close)."""
     http = assemble.tracker_http(config, "GitHub", github_http_client, github_retry)
     http.allow_origin(config.graphql_endpoint())
-    return GitHubTracker(GitHubClient(http, config.repository), config), http
+    return GitHubTracker(GitHubClient(http, config.repository), config, boundary), http
 
 
 def write_plan(config: GitHubConfig) -> WritePlan:
@@ -32,5 +33,5 @@ def write_plan(config: GitHubConfig) -> WritePlan:
 
 
 PROVIDER = assemble.provider(
-    "github", GitHubConfig, open_tracker, plan=write_plan, webhook=WEBHOOK, access=access
+    "github", GitHubConfig, open_tracker, plan=write_plan, scheme=SCHEME, access=access
 )

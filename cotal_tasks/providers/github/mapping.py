@@ -16,6 +16,7 @@ from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_m
 from cotal_tasks.providers.hosted.mapping import label_names
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
+from cotal_tasks.providers.hosted.writeback import mark_in
 
 
 def task_id(repository: str, number: int) -> str:
@@ -68,6 +69,7 @@ def tracked(
         created_at=as_ms(item.get("created_at")),
         updated_at=as_ms(item.get("updated_at")),
         evidence=tuple(evidence),
+        mark=mark_in(item.get("body")),
     )
 
 

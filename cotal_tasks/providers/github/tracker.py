@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -19,15 +18,17 @@ from cotal_tasks.providers.github.walk import Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
+    MARKED_PAGES,
     IssueGone,
     ListPage,
     NewIssue,
+    Order,
+    Step,
     TrackedIssue,
+    Tracker,
     TrackerChange,
-    TrackerRefused,
-    find_marked_item,
 )
-from cotal_tasks.providers.hosted.writeback import carries_marker
+from cotal_tasks.providers.hosted.writeback import mark_in
 
 log = logging.getLogger(__name__)
 
@@ -41,20 +42,20 @@ def _iso(stamp: datetime) -> str:
     return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class GitHubTracker:
-    name = "GitHub"
-    single_assignee: bool | None = False  # GitHub keeps up to ten assignees
-    known_id: int | None = None  # a repository's id comes from deliveries, kept beside the mirror
+class GitHubTracker(Tracker):
+    """GitHub keeps up to ten assignees per issue (``single_assignee`` is false); a
+    repository's stable id comes from deliveries, kept beside the mirror."""
 
-    def __init__(self, client: GitHubClient, config: GitHubConfig) -> None:
+    name = "GitHub"
+
+    def __init__(self, client: GitHubClient, config: GitHubConfig, boundary: ItemBoundary) -> None:
+        super().__init__(
+            boundary, path=config.repository, mutation_spacing_s=config.mutation_spacing_s
+        )
         self.client = client
         self.config = config
         self.repo = config.repository
-        self.boundary = ItemBoundary(self.name)
         self._owed: set[int] = set()  # issues whose evidence GraphQL did not answer for
-
-    def number_of(self, task_id: str) -> int | None:
-        return mapping.number_of(self.repo, task_id)
 
     async def list_changed(
         self, cursor: str | None, remembered: Mapping[str, Any]
@@ -209,14 +210,19 @@ class GitHubTracker:
                 issues.append(issue)
         return issues
 
-    async def recent(self, count: int) -> list[TrackedIssue]:
-        items = await self.client.recent_issues(min(count, PER_PAGE))
-        return [
-            issue
-            for item in items
-            if isinstance(item, dict) and not mapping.is_pull_request(item)
-            if (issue := self._tracked(item))
-        ]
+    async def newest(
+        self, order: Order, since_ms: int | None = None
+    ) -> AsyncGenerator[Sequence[TrackedIssue], None]:
+        for page in range(1, MARKED_PAGES + 1):  # no reader needs more
+            items = await self.client.recent_issues(PER_PAGE, order=order, page=page)
+            yield [
+                issue
+                for item in items
+                if isinstance(item, dict) and not mapping.is_pull_request(item)
+                if (issue := self._tracked(item))
+            ]
+            if len(items) < PER_PAGE:
+                return
 
     def _tracked(
         self, item: dict[str, Any], found: Any = (), status: str | None = None
@@ -305,37 +311,14 @@ class GitHubTracker:
             payload["labels"] = list(issue.labels)
         return mapping.tracked(self.repo, await self.client.create_issue(payload))
 
-    async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
-        item = await find_marked_item(
-            lambda page: self.client.recent_issues(PER_PAGE, order="created", page=page),
-            PER_PAGE,
-            since_ms,
-            lambda item: (
-                not mapping.is_pull_request(item) and carries_marker(item.get("body"), marker)
-            ),
-        )
-        return None if item is None else mapping.tracked(self.repo, item)
+    async def comment_marks(self, number: int) -> set[str]:
+        return {
+            mark for c in await self.client.comments(number) if (mark := mark_in(c.get("body")))
+        }
 
-    async def has_marked_comment(self, number: int, marker: str) -> bool:
-        comments = await self.client.comments(number)
-        return any(carries_marker(c.get("body"), marker) for c in comments)
-
-    async def apply(self, number: int, change: TrackerChange) -> None:
-        applied: list[str] = []
-        steps = self._steps(number, change)
-        for index, (name, step) in enumerate(steps):
-            if index and self.config.mutation_spacing_s:
-                await asyncio.sleep(self.config.mutation_spacing_s)
-            try:
-                await step()
-            except (TrackerHttpError, TrackerRefused) as exc:
-                error = exc.error if isinstance(exc, TrackerRefused) else exc
-                raise TrackerRefused(error, tuple(applied)) from exc
-            applied.append(name)
-
-    def _steps(self, number: int, change: TrackerChange) -> list[tuple[str, Any]]:
+    async def steps(self, number: int, change: TrackerChange) -> list[Step]:
         client = self.client
-        steps: list[tuple[str, Any]] = []
+        steps: list[Step] = []
         patch: dict[str, Any] = {}
         if change.body is not None:
             patch["body"] = change.body

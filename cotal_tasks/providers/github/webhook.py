@@ -24,8 +24,8 @@ from typing import Any
 from cotal_tasks.providers.github.mapping import is_pull_request, mentioned_issues
 from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
-from cotal_tasks.providers.hosted.webhook import HookTarget, Looked, Scheme, receiver
-from cotal_tasks.providers.provider import Webhook
+from cotal_tasks.providers.hosted.webhook import Scheme
+from cotal_tasks.providers.provider import Looked
 
 SIGNATURE_HEADER = "x-hub-signature-256"
 DELIVERY_HEADER = "x-github-delivery"
@@ -55,14 +55,14 @@ def issues_named(event: str, payload: Mapping[str, Any], repository: str) -> set
     return set()
 
 
-async def lookup(endpoint: HookTarget, event: str, payload: Mapping[str, Any]) -> Looked | None:
+async def lookup(
+    tracker: GitHubTracker, most: int, event: str, payload: Mapping[str, Any]
+) -> Looked | None:
     """The issues a ``label`` or ``projects_v2_item`` delivery names, as the endpoint's
-    tracker finds them (``None``: none of this endpoint, or another event)."""
-    tracker = endpoint.store.tracker
-    if not isinstance(tracker, GitHubTracker):
-        return None
+    tracker finds them (``None``: none of this endpoint, or another event); ``most`` is
+    the endpoint's ``webhook_max_issues``."""
     if event == LABEL:
-        return await _label(tracker, endpoint.max_issues, payload)
+        return await _label(tracker, most, payload)
     if event == CARD:
         return await _card(tracker, payload)
     return None
@@ -106,24 +106,21 @@ def source(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
     return (as_str(repository.get("full_name")) or None, as_int(repository.get("id")))
 
 
-WEBHOOK = Webhook(
-    "github",
-    receiver(
-        Scheme(
-            tracker="github",
-            what="repository",
-            mismatch="the X-Hub-Signature-256 signature does not match. Set the webhook "
-            "secret to the one the endpoint's webhook_secret_env names",
-            event_header=EVENT_HEADER,
-            verify=lambda secret, headers, body: signature_valid(
-                secret, body, headers.get(SIGNATURE_HEADER)
-            ),
-            source=source,
-            delivery=lambda headers: headers.get(DELIVERY_HEADER),
-            named=lambda endpoint, event, payload: issues_named(event, payload, endpoint.path),
-            # An organisation's hook says hello: no repository, nothing to sync.
-            hello=lambda event, payload: event == PING,
-            lookup=lookup,
-        )
+SCHEME: Scheme[GitHubTracker] = Scheme(
+    tracker="github",
+    label="GitHub",
+    what="repository",
+    mismatch="the X-Hub-Signature-256 signature does not match. Set the webhook "
+    "secret to the one the endpoint's webhook_secret_env names",
+    event_header=EVENT_HEADER,
+    verify=lambda secret, headers, body: signature_valid(
+        secret, body, headers.get(SIGNATURE_HEADER)
     ),
+    source=source,
+    delivery=lambda headers: headers.get(DELIVERY_HEADER),
+    named=lambda tracker, event, payload: issues_named(event, payload, tracker.repo),
+    # An organisation's hook says hello: no repository, nothing to sync.
+    hello=lambda event, payload: event == PING,
+    lookup=lookup,
 )
+WEBHOOK = SCHEME.webhook()

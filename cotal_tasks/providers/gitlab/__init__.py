@@ -9,18 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 
 from cotal_tasks.providers.gitlab.access import access
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
-from cotal_tasks.providers.gitlab.webhook import WEBHOOK
+from cotal_tasks.providers.gitlab.webhook import SCHEME
 from cotal_tasks.providers.hosted import assemble
+from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.writeback import WritePlan
-from cotal_tasks.providers.provider import BuildContext, Built
+from cotal_tasks.providers.provider import BuildContext
 
 log = logging.getLogger(__name__)
 RESOLVE_S = 10.0
@@ -28,11 +28,11 @@ RESOLVE_S = 10.0
 __all__ = ["PROVIDER", "GitLabConfig", "open_tracker"]
 
 
-def open_tracker(config: GitLabConfig) -> tuple[GitLabTracker, TrackerHttp]:
+def open_tracker(config: GitLabConfig, boundary: ItemBoundary) -> tuple[GitLabTracker, TrackerHttp]:
     """The tracker over the project (its HTTP client is the caller's to close)."""
     http = assemble.tracker_http(config, "GitLab", gitlab_http_client, gitlab_retry)
     client = GitLabClient(http, config.project, config.pagination)
-    return GitLabTracker(client, config), http
+    return GitLabTracker(client, config, boundary), http
 
 
 def write_plan(config: GitLabConfig) -> WritePlan:
@@ -44,7 +44,7 @@ async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildC
     read: asked of GitLab now (so a renamed project is named as it is now) and kept in the
     mirror's state, which answers when GitLab does not (it is down, or refuses). Unknown
     on a first start GitLab does not answer: the first issue read names it."""
-    if tracker.path is not None:
+    if tracker.path_known:
         return
     state = assemble.sql_mirror(ctx.mirror).state()
     key = f"gitlab-project:{config.api_url}:{config.project}"
@@ -64,21 +64,15 @@ async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildC
             config.project,
         )
         return
-    tracker.path = path
+    tracker.name_path(path)
 
 
-async def build(config: GitLabConfig, ctx: BuildContext) -> Built:
-    tracker, http = open_tracker(config)
-    await resolve_path(tracker, config, ctx)
-    where = config.location
-    return assemble.assemble(
-        ctx, tracker, config, http, plan=write_plan(config), key=f"gitlab:{where}", path=where
-    )
-
-
-PROVIDER = dataclasses.replace(
-    assemble.provider(
-        "gitlab", GitLabConfig, open_tracker, plan=write_plan, webhook=WEBHOOK, access=access
-    ),
-    build=build,
+PROVIDER = assemble.provider(
+    "gitlab",
+    GitLabConfig,
+    open_tracker,
+    plan=write_plan,
+    scheme=SCHEME,
+    access=access,
+    prepare=resolve_path,
 )

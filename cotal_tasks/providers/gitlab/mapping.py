@@ -21,6 +21,7 @@ from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_m
 from cotal_tasks.providers.hosted.mapping import WITHHELD, label_names
 from cotal_tasks.providers.hosted.mentions import mentioned_numbers
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
+from cotal_tasks.providers.hosted.writeback import mark_in
 
 CONFIDENTIAL_TITLE = "(confidential issue)"
 
@@ -106,6 +107,7 @@ def tracked(
         updated_at=as_ms(issue.get("updated_at")),
         evidence=() if withheld else tuple(evidence),
         gone=fate,
+        mark=mark_in(issue.get("description")),  # a write's id, never the issue's text
     )
 
 

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from cotal_tasks.providers.gitlab import assignees, mapping
-from cotal_tasks.providers.gitlab.client import GitLabClient
+from cotal_tasks.providers.gitlab.client import PER_PAGE, GitLabClient
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.gitlab.evidence import GitLabEvidence
 from cotal_tasks.providers.hosted.boundary import (
@@ -24,17 +23,20 @@ from cotal_tasks.providers.hosted.boundary import (
 )
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
+    MARKED_PAGES,
     Evidence,
     IssueGone,
     ListPage,
     NewIssue,
+    Order,
+    Step,
     TrackedIssue,
+    Tracker,
     TrackerChange,
     TrackerRefused,
     epoch_ms,
-    find_marked_item,
 )
-from cotal_tasks.providers.hosted.writeback import carries_marker
+from cotal_tasks.providers.hosted.writeback import mark_in
 
 log = logging.getLogger(__name__)
 
@@ -46,25 +48,37 @@ def _iso(stamp: datetime) -> str:
     return stamp.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-class GitLabTracker:
+class GitLabTracker(Tracker):
     name = "GitLab"
 
-    def __init__(self, client: GitLabClient, config: GitLabConfig) -> None:
+    def __init__(self, client: GitLabClient, config: GitLabConfig, boundary: ItemBoundary) -> None:
+        # The project's path names its tasks; a numeric project id learns it from issues.
+        super().__init__(
+            boundary, path=config.project, mutation_spacing_s=config.mutation_spacing_s
+        )
         self.client = client
         self.config = config
-        self.single_assignee: bool | None = config.single_assignee
-        # The project's path names its tasks; a numeric project id learns it from issues.
-        self.path: str | None = config.project if "/" in config.project else None
-        self.boundary = ItemBoundary(self.name)
+        self.single_assignee = config.single_assignee
+        self._path_known = "/" in config.project
         # The project's stable id, learned from its issues: webhook deliveries match on it.
-        self.known_id: int | None = int(config.project) if config.project.isdigit() else None
+        self.known_id = int(config.project) if config.project.isdigit() else None
         self.evidence = GitLabEvidence(client, config, self.boundary, self._path_from)
+
+    @property
+    def path_known(self) -> bool:
+        """Whether ``path`` is the project's path (a numeric project learns it)."""
+        return self._path_known
+
+    def name_path(self, path: str) -> None:
+        """The project's path, as GitLab or the mirror's state says it."""
+        self.path, self._path_known = path, True
 
     def _path_from(self, issue: dict[str, Any]) -> str:
         if self.known_id is None:
             self.known_id = as_int(issue.get("project_id"))
-        if self.path is None:
+        if not self._path_known:
             self.path = mapping.path_of(issue) or self.config.project
+            self._path_known = True
         return self.path
 
     def _tracked(self, item: Any, found: Any = ()) -> TrackedIssue | None:
@@ -81,9 +95,6 @@ class GitLabTracker:
                 include_confidential=self.config.include_confidential,
             ),
         )
-
-    def number_of(self, task_id: str) -> int | None:
-        return mapping.iid_of(self.path or self.config.project, task_id)
 
     def _since(self, cursor: str | None) -> str | None:
         if cursor is None:
@@ -141,7 +152,7 @@ class GitLabTracker:
         # read. The sweep keeps its own cursor, so an interrupted import misses none.
         swept = marks.get(MR_MARK)
         newest = swept
-        path = self.path or self.config.project
+        path = self.path
         async for response in self.client.merge_request_pages(self._since(swept)):
             linked: set[int] = set()
             for merge_request in self.boundary.page(response.json(), "the merge request listing"):
@@ -164,9 +175,15 @@ class GitLabTracker:
                 remember={MARKS: {**marks, MR_MARK: newest}} if newest else None,
             )
 
-    async def recent(self, count: int) -> list[TrackedIssue]:
-        items = await self.client.recent_issues(min(count, 100))
-        return [issue for item in items if (issue := self._tracked(item))]
+    async def newest(
+        self, order: Order, since_ms: int | None = None
+    ) -> AsyncGenerator[Sequence[TrackedIssue], None]:
+        by = "created_at" if order == "created" else "updated_at"
+        for page in range(1, MARKED_PAGES + 1):  # no reader needs more
+            items = await self.client.recent_issues(PER_PAGE, order=by, page=page)
+            yield [issue for item in items if (issue := self._tracked(item))]
+            if len(items) < PER_PAGE:
+                return
 
     async def open_numbers(self) -> tuple[set[int], int]:
         return await self.client.open_iids()
@@ -175,7 +192,7 @@ class GitLabTracker:
         try:
             issue = await self.client.read_issue(number)
         except IssueGone as exc:
-            return mapping.gone(self.path or self.config.project, number, exc.fate)
+            return mapping.gone(self.path, number, exc.fate)
         if not isinstance(issue, dict):
             return None
         if self._withheld(issue):
@@ -197,18 +214,9 @@ class GitLabTracker:
         created = await self.client.create_issue(payload)
         return mapping.tracked(self._path_from(created), created, include_confidential=True)
 
-    async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
-        item = await find_marked_item(
-            lambda page: self.client.recent_issues(100, order="created_at", page=page),
-            100,
-            since_ms,
-            lambda item: carries_marker(item.get("description"), marker),
-        )
-        return None if item is None else mapping.tracked(self._path_from(item), item)
-
-    async def has_marked_comment(self, number: int, marker: str) -> bool:
+    async def comment_marks(self, number: int) -> set[str]:
         notes = await self.client.recent_notes(number)
-        return any(carries_marker(n.get("body"), marker) for n in notes)
+        return {mark for note in notes if (mark := mark_in(as_dict(note).get("body")))}
 
     async def _assignees(self, number: int, change: TrackerChange) -> _Assigning:
         """The ``assignee_ids`` to send (the issue's own first, in GitLab's order, so a
@@ -267,38 +275,42 @@ class GitLabTracker:
             log.info("GitLab keeps one assignee per issue here; claims use the label alone")
             self.single_assignee = True
 
-    async def apply(self, number: int, change: TrackerChange) -> None:
-        applied: list[str] = []
-        try:
-            update: dict[str, Any] = {}
-            plan = _Assigning(None, [], 0)
-            if change.assign or change.unassign:
-                plan = await self._assignees(number, change)
-                if plan.ids is not None:
-                    update["assignee_ids"] = plan.ids
-            if change.add_labels:
-                update["add_labels"] = ",".join(change.add_labels)
-            if change.remove_labels:
-                update["remove_labels"] = ",".join(change.remove_labels)
-            if change.state == "closed":
-                update["state_event"] = "close"
-            elif change.state == "open":
-                update["state_event"] = "reopen"
-            if change.body is not None:
-                update["description"] = change.body
-            if update:
+    async def steps(self, number: int, change: TrackerChange) -> list[Step]:
+        """One update (assignees, labels, state and description together), then the note.
+        The assignees to send are decided on the issue as read here, right before the
+        update is sent (the first step: nothing waits between the two)."""
+        steps: list[Step] = []
+        update: dict[str, Any] = {}
+        plan = _Assigning(None, [], 0)
+        if change.assign or change.unassign:
+            plan = await self._assignees(number, change)
+            if plan.ids is not None:
+                update["assignee_ids"] = plan.ids
+        if change.add_labels:
+            update["add_labels"] = ",".join(change.add_labels)
+        if change.remove_labels:
+            update["remove_labels"] = ",".join(change.remove_labels)
+        if change.state == "closed":
+            update["state_event"] = "close"
+        elif change.state == "open":
+            update["state_event"] = "reopen"
+        if change.body is not None:
+            update["description"] = change.body
+        if update:
+
+            async def write() -> None:
                 result = await self.client.update_issue(number, update)
-                applied.append("update")
                 if plan.ids is not None:
-                    self._check_assigned(plan.ids, plan.added, result, number)
+                    try:
+                        self._check_assigned(plan.ids, plan.added, result, number)
+                    except TrackerHttpError as exc:  # the rest of the update took effect
+                        raise TrackerRefused(exc, ("update",)) from exc
                     await self._keep_people(number, change, plan, result)
-            if change.comment:
-                if applied and self.config.mutation_spacing_s:
-                    await asyncio.sleep(self.config.mutation_spacing_s)
-                await self.client.note(number, change.comment)
-                applied.append("note")
-        except TrackerHttpError as exc:
-            raise TrackerRefused(exc, tuple(applied)) from exc
+
+            steps.append(("update", write))
+        if change.comment:
+            steps.append(("note", lambda: self.client.note(number, change.comment or "")))
+        return steps
 
     def _check_assigned(
         self, sent: list[int], added: list[str], result: dict[str, Any], number: int

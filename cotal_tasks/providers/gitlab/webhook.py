@@ -12,8 +12,7 @@ from typing import Any
 from cotal_tasks.providers.gitlab.mapping import mentioned_issues
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
-from cotal_tasks.providers.hosted.webhook import HookTarget, Scheme, receiver
-from cotal_tasks.providers.provider import Webhook
+from cotal_tasks.providers.hosted.webhook import Scheme
 
 TOKEN_HEADER = "x-gitlab-token"
 EVENT_HEADER = "x-gitlab-event"
@@ -70,25 +69,23 @@ def issues_named(payload: Mapping[str, Any], path: str) -> set[int]:
     return set()
 
 
-def named(endpoint: HookTarget, event: str, payload: Mapping[str, Any]) -> set[int]:
-    tracker = endpoint.store.tracker
-    own = tracker.path if isinstance(tracker, GitLabTracker) else None
+def named(tracker: GitLabTracker, event: str, payload: Mapping[str, Any]) -> set[int]:
+    """The issues a delivery names, read with the project's path (the delivery's own,
+    while a numeric project's path is not known yet)."""
+    own = tracker.path if tracker.path_known else None
     return issues_named(payload, own or project_of(payload)[0] or "")
 
 
-WEBHOOK = Webhook(
-    "gitlab",
-    receiver(
-        Scheme(
-            tracker="gitlab",
-            what="project",
-            mismatch="the X-Gitlab-Token does not match. Set the webhook secret token to the "
-            "one the endpoint's webhook_secret_env names",
-            event_header=EVENT_HEADER,
-            verify=lambda secret, headers, body: token_valid(secret, headers.get(TOKEN_HEADER)),
-            source=project_of,
-            delivery=delivery_id,
-            named=named,
-        )
-    ),
+SCHEME: Scheme[GitLabTracker] = Scheme(
+    tracker="gitlab",
+    label="GitLab",
+    what="project",
+    mismatch="the X-Gitlab-Token does not match. Set the webhook secret token to the "
+    "one the endpoint's webhook_secret_env names",
+    event_header=EVENT_HEADER,
+    verify=lambda secret, headers, body: token_valid(secret, headers.get(TOKEN_HEADER)),
+    source=project_of,
+    delivery=delivery_id,
+    named=named,
 )
+WEBHOOK = SCHEME.webhook()

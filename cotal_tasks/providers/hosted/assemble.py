@@ -20,15 +20,18 @@ import httpx
 from cotal_tasks.core import ContractError, ErrorCode, Task
 from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.providers.board import BoardStore
+from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.leader import Election
 from cotal_tasks.providers.hosted.mapping import project
-from cotal_tasks.providers.hosted.store import HostedStore
+from cotal_tasks.providers.hosted.mirroring import ChangeHook, MirrorSync, Projection
+from cotal_tasks.providers.hosted.store import HostedStore, SyncHealth, tracker_error
 from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
 from cotal_tasks.providers.hosted.tracker import Tracker
-from cotal_tasks.providers.hosted.webhook import MIN_SECRET_CHARS, HookTarget
+from cotal_tasks.providers.hosted.webhook import MIN_SECRET_CHARS, HookTarget, Scheme
 from cotal_tasks.providers.hosted.writeback import WritePlan
+from cotal_tasks.providers.hosted.writes import Writes
 from cotal_tasks.providers.provider import (
     Access,
     BuildContext,
@@ -36,7 +39,6 @@ from cotal_tasks.providers.provider import (
     CatchUpReport,
     Progress,
     Provider,
-    Webhook,
 )
 from cotal_tasks.providers.store import Mirror
 
@@ -45,16 +47,20 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Hosted:
-    """A hosted endpoint's parts: the store over the mirror, the sync loop and its leader
-    election, the tracker's HTTP client, its settings and its webhook receiver (with the
-    secret, if configured)."""
+    """A hosted endpoint's parts, for its tools and tests (the bridge reads ``Built``'s
+    declared fields, never these): the store over the mirror, the sync's side of the
+    mirror, the sync loop and its leader election, the tracker and its item boundary, the
+    tracker's HTTP client, its settings and its webhook receiver."""
 
     store: HostedStore
+    mirroring: MirrorSync
     sync: SyncEngine
     election: Election
+    tracker: Tracker
+    boundary: ItemBoundary
     http: TrackerHttp
     tracker_config: HostedConfig
-    webhook: HookTarget
+    webhook: HookTarget | None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync every poll interval until ``stop``, on the instance the election makes
@@ -152,55 +158,95 @@ def tracker_http(
 
 def assemble(
     ctx: BuildContext,
-    tracker: Tracker,
+    tracker: T,
+    boundary: ItemBoundary,
     cfg: HostedConfig,
     http: TrackerHttp,
     *,
     plan: WritePlan,
     key: str,
-    path: str,
+    scheme: Scheme[T] | None,
 ) -> Built:
-    """The endpoint over ``tracker``: ``key`` names its sync checkpoint, ``path`` what its
-    webhook deliveries name (a repository or project path, or a numeric project id)."""
+    """The endpoint over ``tracker``, each part handed what it uses: ``key`` names its
+    sync checkpoint, ``scheme`` its webhook route (``None``: it takes no deliveries)."""
     metrics, name = ctx.metrics, ctx.name
     mirror = sql_mirror(ctx.mirror)
+    state = mirror.state()
     if metrics is not None:
         http.on_response = lambda status: metrics.tracker_request(name, status)
         http.on_wait = lambda seconds: metrics.rate_limit_wait(name, seconds)
-        tracker.boundary.observers.append(lambda reason: metrics.degraded(name, reason))
-    store = HostedStore(
-        mirror,
+        boundary.observers.append(lambda reason: metrics.degraded(name, reason))
+    projection = Projection(
         tracker,
+        boundary,
         config=cfg,
         plan=plan,
         space=ctx.space,
         clock=ctx.clock,
         seat_uids=ctx.seat_uids,
     )
-    sync = SyncEngine(store, mirror.state(), key, ctx.clock)
+    writes = Writes(
+        mirror,
+        tracker,
+        state,
+        config=cfg,
+        plan=plan,
+        clock=ctx.clock,
+        project=projection.record,
+        error=lambda exc, outcome: tracker_error(tracker.name, exc, outcome),
+    )
+    hooks: list[ChangeHook] = []
+    health = SyncHealth()
+    store = HostedStore(
+        mirror,
+        writes,
+        health,
+        boundary,
+        tracker=tracker.name,
+        stale_after_s=cfg.stale_after_s,
+        clock=ctx.clock,
+        hooks=hooks,
+    )
+    mirroring = MirrorSync(mirror, writes.ledger, projection, tracker, clock=ctx.clock, hooks=hooks)
+    sync = SyncEngine(
+        tracker,
+        boundary,
+        mirroring,
+        state,
+        key,
+        ctx.clock,
+        health,
+        reconcile_interval_s=cfg.reconcile_interval_s,
+        refreshes_per_minute=cfg.webhook_refreshes_per_minute,
+    )
     if metrics is not None:
         sync.sweep_observers.append(
             lambda requests, reads: metrics.reconciled(name, requests, reads)
         )
-    webhook = webhook_secret(cfg.webhook_secret_env)
-    if webhook is None and cfg.webhook_secret_env is not None:
-        log.warning(
-            "%s: %s is not set, so every webhook delivery is refused (401); the poll still "
-            "syncs. Export it and restart to take deliveries",
-            name,
-            cfg.webhook_secret_env,
+    target = None
+    if scheme is not None:
+        secret = webhook_secret(cfg.webhook_secret_env)
+        if secret is None and cfg.webhook_secret_env is not None:
+            log.warning(
+                "%s: %s is not set, so every webhook delivery is refused (401); the poll "
+                "still syncs. Export it and restart to take deliveries",
+                name,
+                cfg.webhook_secret_env,
+            )
+        target = scheme.target(
+            tracker,
+            name=name,
+            path=cfg.location,
+            secret=secret.encode() if secret is not None else None,
+            state=state,
+            sync=sync,
+            boundary=boundary,
+            clock=ctx.clock,
+            max_issues=cfg.webhook_max_issues,
+            known_id=lambda: tracker.known_id,
         )
-    target = HookTarget(
-        name,
-        path,
-        webhook.encode() if webhook is not None else None,
-        store,
-        sync,
-        ctx.clock,
-        max_issues=cfg.webhook_max_issues,
-    )
-    election = Election(sync, cfg.poll_interval_s, ctx.clock, sync.holder)
-    hosted = Hosted(store, sync, election, http, cfg, target)
+    election = Election(sync, mirroring, state, health, cfg.poll_interval_s, ctx.clock, sync.holder)
+    hosted = Hosted(store, mirroring, sync, election, tracker, boundary, http, cfg, target)
     return Built(
         store,
         runner=hosted,
@@ -251,34 +297,48 @@ async def preview(
 
 
 C = TypeVar("C", bound=HostedConfig)
+T = TypeVar("T", bound=Tracker)
+# (settings, item boundary) -> the tracker over it and its HTTP client (the caller closes it)
+OpenTracker = Callable[[C, ItemBoundary], tuple[T, TrackerHttp]]
 
 
 def provider(
     name: str,
     settings: type[C],
-    open_tracker: Callable[[C], tuple[Tracker, TrackerHttp]],
+    open_tracker: OpenTracker[C, T],
     *,
     plan: Callable[[C], WritePlan],
-    webhook: Webhook,
+    scheme: Scheme[T] | None,
     access: Callable[[C, TrackerHttp], Awaitable[Access]] | None = None,
+    prepare: Callable[[T, C, BuildContext], Awaitable[None]] | None = None,
 ) -> Provider[C]:
     """A hosted tracker's registry entry: ``open_tracker`` makes its ``Tracker`` and HTTP
-    client, ``plan`` its write plan, ``access`` asks what the token may do."""
+    client over the item boundary it is given, ``plan`` its write plan, ``scheme`` its
+    webhook route, ``access`` asks what the token may do, and ``prepare`` learns what
+    the tracker must know before the endpoint serves (GitLab: a numeric project's path)."""
+
+    def opened(config: C) -> tuple[T, ItemBoundary, TrackerHttp]:
+        boundary = ItemBoundary(name)
+        tracker, http = open_tracker(config, boundary)
+        boundary.tracker = tracker.name
+        return tracker, boundary, http
 
     async def build(config: C, ctx: BuildContext) -> Built:
-        tracker, http = open_tracker(config)
-        where = config.location
+        tracker, boundary, http = opened(config)
+        if prepare is not None:
+            await prepare(tracker, config, ctx)
+        key = f"{name}:{config.location}"
         return assemble(
-            ctx, tracker, config, http, plan=plan(config), key=f"{name}:{where}", path=where
+            ctx, tracker, boundary, config, http, plan=plan(config), key=key, scheme=scheme
         )
 
     async def show(config: C, space: str, count: int) -> list[tuple[int, Task]]:
-        tracker, http = open_tracker(config)
+        tracker, _, http = opened(config)
         return await preview(tracker, config, http, space=space, count=count)
 
     async def ask(config: C) -> Access:
         assert access is not None
-        _, http = open_tracker(config)
+        _, _, http = opened(config)
         try:
             return await access(config, http)
         finally:
@@ -289,7 +349,7 @@ def provider(
         settings,
         build,
         section=name,
-        webhook=webhook,
+        webhook=None if scheme is None else scheme.webhook(),
         describe=lambda config: describe(name, config),
         preview=show,
         access=None if access is None else ask,

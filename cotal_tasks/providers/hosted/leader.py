@@ -25,7 +25,8 @@ from typing import Literal
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted.ledger import Leases
-from cotal_tasks.providers.hosted.store import HostedStore
+from cotal_tasks.providers.hosted.mirroring import MirrorSync
+from cotal_tasks.providers.hosted.store import SyncHealth
 from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.hosted.wakes import Listener
 
@@ -36,24 +37,21 @@ Role = Literal["leader", "follower"]
 
 @dataclass
 class Election:
-    """Leader election and the sync loop of one hosted endpoint."""
+    """Leader election and the sync loop of one hosted endpoint, handed its parts: the
+    sync loop it runs while leading, the mirror whose changes it announces while
+    following, the mirror's state table (the lease, the published health) and the health
+    it publishes or copies."""
 
     sync: SyncEngine
+    mirror: MirrorSync
+    state: MirrorState
+    health: SyncHealth
     interval_s: float
     clock: Callable[[], int]
     holder: str
     role: Role = "follower"
     since_ms: int | None = None  # when this instance took its current role
     listener: Listener | None = None  # the webhook wakes of the other instances, leading
-
-    @property
-    def state(self) -> MirrorState:
-        """The mirror's state table: the sync checkpoint, the lease, the sync health."""
-        return self.sync.state
-
-    @property
-    def store(self) -> HostedStore:
-        return self.sync.store
 
     @property
     def lease(self) -> str:
@@ -122,7 +120,7 @@ class Election:
             await self.listener.close()
 
     async def _publish_health(self) -> None:
-        health = self.store.health
+        health = self.health
         snapshot = {
             "lastSuccessMs": health.last_success_ms,
             "failing": health.failing,
@@ -136,19 +134,19 @@ class Election:
         """Take the leader's sync health, and announce what its sync committed."""
         with contextlib.suppress(ContractError):
             snapshot = await self.state.load(self.health_key) or {}
-            health = self.store.health
+            health = self.health
             health.last_success_ms = snapshot.get("lastSuccessMs")
             health.failing = snapshot.get("failing")
             health.failing_since_ms = snapshot.get("failingSinceMs")
             health.refused = bool(snapshot.get("refused"))
         seq = await self._seq()
         if seq > seen:
-            await self.store.announce_change(seq)
+            await self.mirror.announce_change(seq)
         return max(seq, seen)
 
     async def _seq(self) -> int:
         try:
-            return await self.store.change_seq()
+            return await self.mirror.change_seq()
         except ContractError:
             return 0
 

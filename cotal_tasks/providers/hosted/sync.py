@@ -2,7 +2,7 @@
 
 An issue the store did not apply because a write through the endpoint was in flight or
 had just been mirrored (skipped as the write's echo, or deferred: see
-``HostedStore.mirror_page``) holds the cursor and every validator of the poll where
+``MirrorSync.mirror_page``) holds the cursor and every validator of the poll where
 they were, and a deferred one is read again, one by one, until it is applied.
 
 Each poll walks the issues updated since the cursor (the highest ``updated_at`` seen,
@@ -38,10 +38,12 @@ from typing import Any
 
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board.state import MirrorState
-from cotal_tasks.providers.hosted.boundary import where
+from cotal_tasks.providers.hosted.boundary import ItemBoundary, where
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from cotal_tasks.providers.hosted.mirroring import MirrorSync
 from cotal_tasks.providers.hosted.refreshes import RefreshQueue
-from cotal_tasks.providers.hosted.store import HostedStore
+from cotal_tasks.providers.hosted.store import SyncHealth
+from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.hosted.wakes import process_holder
 
 log = logging.getLogger(__name__)
@@ -71,10 +73,19 @@ class SyncReport:
 
 @dataclass
 class SyncEngine:
-    store: HostedStore
+    """The sync loop of one hosted endpoint, handed its parts: the tracker it reads, the
+    item boundary it records degraded items in, the mirror it commits to, the checkpoint
+    (``state`` under ``key``) and the health it reports."""
+
+    tracker: Tracker
+    boundary: ItemBoundary
+    mirror: MirrorSync
     state: MirrorState
     key: str  # the checkpoint's name, e.g. "github:acme/widgets"
     clock: Callable[[], int]
+    health: SyncHealth
+    reconcile_interval_s: float  # the reconcile sweep's cadence (0: never)
+    refreshes_per_minute: float  # webhook refreshes let out at most at this rate
     holder: str = field(default_factory=process_holder)  # this instance, among those sharing
     _woken: RefreshQueue = field(init=False)  # what webhooks asked for, let out at a rate
     _deferred: set[int] = field(default_factory=set)  # to read again: a write was in flight
@@ -84,19 +95,19 @@ class SyncEngine:
     sweep_observers: list[Callable[[int, int], None]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self._woken = RefreshQueue(self.store.config.webhook_refreshes_per_minute)
+        self._woken = RefreshQueue(self.refreshes_per_minute)
 
     async def checkpoint(self) -> dict[str, Any]:
         return await self.state.load(self.key) or {}
 
     async def poll_once(self, progress: Progress | None = None) -> SyncReport:
-        """One poll; records success or failure in the store's health, and re-raises."""
+        """One poll; records success or failure in the endpoint's health, and re-raises."""
         try:
             report = await self._poll(progress)
         except (TrackerHttpError, ContractError) as exc:
-            self.store.health.failed(_describe(exc), self.clock(), refused=refusal(exc))
+            self.health.failed(_describe(exc), self.clock(), refused=refusal(exc))
             raise
-        self.store.health.succeeded(self.clock())
+        self.health.succeeded(self.clock())
         return report
 
     async def ask_reread(self) -> None:
@@ -104,7 +115,7 @@ class SyncEngine:
         await self.state.save(self.key + REREAD, {"at": self.clock()}, self.clock())
 
     async def _poll(self, progress: Progress | None) -> SyncReport:
-        tracker = self.store.tracker
+        tracker = self.tracker
         saved = await self.checkpoint()
         asked = await self.state.load(self.key + REREAD)
         cursor: str | None = None if asked else saved.get("cursor")
@@ -113,7 +124,7 @@ class SyncEngine:
         linked: set[int] = set(saved.get("pending") or ())
         self._owed |= set(saved.get(OWED) or ())
         total: int | None = None
-        mark = await self.store.read_mark()
+        mark = await self.mirror.read_mark()
         held_back = False  # a page held an issue not applied: nothing moves past it
         async for page in tracker.list_changed(cursor, {} if asked else saved):
             if page.not_modified:
@@ -122,7 +133,7 @@ class SyncEngine:
             report.pages += page.pages
             report.issues += len(page.issues) - page.fetched
             report.fetched += page.fetched
-            mirrored = await self.store.mirror_page(page.issues, mark)
+            mirrored = await self.mirror.mirror_page(page.issues, mark)
             report.changed += mirrored.changed
             report.skipped += len(mirrored.skipped)
             report.deferred += len(mirrored.deferred)
@@ -142,7 +153,7 @@ class SyncEngine:
                 total = max(total, report.pages)
             if progress is not None:
                 progress(report.pages, total)
-        numbers = linked | self._take_woken() | self._owed_to_read(tracker.boundary.unavailable)
+        numbers = linked | self._take_woken() | self._owed_to_read(self.boundary.unavailable)
         fetched, changed = await self.refresh(numbers)
         report.fetched += fetched
         report.changed += changed
@@ -162,7 +173,7 @@ class SyncEngine:
         """The reconcile sweep, once every ``reconcile_interval_s`` (checkpointed, so a
         restart or another leader keeps the cadence). The first poll only starts the
         clock: an import has just read every issue."""
-        interval_ms = self.store.config.reconcile_interval_s * 1000
+        interval_ms = self.reconcile_interval_s * 1000
         if interval_ms <= 0:
             return
         last = saved.get("reconciled_at")
@@ -177,8 +188,8 @@ class SyncEngine:
         """List the open issues; read each mirrored unfinished task's issue that is not
         among them, and mirror what the tracker says of it."""
         report = report or SyncReport()
-        listed, requests = await self.store.tracker.open_numbers()
-        absent = await self.store.unfinished_numbers() - listed
+        listed, requests = await self.tracker.open_numbers()
+        absent = await self.mirror.unfinished_numbers() - listed
         fetched, changed = await self.refresh(absent)
         report.reconciled = True
         report.sweep_requests += requests
@@ -206,23 +217,23 @@ class SyncEngine:
         fetched = changed = 0
         for number in sorted(numbers):
             try:
-                mark = await self.store.read_mark()
-                issue = await self.store.tracker.fetch(number)
+                mark = await self.mirror.read_mark()
+                issue = await self.tracker.fetch(number)
             except (RateLimited, ContractError):
                 raise  # the tracker's limit or the mirror's failure: the whole poll waits
             except TrackerHttpError as exc:
                 # One unreadable issue (hidden, refused) must not cost the others their
                 # evidence: the poll goes on, and counts it.
-                self.store.tracker.boundary.note("issue-unreadable", f"issue {number}", str(exc))
+                self.boundary.note("issue-unreadable", f"issue {number}", str(exc))
                 continue
             except Exception as exc:  # the boundary: one item never stops the sync
-                self.store.tracker.boundary.note("item-unmappable", f"issue {number}", where(exc))
+                self.boundary.note("item-unmappable", f"issue {number}", where(exc))
                 continue
             fetched += 1
             if issue is not None:
                 if issue.evidence_unread:
                     self._owed.add(number)
-                mirrored = await self.store.mirror_page([issue], mark)
+                mirrored = await self.mirror.mirror_page([issue], mark)
                 changed += mirrored.changed
                 self._deferred |= mirrored.deferred
         return fetched, changed
@@ -275,7 +286,7 @@ class SyncEngine:
             try:
                 if (
                     loop.time() >= next_poll
-                    or self.store.health.last_success_ms is None
+                    or self.health.last_success_ms is None
                     or self._woken.take_poll()
                 ):
                     next_poll = loop.time() + interval_s
@@ -283,7 +294,7 @@ class SyncEngine:
                     await self.poll_once()
                 elif self._woken.pending:
                     await self.refresh_woken()
-                if reported is not None and self.store.health.failing is None:
+                if reported is not None and self.health.failing is None:
                     log.warning("%s sync recovered", self.key)
                     reported = None
             except RateLimited as exc:
@@ -300,9 +311,9 @@ class SyncEngine:
                     log.warning("%s sync %s: %s; retrying each poll", self.key, what, reason)
             except Exception:
                 log.exception("%s sync failed unexpectedly; retrying next poll", self.key)
-                self.store.health.failed("unexpected error (see the bridge log)", self.clock())
+                self.health.failed("unexpected error (see the bridge log)", self.clock())
             wait = next_poll - loop.time()
-            if self.store.health.failing is None:  # woken: refresh soon, not at the next poll
+            if self.health.failing is None:  # woken: refresh soon, not at the next poll
                 wait = min(wait, self._woken.ready_in_s())
             if wait <= 0:
                 continue

@@ -1,16 +1,29 @@
 """What a hosted tracker must provide, in tracker-neutral terms.
 
-A tracker folder (``github/``, ``gitlab/``) implements ``Tracker``: list changed issues
-page by page, fetch one issue and its evidence, create an issue, and apply a planned
-change. Everything else (the mirror, the sync loop, write-back planning, mapping onto
-the contract, retries, webhook dedup) is shared and lives in ``providers/hosted``.
+A tracker folder (``github/``, ``gitlab/``, ``jira/``) subclasses ``Tracker`` and writes
+its abstract methods: walk the changed issues page by page, list the open ones, read one
+with its evidence, page through the newest, create one, plan a write as steps, and read
+the marks on an issue's comments. Everything else (the mirror, the sync loop, write-back
+planning, mapping onto the contract, retries, webhook dedup) is shared and lives in
+``providers/hosted``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+import abc
+import asyncio
+import contextlib
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, ClassVar, Literal
 
 from cotal_tasks.core import MAX_EVIDENCE, TaskEvidence
 from cotal_tasks.core.models import EvidenceKind
@@ -18,6 +31,8 @@ from cotal_tasks.providers.hosted.boundary import ItemBoundary
 
 # The tracker folders read ``epoch_ms`` here; it lives with the other value readers.
 from cotal_tasks.providers.hosted.boundary import epoch_ms as epoch_ms
+from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.taskids import number_in
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +79,9 @@ class TrackedIssue:
     # Its evidence could not be read this time (the evidence endpoint did not answer):
     # the record keeps what it had, and the sync reads the issue again later.
     evidence_unread: bool = False
+    # The mark of the write through the endpoint that created it (``hosted.writeback``),
+    # when it carries one: a retry of that create finds it by this.
+    mark: str | None = None
 
     @classmethod
     def vanished(cls, number: int, task_id: str, fate: str) -> TrackedIssue:
@@ -134,22 +152,39 @@ class NewIssue:
     labels: tuple[str, ...] = field(default=())
 
 
-class Tracker(Protocol):
-    """The tracker-specific half of a hosted provider."""
+# One write step a tracker plans: its name (reported in ``TrackerRefused.applied`` once it
+# took effect) and the call that makes it.
+Step = tuple[str, Callable[[], Awaitable[object]]]
+Order = Literal["updated", "created"]
 
-    name: str  # "github", "gitlab": names the tracker in messages and metrics
-    boundary: ItemBoundary  # where an item that does not map is recorded, by reason
+
+class Tracker(abc.ABC):
+    """The tracker-specific half of a hosted provider, in the manner of gidgethub's
+    abstract client: a tracker folder writes the seven abstract methods (how to walk, list,
+    read, create and plan a write on its tracker); what is built on them (the issue a task
+    id names, applying a planned write step by step and spaced, finding an earlier
+    attempt's issue or comment, the preview's recent issues) is written here once.
+
+    The item boundary is created by the assembly and given: every part that records a
+    degraded item (the tracker, the store, the sync, the webhook route) is handed the same
+    one, and none reaches another's.
+    """
+
+    name: ClassVar[str]  # "GitHub", "GitLab", "Jira": names the tracker in messages, metrics
     # An issue keeps only one assignee (GitLab Free): a claim then rides on the claimed
     # label alone when someone else is assigned. ``None``: not known yet.
-    single_assignee: bool | None
+    single_assignee: bool | None = False
     # The repository's or project's stable id, once the tracker knows it (GitLab issues
     # carry their project's id); webhook deliveries match on it. ``None``: not known.
-    known_id: int | None
+    known_id: int | None = None
 
-    def number_of(self, task_id: str) -> int | None:
-        """The issue number a task id of this tracker names, or ``None``."""
-        ...
+    def __init__(self, boundary: ItemBoundary, *, path: str, mutation_spacing_s: float) -> None:
+        self.boundary = boundary
+        self.path = path  # what its task ids start with (``hosted.taskids``)
+        self.mutation_spacing_s = mutation_spacing_s
 
+    # -- what a tracker writes ----------------------------------------------------------
+    @abc.abstractmethod
     def list_changed(
         self, cursor: str | None, remembered: Mapping[str, Any]
     ) -> AsyncIterator[ListPage]:
@@ -158,37 +193,77 @@ class Tracker(Protocol):
         ``remembered`` is the checkpoint, holding what earlier pages asked to keep
         (``ListPage.remember``), the latest of each entry.
         """
-        ...
 
+    @abc.abstractmethod
     async def open_numbers(self) -> tuple[set[int], int]:
         """The numbers of every open issue (pull and merge requests excluded), and the
         requests the listing took: the reconcile sweep's view of what is still there."""
-        ...
+
+    @abc.abstractmethod
+    async def fetch(self, number: int) -> TrackedIssue | None:
+        """One issue with its evidence, or ``None`` when it does not exist (or is not one)."""
+
+    @abc.abstractmethod
+    def newest(
+        self, order: Order, since_ms: int | None = None
+    ) -> AsyncGenerator[Sequence[TrackedIssue], None]:
+        """Pages of issues, most recently updated or created first, without evidence and
+        each with the write mark it carries (``TrackedIssue.mark``); ends at the last page.
+        ``since_ms``: only those created since then are wanted (a tracker whose search
+        can say so asks for no others; the reader stops at older ones anyway)."""
+
+    @abc.abstractmethod
+    async def create(self, issue: NewIssue) -> TrackedIssue:
+        """Create the issue (its body or a property carries the write's mark)."""
+
+    @abc.abstractmethod
+    async def steps(self, number: int, change: TrackerChange) -> Sequence[Step]:
+        """The writes that make ``change``, in order. Whatever can refuse is read and
+        checked here, before any of them is sent; a refusal here writes nothing."""
+
+    @abc.abstractmethod
+    async def comment_marks(self, number: int) -> Collection[str]:
+        """The write marks the issue's recent comments carry."""
+
+    # -- built on them, once for every tracker -------------------------------------------
+    def number_of(self, task_id: str) -> int | None:
+        """The issue number a task id of this tracker names, or ``None``."""
+        return number_in(self.path, task_id)
+
+    async def apply(self, number: int, change: TrackerChange) -> None:
+        """Apply ``change``, ``mutation_spacing_s`` between two writes (the trackers ask
+        for spaced mutations); raise ``TrackerRefused`` with the steps that took effect."""
+        applied: list[str] = []
+        try:
+            for index, (step, write) in enumerate(await self.steps(number, change)):
+                if index and self.mutation_spacing_s:
+                    await asyncio.sleep(self.mutation_spacing_s)
+                await write()
+                applied.append(step)
+        except TrackerRefused as exc:
+            raise TrackerRefused(exc.error, (*applied, *exc.applied)) from exc
+        except TrackerHttpError as exc:
+            raise TrackerRefused(exc, tuple(applied)) from exc
 
     async def recent(self, count: int) -> list[TrackedIssue]:
         """The ``count`` most recently updated issues, newest first (one request)."""
-        ...
-
-    async def fetch(self, number: int) -> TrackedIssue | None:
-        """One issue with its evidence, or ``None`` when it does not exist (or is not one)."""
-        ...
-
-    async def create(self, issue: NewIssue) -> TrackedIssue: ...
-
-    async def apply(self, number: int, change: TrackerChange) -> None:
-        """Apply ``change``; raise ``TrackerRefused`` with what was and was not done."""
-        ...
+        async with contextlib.aclosing(self.newest("updated")) as pages:
+            async for page in pages:
+                return list(page[:count])
+        return []
 
     async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
-        """An issue whose body carries ``marker`` (an earlier attempt of a create, begun
-        at ``since_ms``), or ``None``. Newest first, page after page while the issues
-        are younger than the attempt (see ``created_since``): the issues others created
-        since never hide it."""
-        ...
+        """An issue carrying ``marker`` (an earlier attempt of a create, begun at
+        ``since_ms``), or ``None``: newest-created first, page after page while the issues
+        are younger than the attempt (``CLOCK_SKEW_MS`` allowed), at most ``MARKED_PAGES``
+        pages; the issues others created since never hide it."""
+        since = since_ms - CLOCK_SKEW_MS
+        async with contextlib.aclosing(self.newest("created", since)) as pages:
+            return await find_marked_item(pages, since_ms, lambda issue: issue.mark == marker)
 
     async def has_marked_comment(self, number: int, marker: str) -> bool:
         """Whether a comment carrying ``marker`` is on the issue already."""
-        ...
+        return marker in await self.comment_marks(number)
 
 
 # How far back to look for an earlier attempt's issue: the tracker's clock may be behind
@@ -198,31 +273,24 @@ MARKED_PAGES = 30
 
 
 async def find_marked_item(
-    read_page: Callable[[int], Awaitable[list[dict[str, Any]]]],
-    per_page: int,
+    pages: AsyncIterator[Sequence[TrackedIssue]],
     since_ms: int,
-    marked: Callable[[dict[str, Any]], bool],
-) -> dict[str, Any] | None:
-    """The first item ``marked`` picks on the newest-first pages ``read_page(1)``, … that
-    can hold an issue created since ``since_ms``: reading stops at a short page, at a page
-    whose oldest issue is older than that (``CLOCK_SKEW_MS`` allowed), or after
-    ``MARKED_PAGES`` pages. The issues others created since never hide it."""
-    for number in range(1, MARKED_PAGES + 1):
-        page = await read_page(number)
-        for item in page:
-            if marked(item):
-                return item
-        if len(page) < per_page or _created_before(page[-1], since_ms - CLOCK_SKEW_MS):
+    marked: Callable[[TrackedIssue], bool],
+) -> TrackedIssue | None:
+    """The first issue ``marked`` picks on the newest-created-first ``pages`` that can hold
+    one created since ``since_ms``: reading stops after the last page, at a page whose
+    oldest issue is older than that (``CLOCK_SKEW_MS`` allowed; an issue with no readable
+    stamp proves nothing), or after ``MARKED_PAGES`` pages."""
+    read = 0
+    async for page in pages:
+        for issue in page:
+            if marked(issue):
+                return issue
+        read += 1
+        oldest = page[-1].created_at if page else 0
+        if read >= MARKED_PAGES or 0 < oldest < since_ms - CLOCK_SKEW_MS:
             break
     return None
-
-
-def _created_before(item: Mapping[str, Any], ms: int) -> bool:
-    stamp = item.get("created_at")
-    try:
-        return isinstance(stamp, str) and epoch_ms(stamp) < ms
-    except ValueError:  # an unreadable stamp proves nothing: read on, within the bound
-        return False
 
 
 def evidence_entries(

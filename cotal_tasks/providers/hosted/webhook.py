@@ -27,15 +27,21 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from cotal_tasks.core import ContractError
+from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.hosted import wakes
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
-from cotal_tasks.providers.hosted.http import TrackerHttpError
-from cotal_tasks.providers.hosted.store import HostedStore
 from cotal_tasks.providers.hosted.sync import SyncEngine
-from cotal_tasks.providers.provider import Receive, WebhookReceiver, WebhookReply
+from cotal_tasks.providers.provider import (
+    Looked,
+    Receive,
+    SourceRefused,
+    Webhook,
+    WebhookReceiver,
+    WebhookReply,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,53 +51,62 @@ DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days ba
 UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
 Headers = Mapping[str, str]  # a delivery's headers, lower-case names
+T = TypeVar("T")  # a tracker folder's own tracker
 
 
 @dataclass
 class HookTarget:
-    """A hosted endpoint's webhook receiver (the ``WebhookReceiver`` port, and what the
-    tracker's verification needs: the secret, the configured path, the item boundary)."""
+    """A hosted endpoint's webhook receiver (the ``WebhookReceiver`` port), handed its
+    parts: the mirror's state table (delivery ids, the remembered project id), the sync
+    it wakes, the item boundary, and what its tracker says of a delivery (``named``,
+    ``lookup``, ``known_id``), bound to that tracker by the assembly."""
 
     name: str
     path: str  # the configured repository or project (a path, or a GitLab numeric id)
     secret: bytes | None
-    store: HostedStore
+    state: MirrorState
     sync: SyncEngine
+    boundary: ItemBoundary
     clock: Callable[[], int]
+    names: Callable[[str, Mapping[str, Any]], set[int]]  # (event, payload): the tracker's
+    looks_up: Callable[[str, Mapping[str, Any]], Awaitable[Looked | None]] | None = None
+    learned_id: Callable[[], int | None] = lambda: None  # the tracker's ``known_id``
     max_issues: int = 20  # a delivery naming more wakes one poll instead
+    route: str = "hook"  # the route's name, in what the boundary records
 
     async def first_delivery(self, delivery_id: str) -> bool:
-        state = self.store.mirror.state()
-        return await state.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+        return await self.state.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
 
     async def wake(self, numbers: set[int]) -> None:
         self.sync.wake(numbers)  # this instance's sync, if it leads
-        await wakes.send(self.sync.state, self.sync.key, self.sync.holder, numbers)  # else
+        await wakes.send(self.state, self.sync.key, self.sync.holder, numbers)  # else
 
     async def reread(self) -> None:
-        """Ask the next poll, on whichever instance leads, to read every issue again."""
         await self.sync.ask_reread()
         await self.wake(set())
 
     @property
-    def boundary(self) -> ItemBoundary:
-        return self.store.tracker.boundary
-
-    @property
     def known_id(self) -> int | None:
-        """The project's stable id, once the tracker learned it (GitLab issues carry it)."""
-        return self.store.tracker.known_id
+        return self.learned_id()
 
     async def remembered_id(self) -> int | None:
-        saved = await self.store.mirror.state().load(ID_KEY)
+        saved = await self.state.load(ID_KEY)
         return saved["id"] if saved and isinstance(saved.get("id"), int) else None
 
     async def remember_id(self, pid: int) -> None:
-        await self.store.mirror.state().save(ID_KEY, {"id": pid}, self.clock())
+        await self.state.save(ID_KEY, {"id": pid}, self.clock())
 
+    def named(self, event: str, payload: Mapping[str, Any]) -> set[int] | None:
+        return self.boundary.map(
+            f"{self.route} {event or 'hook'} delivery",
+            self.names,
+            event,
+            payload,
+            reason=UNMAPPABLE,
+        )
 
-def targets(receivers: Sequence[WebhookReceiver]) -> list[HookTarget]:
-    return [r for r in receivers if isinstance(r, HookTarget)]
+    async def lookup(self, event: str, payload: Mapping[str, Any]) -> Looked | None:
+        return None if self.looks_up is None else await self.looks_up(event, payload)
 
 
 def json_object(body: bytes) -> dict[str, Any] | None:
@@ -111,8 +126,8 @@ class Matcher:
     verified deliveries matched by path, kept beside the mirror; so a repository or
     project renamed after that keeps its deliveries."""
 
-    endpoints: list[HookTarget]
-    ids: dict[int, HookTarget] = field(default_factory=dict)
+    endpoints: Sequence[WebhookReceiver]
+    ids: dict[int, WebhookReceiver] = field(default_factory=dict)
     _loaded: bool = False
 
     async def _load(self) -> None:
@@ -129,7 +144,7 @@ class Matcher:
             if saved is not None:
                 self.ids.setdefault(saved, ep)
 
-    def _by_id(self, pid: int) -> HookTarget | None:
+    def _by_id(self, pid: int) -> WebhookReceiver | None:
         if pid in self.ids:
             return self.ids[pid]
         for ep in self.endpoints:
@@ -138,8 +153,8 @@ class Matcher:
         return None
 
     async def find(
-        self, pid: int | None, path: str | None, verifies: Callable[[HookTarget], bool]
-    ) -> HookTarget | None:
+        self, pid: int | None, path: str | None, verifies: Callable[[WebhookReceiver], bool]
+    ) -> WebhookReceiver | None:
         await self._load()
         if pid is not None and (found := self._by_id(pid)) is not None:
             return found
@@ -160,11 +175,11 @@ async def find_verified(
     matcher: Matcher,
     pid: int | None,
     path: str | None,
-    verified: Sequence[HookTarget],
+    verified: Sequence[WebhookReceiver],
     *,
     what: str,
     mismatch: str,
-) -> HookTarget | WebhookReply:
+) -> WebhookReceiver | WebhookReply:
     """The endpoint a verified delivery is for (``verified``: the endpoints whose secret
     verifies it); else the refusal (``what`` is a repository or a project; ``mismatch``
     says the signature matches no secret: a delivery signed with one endpoint's secret
@@ -185,20 +200,14 @@ def not_synced(what: str) -> WebhookReply:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class Looked:
-    """The issues of an endpoint a tracker lookup found for a delivery; ``None``: more
-    than ``webhook_max_issues``, or none a listing can find (one full re-read)."""
-
-    numbers: frozenset[int] | None
-
-
-# (endpoint, event, payload) -> what the endpoint's tracker says the delivery names;
-# ``None``: nothing of this endpoint (or no lookup for this event).
-Lookup = Callable[[HookTarget, str, Mapping[str, Any]], Awaitable[Looked | None]]
+# (tracker, event, payload) -> the issues a delivery names, as the tracker reads them.
+Named = Callable[[T, str, Mapping[str, Any]], set[int]]
+# (tracker, most, event, payload) -> what the tracker says the delivery names (asked of
+# it); ``None``: nothing of this endpoint (or no lookup for this event).
+Lookup = Callable[[T, int, str, Mapping[str, Any]], Awaitable[Looked | None]]
 
 
-def lookup_failed(tracker: str, exc: TrackerHttpError) -> WebhookReply:
+def lookup_failed(tracker: str, exc: SourceRefused) -> WebhookReply:
     return WebhookReply(
         503,
         f"{tracker} did not say which issues the delivery names ({exc}). Redeliver it "
@@ -207,7 +216,7 @@ def lookup_failed(tracker: str, exc: TrackerHttpError) -> WebhookReply:
 
 
 async def accept(
-    endpoint: HookTarget,
+    endpoint: WebhookReceiver,
     delivery: str | None,
     named: set[int] | None,
     tracker: str,
@@ -251,88 +260,117 @@ async def accept(
 
 
 @dataclass(frozen=True)
-class Scheme:
+class Scheme(Generic[T]):
     """A tracker's side of its webhook route: how a delivery is verified, what repository
     or project and which issues it names, and its id. ``receiver`` does the rest the same
-    way for every tracker."""
+    way for every tracker; ``named`` and ``lookup`` are bound to each endpoint's own
+    tracker when the endpoint is assembled (``HookTarget``)."""
 
     tracker: str  # the route's name, and the prefix of the delivery ids kept
+    label: str  # the tracker as messages name it ("GitHub")
     what: str  # "repository" or "project": what a delivery names
     mismatch: str  # the refusal of a delivery its endpoint's secret does not verify
     event_header: str
     verify: Callable[[bytes, Headers, bytes], bool]  # (secret, headers, raw body)
     source: Callable[[Mapping[str, Any]], tuple[str | None, int | None]]  # path, stable id
     delivery: Callable[[Headers], str | None]
-    named: Callable[[HookTarget, str, Mapping[str, Any]], set[int]]  # (endpoint, event, payload)
+    named: Named[T]
     # A delivery that names no repository or project and asks only for an answer (a
     # GitHub organisation's ping): answered when any endpoint's secret verifies it.
     hello: Callable[[str, Mapping[str, Any]], bool] = lambda event, payload: False
     # Issues only the tracker can name (see the module's description).
-    lookup: Lookup | None = None
+    lookup: Lookup[T] | None = None
+
+    def target(
+        self,
+        tracker: T,
+        *,
+        name: str,
+        path: str,
+        secret: bytes | None,
+        state: MirrorState,
+        sync: SyncEngine,
+        boundary: ItemBoundary,
+        clock: Callable[[], int],
+        max_issues: int,
+        known_id: Callable[[], int | None],
+    ) -> HookTarget:
+        """The receiver of one endpoint over ``tracker``."""
+        lookup = self.lookup
+
+        async def looks_up(event: str, payload: Mapping[str, Any]) -> Looked | None:
+            assert lookup is not None
+            return await lookup(tracker, max_issues, event, payload)
+
+        return HookTarget(
+            name,
+            path,
+            secret,
+            state,
+            sync,
+            boundary,
+            clock,
+            names=lambda event, payload: self.named(tracker, event, payload),
+            looks_up=None if lookup is None else looks_up,
+            learned_id=known_id,
+            max_issues=max_issues,
+            route=self.tracker,
+        )
+
+    def webhook(self) -> Webhook:
+        """The provider's route over its endpoints' receivers."""
+        return Webhook(self.tracker, lambda receivers: receiver(self, receivers))
 
 
-def receiver(scheme: Scheme) -> Callable[[Sequence[WebhookReceiver]], Receive]:
-    """The route's handler over the endpoints' receivers, for a tracker's ``Webhook``."""
+def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Receive:
+    """The route's handler over the endpoints' receivers."""
+    matcher = Matcher(receivers)
 
-    def over(receivers: Sequence[WebhookReceiver]) -> Receive:
-        matcher = Matcher(targets(receivers))
+    async def receive(headers: Headers, body: bytes) -> WebhookReply:
+        # The raw bytes against every secret (each check is constant-time, and every
+        # endpoint is checked), before anything of the body is decoded.
+        verified = [
+            ep
+            for ep in matcher.endpoints
+            if ep.secret is not None and scheme.verify(ep.secret, headers, body)
+        ]
+        if not verified:
+            return WebhookReply(401, scheme.mismatch)
+        payload = json_object(body)
+        if payload is None:
+            return WebhookReply(400, NOT_AN_OBJECT)
+        event = headers.get(scheme.event_header, "")
+        path, pid = scheme.source(payload)
+        if path is None and pid is None and scheme.hello(event, payload):
+            return WebhookReply(200, "pong")
+        if path is None and pid is None and scheme.lookup is not None:
+            return await unsourced(scheme, verified, event, headers, payload)
+        endpoint = await find_verified(
+            matcher, pid, path, verified, what=scheme.what, mismatch=scheme.mismatch
+        )
+        if isinstance(endpoint, WebhookReply):
+            return endpoint
+        if (looked := await ask(scheme, endpoint, event, headers, payload)) is not None:
+            return looked
+        named = endpoint.named(event, payload)
+        return await accept(endpoint, scheme.delivery(headers), named, scheme.tracker)
 
-        async def receive(headers: Headers, body: bytes) -> WebhookReply:
-            # The raw bytes against every secret (each check is constant-time, and every
-            # endpoint is checked), before anything of the body is decoded.
-            verified = [
-                ep
-                for ep in matcher.endpoints
-                if ep.secret is not None and scheme.verify(ep.secret, headers, body)
-            ]
-            if not verified:
-                return WebhookReply(401, scheme.mismatch)
-            payload = json_object(body)
-            if payload is None:
-                return WebhookReply(400, NOT_AN_OBJECT)
-            event = headers.get(scheme.event_header, "")
-            path, pid = scheme.source(payload)
-            if path is None and pid is None and scheme.hello(event, payload):
-                return WebhookReply(200, "pong")
-            if path is None and pid is None and scheme.lookup is not None:
-                return await unsourced(scheme, verified, event, headers, payload)
-            endpoint = await find_verified(
-                matcher, pid, path, verified, what=scheme.what, mismatch=scheme.mismatch
-            )
-            if isinstance(endpoint, WebhookReply):
-                return endpoint
-            if (looked := await ask(scheme, endpoint, event, headers, payload)) is not None:
-                return looked
-            named = endpoint.boundary.map(
-                f"{scheme.tracker} {event or 'hook'} delivery",
-                scheme.named,
-                endpoint,
-                event,
-                payload,
-                reason=UNMAPPABLE,
-            )
-            return await accept(endpoint, scheme.delivery(headers), named, scheme.tracker)
-
-        return receive
-
-    return over
+    return receive
 
 
 async def ask(
-    scheme: Scheme,
-    endpoint: HookTarget,
+    scheme: Scheme[Any],
+    endpoint: WebhookReceiver,
     event: str,
     headers: Headers,
     payload: Mapping[str, Any],
 ) -> WebhookReply | None:
     """The answer to a delivery whose issues ``endpoint``'s tracker names (accepted, or
     503 when the tracker did not answer); ``None``: it names none of this endpoint's."""
-    if scheme.lookup is None:
-        return None
     try:
-        looked = await scheme.lookup(endpoint, event, payload)
-    except TrackerHttpError as exc:
-        return lookup_failed(endpoint.store.tracker.name, exc)
+        looked = await endpoint.lookup(event, payload)
+    except SourceRefused as exc:
+        return lookup_failed(scheme.label, exc)
     if looked is None:
         return None
     numbers = None if looked.numbers is None else set(looked.numbers)
@@ -341,8 +379,8 @@ async def ask(
 
 
 async def unsourced(
-    scheme: Scheme,
-    verified: Sequence[HookTarget],
+    scheme: Scheme[Any],
+    verified: Sequence[WebhookReceiver],
     event: str,
     headers: Headers,
     payload: Mapping[str, Any],

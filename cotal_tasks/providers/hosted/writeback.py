@@ -139,6 +139,17 @@ def carries_marker(text: str | None, marker: str) -> bool:
     return text is not None and f"{_MARK_PREFIX}{marker} -->" in text
 
 
+_FOUND = re.compile(r"<!-- cotal-tasks:write ([0-9a-f]{8,64}) -->")
+
+
+def mark_in(text: object) -> str | None:
+    """The write mark ``text`` carries (the last, if several), or ``None``."""
+    if not isinstance(text, str) or _MARK_PREFIX not in text:
+        return None
+    found = _FOUND.findall(text)
+    return found[-1] if found else None
+
+
 def remaining(change: TrackerChange, issue: TrackedIssue, commented: bool) -> TrackerChange:
     """What of ``change`` the issue does not show yet: a retry applies only that.
 

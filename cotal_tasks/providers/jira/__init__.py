@@ -11,6 +11,7 @@ from __future__ import annotations
 from functools import partial
 
 from cotal_tasks.providers.hosted import assemble
+from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.http import TrackerHttp
 from cotal_tasks.providers.hosted.writeback import WritePlan, status_labels
 from cotal_tasks.providers.jira.access import access
@@ -18,17 +19,17 @@ from cotal_tasks.providers.jira.client import JiraClient, JiraRetry, jira_http_c
 from cotal_tasks.providers.jira.config import JiraConfig
 from cotal_tasks.providers.jira.mapping import IN_PROGRESS
 from cotal_tasks.providers.jira.tracker import JiraTracker
-from cotal_tasks.providers.jira.webhook import WEBHOOK
+from cotal_tasks.providers.jira.webhook import SCHEME
 
 __all__ = ["PROVIDER", "JiraConfig", "open_tracker"]
 
 
-def open_tracker(config: JiraConfig) -> tuple[JiraTracker, TrackerHttp]:
+def open_tracker(config: JiraConfig, boundary: ItemBoundary) -> tuple[JiraTracker, TrackerHttp]:
     """The tracker over the project (its HTTP client is the caller's to close)."""
     email = config.email if config.auth == "basic" else None
     make = partial(jira_http_client, email=email)
     http = assemble.tracker_http(config, "Jira", make, JiraRetry())
-    return JiraTracker(JiraClient(http, config.project, config.page_size), config), http
+    return JiraTracker(JiraClient(http, config.project, config.page_size), config, boundary), http
 
 
 def write_plan(config: JiraConfig) -> WritePlan:
@@ -41,5 +42,5 @@ def write_plan(config: JiraConfig) -> WritePlan:
 
 
 PROVIDER = assemble.provider(
-    "jira", JiraConfig, open_tracker, plan=write_plan, webhook=WEBHOOK, access=access
+    "jira", JiraConfig, open_tracker, plan=write_plan, scheme=SCHEME, access=access
 )

@@ -27,6 +27,7 @@ from cotal_tasks.providers.hosted.http import (
 )
 from cotal_tasks.providers.hosted.tracker import IssueGone
 from cotal_tasks.providers.hosted.walk import PageCap
+from cotal_tasks.providers.jira.mapping import PROPERTY
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +203,3 @@ class JiraClient:
         if mark is not None:
             body["properties"] = [{"key": PROPERTY, "value": {"write": mark}}]
         return as_dict(await self._json("POST", f"{API}/issue", json=body))
-
-
-# The entity property a write's mark rides on (an issue's or a comment's), where Jira
-# shows nothing of it to a reader.
-PROPERTY = "cotal-tasks"

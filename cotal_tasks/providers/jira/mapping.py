@@ -140,7 +140,28 @@ def tracked(
         updated_at=as_ms(fields.get("updated")),
         evidence=() if withheld else tuple(evidence),
         gone=fate,
+        mark=mark_of(issue),
     )
+
+
+# The entity property a write's mark rides on (an issue's or a comment's), where Jira
+# shows nothing of it to a reader.
+PROPERTY = "cotal-tasks"
+
+
+def mark_of(item: Mapping[str, Any]) -> str | None:
+    """The write mark an issue carries in its property (read when the search asked for
+    it), or ``None``."""
+    return as_str(at_path(item, "properties", PROPERTY, "write"))
+
+
+def comment_mark(comment: Any) -> str | None:
+    """The write mark a comment carries in its property, or ``None``."""
+    for prop in as_list(as_dict(comment).get("properties")):
+        prop = as_dict(prop)
+        if prop.get("key") == PROPERTY:
+            return as_str(at_path(prop, "value", "write"))
+    return None
 
 
 def gone(project: str, number: int, fate: str) -> TrackedIssue:

@@ -14,9 +14,8 @@ where that issue first stood.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -24,19 +23,20 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_ms, as_str, at_path
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.tracker import (
-    CLOCK_SKEW_MS,
     MARKED_PAGES,
     Evidence,
     IssueGone,
     ListPage,
     NewIssue,
+    Order,
+    Step,
     TrackedIssue,
+    Tracker,
     TrackerChange,
-    TrackerRefused,
 )
 from cotal_tasks.providers.hosted.walk import PageCap
 from cotal_tasks.providers.jira import mapping, workflow
-from cotal_tasks.providers.jira.client import PROPERTY, JiraClient
+from cotal_tasks.providers.jira.client import JiraClient
 from cotal_tasks.providers.jira.config import JiraConfig
 
 log = logging.getLogger(__name__)
@@ -52,21 +52,22 @@ def iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
-class JiraTracker:
-    name = "Jira"
-    single_assignee: bool | None = False  # a claim never rides on a label alone
+class JiraTracker(Tracker):
+    """A claim never rides on a label alone (``single_assignee`` is false); the project's
+    id (``known_id``) is learned from its issues."""
 
-    def __init__(self, client: JiraClient, config: JiraConfig) -> None:
+    name = "Jira"
+
+    def __init__(self, client: JiraClient, config: JiraConfig, boundary: ItemBoundary) -> None:
+        super().__init__(
+            boundary, path=config.project, mutation_spacing_s=config.mutation_spacing_s
+        )
         self.client = client
         self.config = config
-        self.boundary = ItemBoundary(self.name)
-        self.known_id: int | None = None  # the project's id, learned from its issues
         self._zone: tzinfo | None = None
         self._zone_known = False
 
     # -- reading ---------------------------------------------------------------------
-    def number_of(self, task_id: str) -> int | None:
-        return mapping.number_of(self.config.project, task_id)
 
     def _scope(self) -> str:
         scope = f'project = "{self.config.project}"'
@@ -196,12 +197,19 @@ class JiraTracker:
         }
         return numbers, requests
 
-    async def recent(self, count: int) -> list[TrackedIssue]:
-        jql = f"{self._scope()} ORDER BY updated DESC"
-        async for page in self.client.search(jql, mapping.FIELDS, limit=min(count, 100), pages=1):
+    async def newest(
+        self, order: Order, since_ms: int | None = None
+    ) -> AsyncGenerator[Sequence[TrackedIssue], None]:
+        bound = ""
+        if since_ms is not None:  # JQL reads the minute in the user's zone (``_minute``)
+            bound = f' AND created >= "{await self._minute(since_ms)}"'
+        jql = f"{self._scope()}{bound} ORDER BY {order} DESC, key DESC"
+        pages = self.client.search(
+            jql, mapping.FIELDS, properties=(mapping.PROPERTY,), pages=MARKED_PAGES
+        )
+        async for page in pages:
             items = self.boundary.page(page.get("issues"), "the issue search")
-            return [issue for item in items if (issue := self._tracked(item))]
-        return []
+            yield [issue for item in items if (issue := self._tracked(item))]
 
     async def fetch(self, number: int) -> TrackedIssue | None:
         key = mapping.issue_key(self.config.project, number)
@@ -238,60 +246,41 @@ class JiraTracker:
         self._learn(item)
         return mapping.tracked(self.config.project, item, include_secured=True)
 
-    async def find_marked(self, marker: str, since_ms: int) -> TrackedIssue | None:
-        since = await self._minute(since_ms - CLOCK_SKEW_MS)
-        jql = f'{self._scope()} AND created >= "{since}" ORDER BY created DESC'
-        pages = self.client.search(jql, mapping.FIELDS, properties=(PROPERTY,), pages=MARKED_PAGES)
-        async for page in pages:
-            for item in self.boundary.page(page.get("issues"), "the issue search"):
-                if at_path(item, "properties", PROPERTY, "write") == marker:
-                    return mapping.tracked(self.config.project, item, include_secured=True)
-        return None
-
-    async def has_marked_comment(self, number: int, marker: str) -> bool:
+    async def comment_marks(self, number: int) -> set[str]:
         key = mapping.issue_key(self.config.project, number)
-        for comment in await self.client.recent_comments(key):
-            for prop in as_dict(comment).get("properties") or ():
-                prop = as_dict(prop)
-                if prop.get("key") == PROPERTY and at_path(prop, "value", "write") == marker:
-                    return True
-        return False
+        comments = await self.client.recent_comments(key)
+        return {mark for comment in comments if (mark := mapping.comment_mark(comment))}
 
-    async def apply(self, number: int, change: TrackerChange) -> None:
+    async def steps(self, number: int, change: TrackerChange) -> list[Step]:
         """Everything that can refuse is read and checked first (the transition, its
         screen, who is assigned), so a refusal writes nothing; then the assignee, the
         transition, labels and description, and the comment."""
         key = mapping.issue_key(self.config.project, number)
-        applied: list[str] = []
-        try:
-            fields = await self._state(key)
-            category = as_str(at_path(fields, "status", "statusCategory", "key"))
-            target = workflow.target_of(change, self.config, category)
-            move = None
-            if target is not None and not target.holds(fields):
-                move = await self._plan_move(key, fields, target)
-            if change.assign or change.unassign:
-                fields = await self._state(key) if move else fields  # who holds it now
-                await self._assign(key, fields, change, applied)
-            if move is not None:
-                await move()
-                applied.append("transition")
-            body: dict[str, Any] = {}
-            if ops := workflow.label_update(change):
-                body["update"] = {"labels": ops}
-            if change.body is not None:
-                body["fields"] = {"description": workflow.document(change.body)}
-            if body:
-                await self.client.edit(key, body)
-                applied.append("edit")
-            if change.comment:
-                if applied and self.config.mutation_spacing_s:
-                    await asyncio.sleep(self.config.mutation_spacing_s)
-                text, mark = workflow.marked_text(change.comment)
-                await self.client.comment(key, workflow.document(text or "") or {}, mark)
-                applied.append("comment")
-        except TrackerHttpError as exc:
-            raise TrackerRefused(exc, tuple(applied)) from exc
+        steps: list[Step] = []
+        fields = await self._state(key)
+        category = as_str(at_path(fields, "status", "statusCategory", "key"))
+        target = workflow.target_of(change, self.config, category)
+        move = None
+        if target is not None and not target.holds(fields):
+            move = await self._plan_move(key, fields, target)
+        if change.assign or change.unassign:
+            fields = await self._state(key) if move else fields  # who holds it now
+            if (assign := self._assignment(key, fields, change)) is not None:
+                steps.append(("assignee", assign))
+        if move is not None:
+            steps.append(("transition", move))
+        body: dict[str, Any] = {}
+        if ops := workflow.label_update(change):
+            body["update"] = {"labels": ops}
+        if change.body is not None:
+            body["fields"] = {"description": workflow.document(change.body)}
+        if body:
+            steps.append(("edit", lambda: self.client.edit(key, body)))
+        if change.comment:
+            text, mark = workflow.marked_text(change.comment)
+            document = workflow.document(text or "") or {}
+            steps.append(("comment", lambda: self.client.comment(key, document, mark)))
+        return steps
 
     async def _state(self, key: str) -> Mapping[str, Any]:
         current = await self.client.get_issue(key, _STATE_FIELDS)
@@ -299,11 +288,12 @@ class JiraTracker:
             raise TrackerHttpError(404, "the issue is gone", method="GET", path=key)
         return as_dict(current.get("fields"))
 
-    async def _assign(
-        self, key: str, fields: Mapping[str, Any], change: TrackerChange, applied: list[str]
-    ) -> None:
-        """Assign the claiming seat's account, or unassign a released seat's. A person's
-        assignment is never replaced or removed."""
+    def _assignment(
+        self, key: str, fields: Mapping[str, Any], change: TrackerChange
+    ) -> Callable[[], Awaitable[None]] | None:
+        """The write that assigns the claiming seat's account, or unassigns a released
+        seat's (``None``: nothing to write). A person's assignment is never replaced or
+        removed."""
         held = as_str(as_dict(fields.get("assignee")).get("accountId"))
         if change.assign:
             wanted = change.assign[0]
@@ -314,12 +304,10 @@ class JiraTracker:
                     key,
                     "assignee",
                 )
-            if held != wanted:
-                await self.client.assign(key, wanted)
-                applied.append("assignee")
-        elif change.unassign and held in change.unassign:
-            await self.client.assign(key, None)
-            applied.append("assignee")
+            return None if held == wanted else lambda: self.client.assign(key, wanted)
+        if change.unassign and held in change.unassign:
+            return lambda: self.client.assign(key, None)
+        return None
 
     async def _plan_move(
         self, key: str, fields: Mapping[str, Any], target: workflow.Target

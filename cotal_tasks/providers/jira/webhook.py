@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str, at_path
-from cotal_tasks.providers.hosted.webhook import HookTarget, Scheme, receiver
+from cotal_tasks.providers.hosted.webhook import Scheme
 from cotal_tasks.providers.jira import mapping
-from cotal_tasks.providers.provider import Webhook
+from cotal_tasks.providers.jira.tracker import JiraTracker
 
 SIGNATURE_HEADER = "x-hub-signature"
 DELIVERY_HEADER = "x-atlassian-webhook-identifier"
@@ -62,25 +62,22 @@ def issues_named(payload: Mapping[str, Any], project: str) -> set[int]:
     return {number} if where == project else set()
 
 
-def named(endpoint: HookTarget, event: str, payload: Mapping[str, Any]) -> set[int]:
-    return issues_named(payload, endpoint.path)
+def named(tracker: JiraTracker, event: str, payload: Mapping[str, Any]) -> set[int]:
+    return issues_named(payload, tracker.path)
 
 
-WEBHOOK = Webhook(
-    "jira",
-    receiver(
-        Scheme(
-            tracker="jira",
-            what="project",
-            mismatch="the X-Hub-Signature does not match. Set the webhook's secret in Jira "
-            "to the one the endpoint's webhook_secret_env names",
-            event_header=EVENT_FIELD.lower(),
-            verify=lambda secret, headers, body: signature_valid(
-                secret, body, headers.get(SIGNATURE_HEADER)
-            ),
-            source=project_of,
-            delivery=lambda headers: headers.get(DELIVERY_HEADER),
-            named=named,
-        )
+SCHEME: Scheme[JiraTracker] = Scheme(
+    tracker="jira",
+    label="Jira",
+    what="project",
+    mismatch="the X-Hub-Signature does not match. Set the webhook's secret in Jira "
+    "to the one the endpoint's webhook_secret_env names",
+    event_header=EVENT_FIELD.lower(),
+    verify=lambda secret, headers, body: signature_valid(
+        secret, body, headers.get(SIGNATURE_HEADER)
     ),
+    source=project_of,
+    delivery=lambda headers: headers.get(DELIVERY_HEADER),
+    named=named,
 )
+WEBHOOK = SCHEME.webhook()

@@ -74,7 +74,7 @@ async def test_items_of_no_known_shape_are_skipped_and_legacy_issues_kept(
 ) -> None:
     fake = gh.fake
     add_issues(fake, REPO, 3)
-    client = gh.store.tracker.client  # type: ignore[attr-defined]
+    client = gh.tracker.client  # type: ignore[attr-defined]
     pages = client.issue_pages
 
     async def odd_pages(since: str | None, etag: Any) -> AsyncIterator[httpx.Response]:

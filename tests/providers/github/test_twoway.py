@@ -91,9 +91,9 @@ async def test_a_write_never_commits_its_older_record_over_the_syncs_newer_one(
     await asyncio.wait_for(held.arrived.wait(), 10)  # the write read the issue back
     gh.fake.advance(1)
     rename(gh.fake, 1, "Ship the parser, renamed")
-    snapshot = await gh.store.tracker.fetch(1)
+    snapshot = await gh.tracker.fetch(1)
     assert snapshot is not None
-    await gh.store.upsert(snapshot)  # the sync's commit, checked before the write began
+    await gh.hosted.mirroring.upsert(snapshot)  # the sync's commit, checked before the write began
     assert (await gh.get(1))["title"] == "Ship the parser, renamed"
     held.release()
 

@@ -235,7 +235,7 @@ async def test_a_delivery_during_a_refresh_is_not_left_for_the_next_poll(
     hooked: GitHubMesh,
 ) -> None:
     fake = hooked.fake
-    tracker = hooked.hosted.store.tracker
+    tracker = hooked.hosted.tracker
     fetch = tracker.fetch
     gate = asyncio.Event()
     fetched: list[int] = []

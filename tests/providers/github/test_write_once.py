@@ -189,7 +189,7 @@ async def test_a_partly_applied_write_retried_applies_only_the_rest(
     await claimed(a)
     a.fake.fail_next(status=502, method="POST", path="*/comments")
     a.fake.fail_next(status=502, method="POST", path="*/comments")
-    a.store.tracker.client.http.max_retries = 1  # type: ignore[attr-defined]
+    a.tracker.client.http.max_retries = 1  # type: ignore[attr-defined]
     args = {"taskId": task_id(1), "status": "done", "note": "Merged."}
 
     with pytest.raises(Exception):  # noqa: B017, PT011 - refused after the close took effect

@@ -122,7 +122,7 @@ async def test_a_page_read_before_a_write_does_not_undo_the_write(gh: GitHubEndp
     gh.fake.advance(30)
     gh.fake.add_labels(gh.fake.issue(REPO, 1), ["bug"], "octocat")
     gh.fake.add_labels(gh.fake.issue(REPO, 2), ["bug"], "octocat")
-    mirror_page = gh.store.mirror_page
+    mirror_page = gh.hosted.mirroring.mirror_page
     claimed: list[Json] = []
 
     async def claim_then_mirror(issues: Sequence[TrackedIssue], read_mark: int | None) -> Any:
@@ -131,9 +131,9 @@ async def test_a_page_read_before_a_write_does_not_undo_the_write(gh: GitHubEndp
             claimed.append(await gh.client.claim(BUILDER, task_id(2)))
         return await mirror_page(issues, read_mark)
 
-    setattr(gh.store, "mirror_page", claim_then_mirror)  # noqa: B010 - a test seam
+    setattr(gh.hosted.mirroring, "mirror_page", claim_then_mirror)  # noqa: B010 - a test seam
     await gh.poll()
-    setattr(gh.store, "mirror_page", mirror_page)  # noqa: B010
+    setattr(gh.hosted.mirroring, "mirror_page", mirror_page)  # noqa: B010
 
     record = await gh.get(2)
     assert record["status"] == "claimed"  # actual: open

@@ -110,7 +110,7 @@ async def test_a_write_refused_after_the_labels_took_effect_says_executed(
     says ``executed`` and the mirror shows what GitLab holds."""
     (iid,) = await imported(gl, 1)
     gl.fake.users.pop(SEAT_USER)  # the seat's account can no longer be assigned
-    gl.hosted.store.tracker.client._users[SEAT_USER] = 999_999  # type: ignore[attr-defined]
+    gl.hosted.tracker.client._users[SEAT_USER] = 999_999  # type: ignore[attr-defined]
 
     with pytest.raises(ContractError) as refused:
         await gl.client.claim(BUILDER, task_id(iid))

@@ -30,7 +30,7 @@ async def test_a_project_deep_in_subgroups_is_mirrored(
         assert len(tasks) == 3
         ids = [task["taskId"] for task in tasks]
         assert all(len(tid.encode()) <= 128 for tid in ids)
-        assert sorted(deep.store.tracker.number_of(tid) or 0 for tid in ids) == [1, 2, 3]
+        assert sorted(deep.tracker.number_of(tid) or 0 for tid in ids) == [1, 2, 3]
         assert deep.store.degradations()["counts"] == {}
 
 

@@ -258,7 +258,7 @@ async def test_a_missing_issue_is_read_once_and_not_retried(gl: GitLabEndpoint) 
     fake = gl.fake
     fake.add_issue(PROJECT, "Only one")
     clock = gl.virtual_time()
-    missing = await gl.store.tracker.fetch(99)
+    missing = await gl.tracker.fetch(99)
     assert missing is not None
     assert missing.gone == "deleted"  # a mirrored task becomes dropped; else no task
     # The 404 is not retried; the project's listing is asked once, to tell a deleted

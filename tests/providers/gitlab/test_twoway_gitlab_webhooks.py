@@ -14,6 +14,7 @@ from tests.bridge._support import Client
 from tests.conftest import seat
 from tests.providers.gitlab._support import CLAIMED, ISSUES, PROJECT, SEAT_USER, task_id
 from tests.providers.gitlab.test_webhooks import Running, running
+from tests.providers.hosted_support import hosted_parts
 from tests.support.fake_gitlab import issue_hook_payload
 from tests.support.polling import eventually
 
@@ -42,7 +43,7 @@ async def test_a_persons_edit_during_a_claim_stands_with_its_webhook(
     running: Running, webhook: str
 ) -> None:
     fake = running.fake
-    hosted = running.endpoint.hosted
+    hosted = hosted_parts(running.endpoint)
     assert hosted is not None
     person_edits_during_the_write(running)
     client = Client(running.endpoint.service, running.endpoint.store)

@@ -35,7 +35,7 @@ from tests.providers.gitlab._support import (
     issue_pages,
     task_id,
 )
-from tests.providers.hosted_support import SPACE, add_issues, first_sync
+from tests.providers.hosted_support import SPACE, add_issues, first_sync, hosted_parts
 from tests.support.fake_gitlab import (
     FakeGitLab,
     gitlab_webhook,
@@ -179,9 +179,9 @@ async def test_a_wake_during_a_refresh_is_not_lost(
     """A wake-up that arrives while the loop refreshes another issue is not dropped.
     Deterministic: the refresh of issue 2 is held until the second delivery is in."""
     fake = running.fake
-    hosted = running.endpoint.hosted
+    hosted = hosted_parts(running.endpoint)
     assert hosted is not None
-    tracker = hosted.store.tracker
+    tracker = hosted.tracker
     fetch = tracker.fetch
     started, release = asyncio.Event(), asyncio.Event()
 
