@@ -27,7 +27,7 @@ import cotal_tasks.bridge.cli.agent as agent
 seen = {}
 def fake_run(work):
     seen["work"] = work  # stop before connecting: the imports so far are the start's
-agent_run = __import__("cotal_tasks.bridge.cli.common", fromlist=["run"])
+agent_run = __import__("cotal_tasks.bridge.cli.options", fromlist=["run"])
 agent_run.run = fake_run
 result = CliRunner().invoke(main, ["mcp", "--as", "local.agent/" + "0" * 26,
     "--nats", "nats://127.0.0.1:1", "--space", "s", "--endpoint", "com.example.tasks"])

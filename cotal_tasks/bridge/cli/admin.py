@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from cotal_tasks.bridge.cli.common import (
+from cotal_tasks.bridge.cli.options import (
     config_option,
     endpoint_option,
     json_option,

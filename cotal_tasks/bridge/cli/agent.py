@@ -96,13 +96,13 @@ def mcp(
                 click.echo(f"cotal-tasks mcp: serving http://{host}:{port}/mcp", err=True)
                 await serve_http(tools, host, port)
 
-    from cotal_tasks.bridge.cli.common import run
+    from cotal_tasks.bridge.cli.options import run
 
     run(work)
 
 
 def _seat(text: str) -> Seat:
-    from cotal_tasks.bridge.cli.common import parse_seat
+    from cotal_tasks.bridge.cli.options import parse_seat
 
     return parse_seat(text, "--as")
 
@@ -111,7 +111,7 @@ def _from_config(
     path: Path | None, nats_url: str | None, space: str | None, endpoint: str | None
 ) -> tuple[str, str, str]:
     """The settings not given, from the config (which the given ones override)."""
-    from cotal_tasks.bridge.cli.common import load_caller
+    from cotal_tasks.bridge.cli.options import load_caller
     from cotal_tasks.bridge.process.connection import broker_url
 
     config = load_caller(path)

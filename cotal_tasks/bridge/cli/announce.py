@@ -3,7 +3,7 @@ walkthrough of commands to try against it."""
 
 from __future__ import annotations
 
-from cotal_tasks.bridge.cli.common import EXAMPLE_SEAT
+from cotal_tasks.bridge.cli.options import EXAMPLE_SEAT
 from cotal_tasks.bridge.cli.seed import Seeded
 from cotal_tasks.bridge.http.auth import is_loopback_host
 from cotal_tasks.bridge.wire.subjects import event_filter

@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import click
 
-from cotal_tasks.bridge.cli.common import (
+from cotal_tasks.bridge.cli.options import (
     caller_seat,
     client_for,
     config_option,

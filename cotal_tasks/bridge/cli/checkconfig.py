@@ -19,8 +19,8 @@ from typing import Any
 
 import click
 
-from cotal_tasks.bridge.cli.common import config_option, endpoint_option, json_option, load, run
 from cotal_tasks.bridge.cli.errors import EXIT_FAILED, EXIT_USAGE, explain
+from cotal_tasks.bridge.cli.options import config_option, endpoint_option, json_option, load, run
 from cotal_tasks.bridge.config import (
     BridgeConfig,
     EndpointConfig,

@@ -10,7 +10,7 @@ from typing import Any
 import click
 from nats.errors import Error as NatsError
 
-from cotal_tasks.bridge.cli.common import parse_seat
+from cotal_tasks.bridge.cli.options import parse_seat
 from cotal_tasks.core import Seat
 from cotal_tasks.core.masking import mask_credentials
 

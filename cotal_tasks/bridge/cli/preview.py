@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import click
 
-from cotal_tasks.bridge.cli.common import run
+from cotal_tasks.bridge.cli.options import run
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.core import Task
 from cotal_tasks.providers.registry import provider

@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from cotal_tasks.bridge.cli.announce import announcement
-from cotal_tasks.bridge.cli.common import config_option, load, run
 from cotal_tasks.bridge.cli.errors import EXIT_USAGE, fail
+from cotal_tasks.bridge.cli.options import config_option, load, run
 from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
 from cotal_tasks.bridge.config import environment_problems, required_missing
 from cotal_tasks.bridge.logs import configure

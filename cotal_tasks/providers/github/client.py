@@ -22,8 +22,8 @@ from cotal_tasks.providers.hosted.http import (
     message_of,
     retry_after,
 )
+from cotal_tasks.providers.hosted.paging import PageCap, Steps
 from cotal_tasks.providers.hosted.tracker import IssueGone
-from cotal_tasks.providers.hosted.walk import PageCap, Steps
 
 PER_PAGE = 100
 PROJECT_STATUS_QUERY = """

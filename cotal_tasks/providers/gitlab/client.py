@@ -19,8 +19,8 @@ from cotal_tasks.providers.hosted.http import (
     backoff,
     retry_after,
 )
+from cotal_tasks.providers.hosted.paging import PageCap, Steps
 from cotal_tasks.providers.hosted.tracker import IssueGone
-from cotal_tasks.providers.hosted.walk import PageCap, Steps
 
 PER_PAGE = 100
 

@@ -8,7 +8,7 @@ they were, and a deferred one is read again, one by one, until it is applied.
 Each poll walks the issues updated since the cursor (the highest ``updated_at`` seen,
 re-read with a small overlap), oldest first, checkpointing the cursor after every page,
 so a crash or a rate limit resumes where it stopped rather than starting over. The walk
-itself (the tracker's) loses no issue that changes while it runs (``hosted.walk``). An
+itself (the tracker's) loses no issue that changes while it runs (``hosted.paging``). An
 unchanged repository costs the tracker's cheapest answers (conditional requests answered
 304 where it offers them). The tracker reads the evidence of the issues changed on a
 page with that page; issues a pull or merge request names that the walk did not bring,

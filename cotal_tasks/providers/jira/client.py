@@ -25,8 +25,8 @@ from cotal_tasks.providers.hosted.http import (
     backoff,
     retry_after,
 )
+from cotal_tasks.providers.hosted.paging import PageCap
 from cotal_tasks.providers.hosted.tracker import IssueGone
-from cotal_tasks.providers.hosted.walk import PageCap
 from cotal_tasks.providers.jira.mapping import PROPERTY
 
 log = logging.getLogger(__name__)

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_ms, as_str, at_path
 from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.paging import PageCap
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     Evidence,
@@ -34,7 +35,6 @@ from cotal_tasks.providers.hosted.tracker import (
     Tracker,
     TrackerChange,
 )
-from cotal_tasks.providers.hosted.walk import PageCap
 from cotal_tasks.providers.jira import mapping, workflow
 from cotal_tasks.providers.jira.client import JiraClient
 from cotal_tasks.providers.jira.config import JiraConfig
