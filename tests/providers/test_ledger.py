@@ -10,7 +10,7 @@ NOW = 1_780_000_000_000
 
 
 async def test_a_lease_has_one_holder_until_it_expires_or_is_released(board: BoardStore) -> None:
-    leases = Leases(board.state().engine)
+    leases = Leases(board.checkpoints().engine)
     assert await leases.acquire("sync:x", "a", NOW, 1000)
     assert not await leases.acquire("sync:x", "b", NOW + 500, 1000)  # a holds it
     assert await leases.acquire("sync:x", "a", NOW + 900, 1000)  # a renews: until NOW+1900
@@ -26,7 +26,7 @@ async def test_a_lease_has_one_holder_until_it_expires_or_is_released(board: Boa
 
 
 async def test_the_ledger_records_writes_and_their_echo_marks(board: BoardStore) -> None:
-    ledger = Ledger(board.state().engine)
+    ledger = Ledger(board.checkpoints().engine)
     key = "local.builder/u1:e-1"
     await ledger.pending(key, "o/r#1", 1, "i1", NOW, 10_000, sent='["t",null,"claimed",null]')
     pending = await ledger.get(key)

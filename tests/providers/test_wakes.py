@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.board.store import normalize_url
 from cotal_tasks.providers.hosted import wakes
 from tests.support.polling import eventually
@@ -56,10 +56,10 @@ def test_a_channel_is_a_short_identifier_per_key() -> None:
 
 
 @pytest.fixture
-async def mirror(postgres_database: str) -> AsyncIterator[MirrorState]:
+async def mirror(postgres_database: str) -> AsyncIterator[Checkpoints]:
     engine = create_async_engine(normalize_url(postgres_database))
     try:
-        yield MirrorState(engine)
+        yield Checkpoints(engine)
     finally:
         await engine.dispose()
 
@@ -72,7 +72,7 @@ class Woken:
         self.calls.append(set(numbers))
 
 
-async def test_the_listener_hears_other_instances_for_its_own_key(mirror: MirrorState) -> None:
+async def test_the_listener_hears_other_instances_for_its_own_key(mirror: Checkpoints) -> None:
     woken = Woken()
     listener = wakes.Listener(mirror, KEY, "leader", woken)
     await listener.ensure()
@@ -95,7 +95,7 @@ async def test_the_listener_hears_other_instances_for_its_own_key(mirror: Mirror
 async def test_on_sqlite_nothing_is_sent_and_nothing_listened(tmp_path: Path) -> None:
     engine = create_async_engine(normalize_url(f"sqlite:///{tmp_path / 'mirror.db'}"))
     try:
-        state = MirrorState(engine)
+        state = Checkpoints(engine)
         woken = Woken()
         listener = wakes.Listener(state, KEY, "leader", woken)
         await listener.ensure()

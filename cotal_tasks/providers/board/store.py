@@ -26,6 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task, TaskSummary
 from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
+from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.board.migrate import upgrade, upgrade_sqlite
 from cotal_tasks.providers.board.postgres import ERRORS as POSTGRES_ERRORS
 from cotal_tasks.providers.board.postgres import PostgresBoard
@@ -37,7 +38,6 @@ from cotal_tasks.providers.board.records import (
     unavailable,
 )
 from cotal_tasks.providers.board.sqlite import BUSY_TIMEOUT_MS, PRAGMAS, SqliteFile
-from cotal_tasks.providers.board.state import MirrorState
 from cotal_tasks.providers.private import private_dir, private_file
 from cotal_tasks.providers.store import (
     Committed,
@@ -185,9 +185,9 @@ class BoardStore:
         label = parsed.render_as_string(hide_password=True)
         return cls(engine, hot, label=label, sole_writer=sole_writer)
 
-    def state(self) -> MirrorState:
+    def checkpoints(self) -> Checkpoints:
         """Checkpoints and webhook deliveries, for a hosted tracker mirroring into this board."""
-        return MirrorState(self._engine)
+        return Checkpoints(self._engine)
 
     @property
     def label(self) -> str:

@@ -42,19 +42,19 @@ def write_plan(config: GitLabConfig) -> WritePlan:
 async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildContext) -> None:
     """A numeric ``project``'s path (its tasks are named by it), known before any issue is
     read: asked of GitLab now (so a renamed project is named as it is now) and kept in the
-    mirror's state, which answers when GitLab does not (it is down, or refuses). Unknown
+    mirror's checkpoints, which answers when GitLab does not (it is down, or refuses). Unknown
     on a first start GitLab does not answer: the first issue read names it."""
     if tracker.path_known:
         return
-    state = assemble.sql_mirror(ctx.mirror).state()
+    checkpoints = assemble.sql_mirror(ctx.mirror).checkpoints()
     key = f"gitlab-project:{config.api_url}:{config.project}"
-    saved = (await state.load(key) or {}).get("path")
+    saved = (await checkpoints.load(key) or {}).get("path")
     path = None
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(RESOLVE_S):  # a GitLab that is down delays no start
             path = await tracker.client.project_path(int(config.project))
     if path is not None and path != saved:
-        await state.save(key, {"path": path}, ctx.clock())
+        await checkpoints.save(key, {"path": path}, ctx.clock())
     path = path or (saved if isinstance(saved, str) and saved else None)
     if path is None:
         log.warning(

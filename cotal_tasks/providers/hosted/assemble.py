@@ -171,7 +171,7 @@ def assemble(
     sync checkpoint, ``scheme`` its webhook route (``None``: it takes no deliveries)."""
     metrics, name = ctx.metrics, ctx.name
     mirror = sql_mirror(ctx.mirror)
-    state = mirror.state()
+    checkpoints = mirror.checkpoints()
     if metrics is not None:
         http.on_response = lambda status: metrics.tracker_request(name, status)
         http.on_wait = lambda seconds: metrics.rate_limit_wait(name, seconds)
@@ -188,7 +188,7 @@ def assemble(
     writes = Writes(
         mirror,
         tracker,
-        state,
+        checkpoints,
         config=cfg,
         plan=plan,
         clock=ctx.clock,
@@ -212,7 +212,7 @@ def assemble(
         tracker,
         boundary,
         mirroring,
-        state,
+        checkpoints,
         key,
         ctx.clock,
         health,
@@ -238,14 +238,16 @@ def assemble(
             name=name,
             path=cfg.location,
             secret=secret.encode() if secret is not None else None,
-            state=state,
+            checkpoints=checkpoints,
             sync=sync,
             boundary=boundary,
             clock=ctx.clock,
             max_issues=cfg.webhook_max_issues,
             known_id=lambda: tracker.known_id,
         )
-    election = Election(sync, mirroring, state, health, cfg.poll_interval_s, ctx.clock, sync.holder)
+    election = Election(
+        sync, mirroring, checkpoints, health, cfg.poll_interval_s, ctx.clock, sync.holder
+    )
     hosted = Hosted(store, mirroring, sync, election, tracker, boundary, http, cfg, target)
     return Built(
         store,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cotal_tasks.core import ContractError
-from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted.ledger import Leases
 from cotal_tasks.providers.hosted.mirroring import MirrorSync
 from cotal_tasks.providers.hosted.store import SyncHealth
@@ -39,12 +39,12 @@ Role = Literal["leader", "follower"]
 class Election:
     """Leader election and the sync loop of one hosted endpoint, handed its parts: the
     sync loop it runs while leading, the mirror whose changes it announces while
-    following, the mirror's state table (the lease, the published health) and the health
-    it publishes or copies."""
+    following, the checkpoints table (the lease's name and the published health sit
+    beside the checkpoint) and the health it publishes or copies."""
 
     sync: SyncEngine
     mirror: MirrorSync
-    state: MirrorState
+    checkpoints: Checkpoints
     health: SyncHealth
     interval_s: float
     clock: Callable[[], int]
@@ -72,11 +72,11 @@ class Election:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Lead or follow until ``stop`` is set; a clean stop hands the lease on."""
-        if not self.state.shared:
+        if not self.checkpoints.shared:
             self._become("leader")  # SQLite: one instance, the sole-writer lock says so
             await self.sync.run(self.interval_s, stop)
             return
-        leases = Leases(self.state.engine)
+        leases = Leases(self.checkpoints.engine)
         seen = await self._seq()
         try:
             while not stop.is_set():
@@ -104,7 +104,7 @@ class Election:
         """Run the sync loop while the lease is ours; stop it as soon as it is not."""
         halt = asyncio.Event()
         loop = asyncio.create_task(self.sync.run(self.interval_s, halt))
-        self.listener = Listener(self.state, self.sync.key, self.holder, self.sync.wake)
+        self.listener = Listener(self.checkpoints, self.sync.key, self.holder, self.sync.wake)
         try:
             while not stop.is_set() and not loop.done():
                 await self.listener.ensure()  # and again each turn, should it break
@@ -128,12 +128,12 @@ class Election:
             "refused": health.refused,
         }
         with contextlib.suppress(ContractError):
-            await self.state.save(self.health_key, snapshot, self.clock())
+            await self.checkpoints.save(self.health_key, snapshot, self.clock())
 
     async def _follow(self, seen: int) -> int:
         """Take the leader's sync health, and announce what its sync committed."""
         with contextlib.suppress(ContractError):
-            snapshot = await self.state.load(self.health_key) or {}
+            snapshot = await self.checkpoints.load(self.health_key) or {}
             health = self.health
             health.last_success_ms = snapshot.get("lastSuccessMs")
             health.failing = snapshot.get("failing")

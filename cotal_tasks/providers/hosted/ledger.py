@@ -24,7 +24,7 @@ from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cotal_tasks.providers.board import tables
-from cotal_tasks.providers.board.state import mirror_unavailable
+from cotal_tasks.providers.board.checkpoints import mirror_unavailable
 
 PENDING, DONE = "pending", "done"
 

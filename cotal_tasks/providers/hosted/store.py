@@ -67,7 +67,7 @@ class SyncHealth:
         self.failing_since_ms = self.failing_since_ms or now
         self.refused = refused
 
-    def state(self) -> SyncState:
+    def report(self) -> SyncState:
         """What the port's ``sync_state()`` answers."""
         return SyncState(self.last_success_ms, self.failing, self.failing_since_ms, self.refused)
 
@@ -138,7 +138,7 @@ class MirroredReads:
         return await self.mirror.history_page(query)
 
     async def sync_state(self) -> SyncState | None:
-        return self.health.state()
+        return self.health.report()
 
     async def mirrored(
         self, statuses: frozenset[TaskStatus] | None = None

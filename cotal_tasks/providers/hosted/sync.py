@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cotal_tasks.core import ContractError
-from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, where
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.mirroring import MirrorSync
@@ -75,12 +75,12 @@ class SyncReport:
 class SyncEngine:
     """The sync loop of one hosted endpoint, handed its parts: the tracker it reads, the
     item boundary it records degraded items in, the mirror it commits to, the checkpoint
-    (``state`` under ``key``) and the health it reports."""
+    (``checkpoints`` under ``key``) and the health it reports."""
 
     tracker: Tracker
     boundary: ItemBoundary
     mirror: MirrorSync
-    state: MirrorState
+    checkpoints: Checkpoints
     key: str  # the checkpoint's name, e.g. "github:acme/widgets"
     clock: Callable[[], int]
     health: SyncHealth
@@ -98,7 +98,7 @@ class SyncEngine:
         self._woken = RefreshQueue(self.refreshes_per_minute)
 
     async def checkpoint(self) -> dict[str, Any]:
-        return await self.state.load(self.key) or {}
+        return await self.checkpoints.load(self.key) or {}
 
     async def poll_once(self, progress: Progress | None = None) -> SyncReport:
         """One poll; records success or failure in the endpoint's health, and re-raises."""
@@ -112,12 +112,12 @@ class SyncEngine:
 
     async def ask_reread(self) -> None:
         """Ask the next poll to read every issue again (see the module's description)."""
-        await self.state.save(self.key + REREAD, {"at": self.clock()}, self.clock())
+        await self.checkpoints.save(self.key + REREAD, {"at": self.clock()}, self.clock())
 
     async def _poll(self, progress: Progress | None) -> SyncReport:
         tracker = self.tracker
         saved = await self.checkpoint()
-        asked = await self.state.load(self.key + REREAD)
+        asked = await self.checkpoints.load(self.key + REREAD)
         cursor: str | None = None if asked else saved.get("cursor")
         report = SyncReport()
         # Issues owed an evidence read survive an interruption: they are checkpointed too.
@@ -147,7 +147,7 @@ class SyncEngine:
             # that was not applied: the next poll reads it again, whatever else changed.
             remember = {} if held_back else (page.remember or {})
             saved = {**saved, **remember, "cursor": cursor, "pending": sorted(linked)}
-            await self.state.save(self.key, saved, self.clock())  # checkpoint every page
+            await self.checkpoints.save(self.key, saved, self.clock())  # checkpoint every page
             total = page.total_pages or total
             if total is not None:  # an estimate: a walk may take a page more than it said
                 total = max(total, report.pages)
@@ -163,9 +163,9 @@ class SyncEngine:
         report.owed = len(owed)
         if saved.get("pending") or again or saved.get(OWED) != owed:
             saved = {**saved, "pending": again, OWED: owed}
-            await self.state.save(self.key, saved, self.clock())
-        if asked and await self.state.load(self.key + REREAD) == asked:
-            await self.state.save(self.key + REREAD, {}, self.clock())  # read through
+            await self.checkpoints.save(self.key, saved, self.clock())
+        if asked and await self.checkpoints.load(self.key + REREAD) == asked:
+            await self.checkpoints.save(self.key + REREAD, {}, self.clock())  # read through
         await self._reconcile_if_due(saved, report)
         return report
 
@@ -182,7 +182,7 @@ class SyncEngine:
             return
         if isinstance(last, int):
             await self.reconcile(report)
-        await self.state.save(self.key, {**saved, "reconciled_at": now}, self.clock())
+        await self.checkpoints.save(self.key, {**saved, "reconciled_at": now}, self.clock())
 
     async def reconcile(self, report: SyncReport | None = None) -> SyncReport:
         """List the open issues; read each mirrored unfinished task's issue that is not
@@ -257,7 +257,7 @@ class SyncEngine:
         if again:
             saved = await self.checkpoint()
             pending = sorted(set(saved.get("pending") or ()) | again)
-            await self.state.save(self.key, {**saved, "pending": pending}, self.clock())
+            await self.checkpoints.save(self.key, {**saved, "pending": pending}, self.clock())
 
     def wake(self, numbers: Iterable[int]) -> None:
         """A webhook named these issues (none: poll): fetch them soon, at the endpoint's

@@ -29,7 +29,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.board.checkpoints import Checkpoints
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +82,13 @@ def decode(payload: str) -> Wake | None:
     return Wake(key, origin, frozenset(numbers))
 
 
-async def send(state: MirrorState, key: str, origin: str, numbers: Iterable[int]) -> None:
+async def send(checkpoints: Checkpoints, key: str, origin: str, numbers: Iterable[int]) -> None:
     """Tell the other instances on this mirror (the leader) to wake for ``numbers``.
     Never raises: a lost wake only waits for the next poll."""
-    if not state.shared:
+    if not checkpoints.shared:
         return
     try:
-        async with state.engine.begin() as conn:
+        async with checkpoints.engine.begin() as conn:
             await conn.execute(
                 text("SELECT pg_notify(:channel, :payload)"),
                 {"channel": channel(key), "payload": encode(key, origin, numbers)},
@@ -109,9 +109,9 @@ class Listener:
     old one broke; a failure is logged and retried on the next turn, never raised."""
 
     def __init__(
-        self, state: MirrorState, key: str, holder: str, wake: Callable[[Iterable[int]], None]
+        self, checkpoints: Checkpoints, key: str, holder: str, wake: Callable[[Iterable[int]], None]
     ) -> None:
-        self._state, self._key, self._holder = state, key, holder
+        self._checkpoints, self._key, self._holder = checkpoints, key, holder
         self._wake = wake  # called with the issue numbers (empty: poll now)
         self._conn: AsyncConnection | None = None
         self._driver: Any = None
@@ -126,13 +126,13 @@ class Listener:
         return int(self._driver.get_server_pid()) if self.listening else None
 
     async def ensure(self) -> None:
-        if not self._state.shared or self.listening:
+        if not self._checkpoints.shared or self.listening:
             return
         if self._conn is not None:
             log.warning("%s: the wake listener's connection broke; listening again", self._key)
             await self.close()
         try:
-            self._conn = await self._state.engine.connect()
+            self._conn = await self._checkpoints.engine.connect()
             raw = await self._conn.get_raw_connection()
             driver: Any = raw.driver_connection
             if not hasattr(driver, "add_listener"):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from cotal_tasks.core import ContractError
-from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted import wakes
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
 from cotal_tasks.providers.hosted.sync import SyncEngine
@@ -57,14 +57,14 @@ T = TypeVar("T")  # a tracker folder's own tracker
 @dataclass
 class HookTarget:
     """A hosted endpoint's webhook receiver (the ``WebhookReceiver`` port), handed its
-    parts: the mirror's state table (delivery ids, the remembered project id), the sync
+    parts: the mirror's checkpoints (delivery ids, the remembered project id), the sync
     it wakes, the item boundary, and what its tracker says of a delivery (``named``,
     ``lookup``, ``known_id``), bound to that tracker by the assembly."""
 
     name: str
     path: str  # the configured repository or project (a path, or a GitLab numeric id)
     secret: bytes | None
-    state: MirrorState
+    checkpoints: Checkpoints
     sync: SyncEngine
     boundary: ItemBoundary
     clock: Callable[[], int]
@@ -75,11 +75,11 @@ class HookTarget:
     route: str = "hook"  # the route's name, in what the boundary records
 
     async def first_delivery(self, delivery_id: str) -> bool:
-        return await self.state.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+        return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
 
     async def wake(self, numbers: set[int]) -> None:
         self.sync.wake(numbers)  # this instance's sync, if it leads
-        await wakes.send(self.state, self.sync.key, self.sync.holder, numbers)  # else
+        await wakes.send(self.checkpoints, self.sync.key, self.sync.holder, numbers)  # else
 
     async def reread(self) -> None:
         await self.sync.ask_reread()
@@ -90,11 +90,11 @@ class HookTarget:
         return self.learned_id()
 
     async def remembered_id(self) -> int | None:
-        saved = await self.state.load(ID_KEY)
+        saved = await self.checkpoints.load(ID_KEY)
         return saved["id"] if saved and isinstance(saved.get("id"), int) else None
 
     async def remember_id(self, pid: int) -> None:
-        await self.state.save(ID_KEY, {"id": pid}, self.clock())
+        await self.checkpoints.save(ID_KEY, {"id": pid}, self.clock())
 
     def named(self, event: str, payload: Mapping[str, Any]) -> set[int] | None:
         return self.boundary.map(
@@ -288,7 +288,7 @@ class Scheme(Generic[T]):
         name: str,
         path: str,
         secret: bytes | None,
-        state: MirrorState,
+        checkpoints: Checkpoints,
         sync: SyncEngine,
         boundary: ItemBoundary,
         clock: Callable[[], int],
@@ -306,7 +306,7 @@ class Scheme(Generic[T]):
             name,
             path,
             secret,
-            state,
+            checkpoints,
             sync,
             boundary,
             clock,

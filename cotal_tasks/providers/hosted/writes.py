@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from cotal_tasks.core import MAX_EVIDENCE, ContractError, ErrorCode, Task
 from cotal_tasks.providers.board import BoardStore
-from cotal_tasks.providers.board.state import MirrorState
+from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.conflict import closed_meanwhile, contested, first_come
 from cotal_tasks.providers.hosted.echo import content_of
@@ -75,7 +75,7 @@ class Writes:
         self,
         mirror: BoardStore,
         tracker: Tracker,
-        state: MirrorState,
+        checkpoints: Checkpoints,
         *,
         config: HostedConfig,
         plan: WritePlan,
@@ -87,8 +87,8 @@ class Writes:
     ) -> None:
         self.mirror = mirror
         self.tracker = tracker
-        self.ledger = Ledger(state.engine)
-        self.leases = Leases(state.engine)
+        self.ledger = Ledger(checkpoints.engine)
+        self.leases = Leases(checkpoints.engine)
         self.config = config
         self.plan = plan
         self.clock = clock

@@ -257,14 +257,14 @@ class JiraTracker(Tracker):
         transition, labels and description, and the comment."""
         key = mapping.issue_key(self.config.project, number)
         steps: list[Step] = []
-        fields = await self._state(key)
+        fields = await self._fields_now(key)
         category = as_str(at_path(fields, "status", "statusCategory", "key"))
         target = workflow.target_of(change, self.config, category)
         move = None
         if target is not None and not target.holds(fields):
             move = await self._plan_move(key, fields, target)
         if change.assign or change.unassign:
-            fields = await self._state(key) if move else fields  # who holds it now
+            fields = await self._fields_now(key) if move else fields  # who holds it now
             if (assign := self._assignment(key, fields, change)) is not None:
                 steps.append(("assignee", assign))
         if move is not None:
@@ -282,7 +282,7 @@ class JiraTracker(Tracker):
             steps.append(("comment", lambda: self.client.comment(key, document, mark)))
         return steps
 
-    async def _state(self, key: str) -> Mapping[str, Any]:
+    async def _fields_now(self, key: str) -> Mapping[str, Any]:
         current = await self.client.get_issue(key, _STATE_FIELDS)
         if current is None:
             raise TrackerHttpError(404, "the issue is gone", method="GET", path=key)

@@ -95,7 +95,7 @@ async def test_initial_import_of_1000_entries_costs_eleven_list_pages(gh: GitHub
             ("review", f"https://github.com/{REPO}/pull/{pulls[n]}"),
             ("branch", f"fix-{n}"),
         }
-    saved = await gh.sync.state.load(gh.sync.key)
+    saved = await gh.sync.checkpoints.load(gh.sync.key)
     assert saved is not None
     assert saved["cursor"] == iso(max(i.updated_at for i in fake.repos[REPO].issues.values()))
 
@@ -134,7 +134,7 @@ async def test_incremental_poll_remaps_only_what_changed(gh: GitHubEndpoint) -> 
         "blocked",
     )
     assert (await gh.get(30))["status"] == "done"
-    saved = await gh.sync.state.load(gh.sync.key)
+    saved = await gh.sync.checkpoints.load(gh.sync.key)
     assert saved is not None
     assert saved["cursor"] == iso(fake.clock.seconds)
 
@@ -346,7 +346,7 @@ async def test_the_overlap_is_configurable(
         await gh.poll()
         saved = await gh.checkpoint()
         # Forget the last page's ETag so the next poll lists instead of probing.
-        await gh.sync.state.save(gh.sync.key, {**saved, "etag": None}, 0)
+        await gh.sync.checkpoints.save(gh.sync.key, {**saved, "etag": None}, 0)
         mark = len(fake.requests)
         report = await gh.poll()
         (request,) = list_requests(fake, mark)

@@ -165,7 +165,7 @@ async def test_a_rename_past_the_bound_reads_every_issue_once(hooked: GitHubMesh
     sync = hooked.hosted.sync
 
     async def cleared() -> bool:
-        return not await sync.state.load(sync.key + REREAD)
+        return not await sync.checkpoints.load(sync.key + REREAD)
 
     await eventually(cleared, 5, what="the re-read request cleared")
     after = len(fake.requests)

@@ -23,7 +23,11 @@ def mirror_unavailable(what: str, exc: BaseException) -> ContractError:
     )
 
 
-class MirrorState:
+class Checkpoints:
+    """The mirror's checkpoints table: a JSON value per key (a sync's cursor and what its
+    tracker asked to keep, the published sync health, a project's path), and the webhook
+    delivery ids already seen."""
+
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
 
