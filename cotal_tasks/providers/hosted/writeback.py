@@ -135,10 +135,6 @@ def strip_marker(text: str | None) -> str | None:
     return stripped if stripped else None
 
 
-def carries_marker(text: str | None, marker: str) -> bool:
-    return text is not None and f"{_MARK_PREFIX}{marker} -->" in text
-
-
 _FOUND = re.compile(r"<!-- cotal-tasks:write ([0-9a-f]{8,64}) -->")
 
 
