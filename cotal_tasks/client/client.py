@@ -53,6 +53,11 @@ Evidence = Iterable[EvidenceInput | Mapping[str, str]]
 CreateStatus = Literal["open", "done", "dropped"]
 UpdateStatus = Literal["claimed", "blocked", "done", "dropped"]
 CONNECT_ATTEMPTS = 3
+# Between two of the first attempts to connect: a broker still starting is caught, a
+# broker that is down is reported within a couple of seconds. Once connected, the
+# client waits ``RECONNECT_WAIT_S`` between attempts to reconnect (nats-py's default).
+CONNECT_WAIT_S = 0.5
+RECONNECT_WAIT_S = 2.0
 
 
 class _Unchecked(Enum):
@@ -145,6 +150,7 @@ class TasksClient(Session):
                     "error_cb": log_error,
                     "allow_reconnect": True,
                     "max_reconnect_attempts": CONNECT_ATTEMPTS,
+                    "reconnect_time_wait": CONNECT_WAIT_S,
                     "connect_timeout": timeout,
                     "inbox_prefix": seat_inbox(caller),
                     **options,
@@ -154,7 +160,7 @@ class TasksClient(Session):
             raise TasksError(
                 ErrorCode.UNAVAILABLE,
                 f"cannot connect to {mask_credentials(nats_url)} ({type(exc).__name__}: "
-                f"{mask_credentials(str(exc))}). Check the URL "
+                f"{mask_credentials(str(exc))}). Check that the broker runs at that URL "
                 "and the credentials",
                 outcome="not-executed",
             ) from exc
@@ -162,6 +168,8 @@ class TasksClient(Session):
             # A few tries to connect at all; once connected, reconnect for as long as the
             # client lives (a long agent session outlasts a broker restart).
             nc.options["max_reconnect_attempts"] = -1
+        if "reconnect_time_wait" not in options:
+            nc.options["reconnect_time_wait"] = RECONNECT_WAIT_S
         try:
             yield cls(nc, space, endpoint, caller, name=name, timeout=timeout, retries=retries)
         finally:

@@ -91,7 +91,7 @@ CASES = [
     (["sync"], "missing-repository", 1, "Check repository"),
     (["check-config", "--preview", "3"], "missing-repository", 1, "Check repository"),
     (["serve"], "port-in-use", 1, "[http] port"),
-    (["mcp", SEAT], "no-broker", 1, "Check the URL"),
+    (["mcp", SEAT], "no-broker", 1, "The URL is nats_url in"),
     (["mcp", SEAT, "--endpoint", "nope"], "unknown-endpoint", 2, "Name one"),
     # conformance and completion read no config: their arguments say it all
     (

@@ -9,6 +9,7 @@ is read only when it is named (``--config``) or when a setting it holds is not g
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
@@ -84,10 +85,22 @@ def mcp(
     else:
         url, space_name, name = _from_config(config_path, nats_url, space, endpoint)
 
+    source = "--nats" if nats_url else f"nats_url in {config_path or 'the default config'}"
+
     async def work() -> None:
         from cotal_tasks.bridge.agents.mcp import seat_tools, serve_http, serve_stdio
+        from cotal_tasks.bridge.cli.errors import fail
+        from cotal_tasks.client import TasksError
 
-        async with seat_tools(url, space_name, name, seat, creds) as tools:
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                tools = await stack.enter_async_context(
+                    seat_tools(url, space_name, name, seat, creds)
+                )
+            except TasksError as exc:
+                if exc.message.startswith("cannot connect"):  # say where the URL came from
+                    fail(f"{exc.message}. The URL is {source}")
+                raise
             for tool, why in tools.withheld.items():
                 click.echo(f"cotal-tasks mcp: {tool} withheld: {why}", err=True)
             if http_address is None:
