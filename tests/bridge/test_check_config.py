@@ -114,6 +114,9 @@ async def test_online_checks_each_connection_and_masks_the_password(
     synced = json.loads(sout)  # before: sync had no --json
     assert synced["endpoint"] == "com.acme.gh"
     assert {"pages", "issues", "changed"} <= synced.keys()
+    # before: the budget the tracker's answers reported was only in /healthz
+    (core,) = [b for b in synced["rateBudgets"] if b.get("resource", "core") == "core"]
+    assert core["remaining"] <= core["limit"]
 
     with socket.socket() as sock:  # a port nothing listens on
         sock.bind(("127.0.0.1", 0))

@@ -85,6 +85,7 @@ def sync(endpoint: str | None, as_json: bool, config_path: Path | None) -> None:
             "to sync; name a tracker or tower-do endpoint with --endpoint"
         )
     degraded: dict[str, int] = {}
+    budgets: list[dict[str, Any]] = []
 
     async def work() -> CatchUpReport:
         async with open_endpoint(config, target, serve=True) as opened:
@@ -109,16 +110,23 @@ def sync(endpoint: str | None, as_json: bool, config_path: Path | None) -> None:
                     bar.__exit__(None, None, None)
                 if opened.degradations is not None:
                     degraded.update(opened.degradations()["counts"])
+                if opened.rate_budgets is not None:
+                    budgets.extend(budget.to_json() for budget in opened.rate_budgets())
 
     report = run(work)
     if as_json:
         shown: dict[str, Any] = {"endpoint": target.name, "degraded": degraded}
+        shown["rateBudgets"] = budgets  # what the tracker's answers said is left, per pool
         shown.update(report.figures)
         shown["lines"] = list(report.lines)
         click.echo(json.dumps(shown, indent=2))
         return
     for line in report.lines:
         click.echo(f"{target.name}: {line}")
+    for budget in budgets:
+        pool = f" ({budget['resource']})" if budget.get("resource") else ""
+        of = f" of {budget['limit']}" if budget.get("limit") is not None else ""
+        click.echo(f"{target.name}: rate limit{pool}: {budget['remaining']}{of} left")
     if degraded:
         counts = ", ".join(f"{n} {reason}" for reason, n in degraded.items())
         click.echo(
