@@ -131,6 +131,11 @@ class WebhookReceiver(Protocol):
         """Record ``delivery_id``; ``False`` when it was seen before (a redelivery)."""
         ...
 
+    async def delivered(self, delivery_id: str) -> bool:
+        """Whether ``delivery_id`` was recorded already (asked before a lookup, so a
+        redelivery costs the source nothing); records nothing."""
+        ...
+
     async def wake(self, numbers: set[int]) -> None:
         """Refresh these issues soon (none: poll), on the instance that syncs the
         endpoint (the poll stays the source of truth)."""

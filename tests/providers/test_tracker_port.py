@@ -162,7 +162,7 @@ class PortOnly:
     secret: bytes | None = b"s" * 32
     max_issues: int = 3
     known_id: int | None = None
-    delivered: set[str] = field(default_factory=set)
+    recorded: set[str] = field(default_factory=set)
     woken: list[set[int]] = field(default_factory=list)
     rereads: int = 0
 
@@ -179,10 +179,13 @@ class PortOnly:
         return Looked(None) if event == "renamed" else None
 
     async def first_delivery(self, delivery_id: str) -> bool:
-        if delivery_id in self.delivered:
+        if delivery_id in self.recorded:
             return False
-        self.delivered.add(delivery_id)
+        self.recorded.add(delivery_id)
         return True
+
+    async def delivered(self, delivery_id: str) -> bool:
+        return delivery_id in self.recorded
 
     async def wake(self, numbers: set[int]) -> None:
         self.woken.append(numbers)

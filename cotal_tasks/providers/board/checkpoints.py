@@ -68,6 +68,19 @@ class Checkpoints:
         except (SQLAlchemyError, OSError) as exc:
             raise mirror_unavailable("sync state", exc) from exc
 
+    async def delivered(self, delivery_id: str, now: int, keep_ms: int) -> bool:
+        """Whether a webhook delivery id was recorded within ``keep_ms`` (nothing is
+        recorded: ``first_delivery`` does that)."""
+        d = tables.deliveries
+        try:
+            async with self._engine.connect() as conn:
+                found = await conn.execute(
+                    select(d.c.id).where(d.c.id == delivery_id, d.c.received_at >= now - keep_ms)
+                )
+                return found.first() is not None
+        except (SQLAlchemyError, OSError) as exc:
+            raise mirror_unavailable("webhook deliveries", exc) from exc
+
     async def first_delivery(self, delivery_id: str, now: int, keep_ms: int) -> bool:
         """Record a webhook delivery id; ``False`` when it was seen already."""
         d = tables.deliveries

@@ -77,6 +77,9 @@ class HookTarget:
     async def first_delivery(self, delivery_id: str) -> bool:
         return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
 
+    async def delivered(self, delivery_id: str) -> bool:
+        return await self.checkpoints.delivered(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+
     async def wake(self, numbers: set[int]) -> None:
         self.sync.wake(numbers)  # this instance's sync, if it leads
         await wakes.send(self.checkpoints, self.sync.key, self.sync.holder, numbers)  # else
@@ -366,7 +369,15 @@ async def ask(
     payload: Mapping[str, Any],
 ) -> WebhookReply | None:
     """The answer to a delivery whose issues ``endpoint``'s tracker names (accepted, or
-    503 when the tracker did not answer); ``None``: it names none of this endpoint's."""
+    503 when the tracker did not answer); ``None``: it names none of this endpoint's. A
+    delivery the endpoint took already is answered before the tracker is asked."""
+    delivery = scheme.delivery(headers)
+    if delivery:
+        try:
+            if await endpoint.delivered(f"{scheme.tracker}:{delivery}"):
+                return WebhookReply(200, "delivery already received")
+        except ContractError as exc:
+            return WebhookReply(503, exc.message)
     try:
         looked = await endpoint.lookup(event, payload)
     except SourceRefused as exc:
@@ -374,7 +385,6 @@ async def ask(
     if looked is None:
         return None
     numbers = None if looked.numbers is None else set(looked.numbers)
-    delivery = scheme.delivery(headers)
     return await accept(endpoint, delivery, numbers, scheme.tracker, reread=numbers is None)
 
 

@@ -250,10 +250,24 @@ async def test_a_card_redelivered_is_acknowledged_once(hooked: GitHubMesh) -> No
     first = await deliver(hooked, "projects_v2_item", payload, delivery="card-1")
     await reaches(hooked, 4, "In Progress")
 
+    mark = len(fake.requests)
     again = await deliver(hooked, "projects_v2_item", payload, delivery="card-1")
 
     assert (first.status_code, again.status_code) == (202, 200)
     assert again.json() == {"message": "delivery already received"}
+    # before: the redelivery asked GraphQL for the card's issue before its id was checked
+    assert not any(r.path.endswith("graphql") for r in fake.requests[mark:])
+
+
+async def test_a_label_rename_redelivered_costs_no_listing(hooked: GitHubMesh) -> None:
+    fake = hooked.fake
+    fake.rename_label(REPO, "blocked", "on-hold")
+    payload = label_payload(fake, "edited", REPO, "on-hold", changes={"name": {"from": "blocked"}})
+    first = await deliver(hooked, "label", payload, delivery="label-1")
+    mark = len(fake.requests)
+    again = await deliver(hooked, "label", payload, delivery="label-1")
+    assert (first.status_code, again.status_code) == (202, 200)
+    assert labelled_listings(fake, mark) == []  # before: the listing was asked again
 
 
 @with_settings(project_status=True)
