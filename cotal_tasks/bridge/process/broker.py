@@ -24,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from cotal_tasks.providers.private import private_dir, write_private
+from cotal_tasks.files import private_dir, write_private
 
 log = logging.getLogger(__name__)
 

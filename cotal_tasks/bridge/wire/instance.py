@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cotal_tasks.core.identity import INSTANCE_ID
-from cotal_tasks.providers.private import private_dir, write_private
+from cotal_tasks.files import private_dir, write_private
 
 _ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
 

@@ -45,7 +45,7 @@ from cotal_tasks.bridge.wiring.endpoints import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.http import HttpApp, build_http_app
 from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
-from cotal_tasks.providers.private import private_dir, write_private
+from cotal_tasks.files import private_dir, write_private
 
 log = logging.getLogger(__name__)
 

@@ -24,6 +24,7 @@ from sqlalchemy.exc import ArgumentError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task, TaskSummary
+from cotal_tasks.files import private_dir, private_file
 from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
 from cotal_tasks.providers.board.checkpoints import Checkpoints
@@ -38,7 +39,6 @@ from cotal_tasks.providers.board.records import (
     unavailable,
 )
 from cotal_tasks.providers.board.sqlite import BUSY_TIMEOUT_MS, PRAGMAS, SqliteFile
-from cotal_tasks.providers.private import private_dir, private_file
 from cotal_tasks.providers.store import (
     Committed,
     HistoryEntry,

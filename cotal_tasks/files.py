@@ -6,6 +6,9 @@ instance identities, the embedded broker's store, log and pid, and the broker's 
 Under the usual umask 022 they would all be world-readable; so each is created with its
 private mode, and the data directory (and a database file the bridge made before) is
 narrowed to it when it is found wider.
+
+It sits beside the layers, not in one: the board (a provider) and the bridge's wire and
+process both create such files, and ``core`` stays free of I/O.
 """
 
 from __future__ import annotations
