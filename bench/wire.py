@@ -384,6 +384,7 @@ async def main(rounds: int = 5, tasks: int = 500) -> None:
             f"  canned reply on the Cotal subjects, {CALLERS} callers (the ceiling)",
             many["canned"],
             many["echo"],
+            target="none",
         )
         listed = await paired({"page": page}, CALLERS, 500, rounds, (pages,))
         table.at_least(f"list-tasks page of 100, {CALLERS} callers", listed["page"], None, 1_000)
