@@ -144,10 +144,13 @@ class Table:
         self.rows.append(Row(name, str(took), str(limit), ratio, f"<= {target}", met))
         return ratio
 
-    def info(self, name: str, rate: Rate, limit: Rate, *, cost: bool = False) -> None:
-        """A figure beside a limit, without a target (for context)."""
+    def info(
+        self, name: str, rate: Rate, limit: Rate, *, cost: bool = False, target: str = ""
+    ) -> None:
+        """A figure beside a limit, without a target (for context); ``target`` says so in
+        the target column where a reader would look for one ("none")."""
         ratio = limit.median / rate.median if cost else rate.median / limit.median
-        self.rows.append(Row(name, _value(rate, "/s"), _value(limit, "/s"), ratio, "", None))
+        self.rows.append(Row(name, _value(rate, "/s"), _value(limit, "/s"), ratio, target, None))
 
     def note(self, name: str, value: str, target: str = "", met: bool | None = None) -> None:
         self.rows.append(Row(name, value, "", None, target, met))

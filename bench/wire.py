@@ -8,6 +8,14 @@ The bridge's request bodies are built before each round, as the echo's bytes are
 sending, the reply and (for the bridge) decoding and checking it are timed.
 Rounds alternate echo and bridge so both see the same machine; each figure is the median
 of the rounds, with their spread.
+
+Beside them, without a target, a canned responder: a raw nats-py process on the Cotal
+request subjects (another endpoint token of the same length) that answers every request
+with the same stored ``get-task`` reply on the reply subject the bridge would derive,
+doing nothing else. The same callers send it the same bodies and decode its reply as
+they decode the bridge's, so it is what the Cotal subjects and the caller's reading of a
+reply cost by themselves: the most any bridge could reach (docs/architecture.md, where
+the time goes).
 """
 
 from __future__ import annotations
@@ -40,6 +48,8 @@ SPACE = "bench"
 ENDPOINT = "com.example.bench"
 TOKEN = endpoint_token(ENDPOINT)
 ECHO_SUBJECT = "bench.echo"
+# The canned responder's endpoint token: another endpoint, its token as long as TOKEN's.
+CANNED_TOKEN = TOKEN[:-1] + ("x" if TOKEN[-1] != "x" else "y")
 INBOX = "bench.inbox"
 CALLERS = 50
 # Requests in a round at 50 callers: enough that a round of the echo lasts a few tenths
@@ -52,6 +62,32 @@ ECHO = (
     "    async def echo(msg):\n"
     "        await nc.publish(msg.reply, msg.data)\n"
     f"    await nc.subscribe('{ECHO_SUBJECT}', cb=echo)\n"
+    "    await nc.flush()\n"
+    "    print('ready', flush=True)\n"
+    "    await asyncio.Event().wait()\n"
+    "asyncio.run(main())\n"
+)
+
+# Answers ``get-task`` on CANNED_TOKEN with argv[2] (a stored reply), on the reply subject
+# derived from the request subject as the bridge derives it (argv[3] the instance id,
+# argv[4] the epoch), each reply subject head derived once per request subject head.
+CANNED = (
+    "import asyncio, nats, sys\n"
+    "async def main():\n"
+    "    nc = await nats.connect(sys.argv[1])\n"
+    "    reply, instance, epoch = sys.argv[2].encode(), sys.argv[3], sys.argv[4]\n"
+    "    heads = {}\n"
+    "    async def serve(msg):\n"
+    "        head, _, nonce = msg.subject.rpartition('.')\n"
+    "        to = heads.get(head)\n"
+    "        if to is None:\n"
+    "            t = head.split('.')\n"
+    "            to = heads[head] = '.'.join(\n"
+    "                [*t[:3], 'reply', t[4], instance, epoch, *t[-3:], '']\n"
+    "            )\n"
+    "        await nc.publish(to + nonce, reply)\n"
+    f"    subject = 'cotal.{SPACE}.ep.one.{CANNED_TOKEN}.get-task.>'\n"
+    f"    await nc.subscribe(subject, queue='{CANNED_TOKEN}', cb=serve)\n"
     "    await nc.flush()\n"
     "    print('ready', flush=True)\n"
     "    await asyncio.Event().wait()\n"
@@ -93,7 +129,7 @@ class FastCaller:
         self.rail = CallerRail(SPACE, seat)
         # Each command's request subject up to its nonce, as the echo's reply subject is
         # its fixed inbox prefix and the nonce: the same string work on both sides.
-        self._subjects: dict[tuple[str, str | None], str] = {}
+        self._subjects: dict[tuple[str, str | None, str], str] = {}
 
     def body(self, command: str, args: dict[str, Any]) -> bytes:
         row = self.service.commands[command]
@@ -118,12 +154,16 @@ class FastCaller:
     async def call(self, command: str, args: dict[str, Any]) -> dict[str, Any]:
         return await self.send(command, self.body(command, args))
 
-    async def send(self, command: str, body: bytes, mode: str | None = None) -> dict[str, Any]:
-        """Send a prepared ``body`` (see ``Bodies``) and return the reply, refused if not ok."""
+    async def send(
+        self, command: str, body: bytes, mode: str | None = None, token: str = TOKEN
+    ) -> dict[str, Any]:
+        """Send a prepared ``body`` (see ``Bodies``) to the endpoint of ``token`` and
+        return the reply, refused if not ok."""
         request_nonce, future = self.replies.expect()
-        head = self._subjects.get((command, mode))
+        head = self._subjects.get((command, mode, token))
         if head is None:
-            head = self._subjects[command, mode] = self.rail.request(TOKEN, command, "", mode=mode)
+            head = self.rail.request(token, command, "", mode=mode)
+            self._subjects[command, mode, token] = head
         await self.replies.nc.publish(head + request_nonce, body)
         reply: dict[str, Any] = orjson.loads(await future)
         if not reply["ok"]:
@@ -269,6 +309,28 @@ async def echo_process(url: str) -> AsyncIterator[None]:
         await echo.wait()
 
 
+@asynccontextmanager
+async def canned_process(url: str, reply: bytes, bind: dict[str, Any]) -> AsyncIterator[None]:
+    """The canned responder (``CANNED``) answering with ``reply`` as the instance ``bind``."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        CANNED,
+        url,
+        reply.decode(),
+        str(bind["instanceId"]),
+        str(bind["epoch"]),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        await process.stdout.readline()
+        yield
+    finally:
+        process.terminate()
+        await process.wait()
+
+
 async def callers_of(nc: NATS, served: Served, count: int = CALLERS) -> list[FastCaller]:
     replies = Replies(nc)
     await replies.start()
@@ -284,6 +346,7 @@ async def main(rounds: int = 5, tasks: int = 500) -> None:
         ]
         callers = await callers_of(nc, served)
         request = callers[0].body("get-task", {"taskId": ids[0]})
+        stored = orjson.dumps(await callers[0].send("get-task", request))  # a real reply
 
         def echo(i: int) -> Awaitable[object]:
             return callers[i % CALLERS].echo(request)
@@ -296,6 +359,9 @@ async def main(rounds: int = 5, tasks: int = 500) -> None:
         def get(i: int) -> Awaitable[object]:
             return callers[i % CALLERS].send("get-task", gets[i])
 
+        def canned(i: int) -> Awaitable[object]:
+            return callers[i % CALLERS].send("get-task", gets[i], token=CANNED_TOKEN)
+
         def page(i: int) -> Awaitable[object]:
             return callers[i % CALLERS].send("list-tasks", pages[i])
 
@@ -305,9 +371,21 @@ async def main(rounds: int = 5, tasks: int = 500) -> None:
         one = await paired({"echo": echo, "get": get}, 1, 500, rounds, (gets,))
         table.limit("raw nats-py echo, 1 caller", one["echo"])
         table.at_least("get-task, 1 caller", one["get"], one["echo"], 0.7)
-        many = await paired({"echo": echo, "get": get}, CALLERS, MANY, rounds, (gets,))
+        async with canned_process(url, stored, served.service.bind()):
+            ops: dict[str, Callable[[int], Awaitable[object]]] = {
+                "echo": echo,
+                "get": get,
+                "canned": canned,
+            }
+            many = await paired(ops, CALLERS, MANY, rounds, (gets,))
         table.limit(f"raw nats-py echo, {CALLERS} callers", many["echo"])
         table.at_least(f"get-task, {CALLERS} callers", many["get"], many["echo"], 0.85)
+        table.info(
+            f"  canned reply on the Cotal subjects, {CALLERS} callers (the ceiling)",
+            many["canned"],
+            many["echo"],
+            target="none",
+        )
         listed = await paired({"page": page}, CALLERS, 500, rounds, (pages,))
         table.at_least(f"list-tasks page of 100, {CALLERS} callers", listed["page"], None, 1_000)
         table.print()

@@ -176,7 +176,7 @@ async def _measure(
         table.limit(limit_name, raw)
         # A lone caller waits for every hop and its own fsync: no target, the latency's
         # share of the limit (docs/architecture.md, where the time goes).
-        table.info("claim + update over the wire, 1 caller (writes/s)", one, raw)
+        table.info("claim + update over the wire, 1 caller (writes/s)", one, raw, target="none")
         target = 0.3 if database.startswith("sqlite") else 0.5
         table.at_least(
             f"claim + update over the wire, {CALLERS} callers (writes/s)", many, raw, target

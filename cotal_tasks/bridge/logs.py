@@ -29,8 +29,11 @@ _context: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar
 
 def log_context(**fields: str | None) -> None:
     """Bind ``fields`` (endpoint, command, envelope_id) to the log lines of this context."""
-    bound = dict(_context.get() or {})
-    bound.update({key: value for key, value in fields.items() if value is not None})
+    current = _context.get()
+    bound = {} if current is None else dict(current)
+    for key, value in fields.items():
+        if value is not None:
+            bound[key] = value
     _context.set(bound)
 
 

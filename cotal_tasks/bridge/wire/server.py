@@ -94,6 +94,9 @@ class EndpointServer:
     # The newest change not yet announced (changeSeq, observedAt), and its publisher.
     _event_due: tuple[int, int] | None = field(default=None, init=False)
     _event_task: asyncio.Task[None] | None = field(default=None, init=False)
+    # The loop it serves on, taken in ``start``: ``asyncio.get_running_loop`` costs a
+    # ``getpid`` system call on every call (CPython 3.11 checks the pid), once a request.
+    _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._token = endpoint_token(self.endpoint)
@@ -125,6 +128,7 @@ class EndpointServer:
         }
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         commands = (*COMMANDS, DESCRIBE)
         for flt in serve_filters(self.space, self._token, self.identity.instance_id, commands):
             sub = await self.nc.subscribe(flt.subject, queue=flt.queue or "", cb=self._receive)
@@ -224,7 +228,7 @@ class EndpointServer:
             log.error("request handling failed", exc_info=task.exception())
 
     async def _handle(self, msg: Msg, subject: RequestSubject) -> None:
-        loop = asyncio.get_running_loop()
+        loop = self._loop or asyncio.get_running_loop()
         started = loop.time()
         raw: Any = None
         try:

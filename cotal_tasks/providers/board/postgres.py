@@ -1,15 +1,22 @@
 """A PostgreSQL board's hot path on asyncpg directly: one round trip per read, and
-group-committed writes of one round trip each.
+group-committed writes of one statement per batch.
 
 SQLAlchemy's async layer costs a transaction and a pool ping per read (several round
-trips); here a read is one prepared statement on a pooled connection. A write is one
-statement that compare-and-swaps the task and appends its history row; an update that
-records its envelope id's result does that in the same statement (``INSERT … ON
-CONFLICT DO NOTHING``, the swap only when it was recorded), and a new task's result
-goes first, on its own. None raises on a refusal, so a refused write is undone by
-deleting its own idempotency row, without a savepoint.
-A call of several writes (a mirror's page) runs in a savepoint. Items take their row
-locks in task-id order, so two instances' batches do not deadlock on each other.
+trips); here a read is one prepared statement on a pooled connection. A batch of lone
+writes (every command's) is one set-based statement (``_TOGETHER``): the batch's columns
+as arrays, each write's compare-and-swap, history row and envelope id's result, and the
+change counter, with each write's outcome (swapped, refused, its id taken) in the answer;
+so a batch costs ``BEGIN``, that statement and ``COMMIT`` whatever its size. A later write
+of a task (or an envelope id) already in the batch follows that statement on its own, so
+it sees the first's effect (the second write of one task is a revision conflict).
+One by one, a write is one statement that compare-and-swaps the task and appends its
+history row; an update that records its envelope id's result does that in the same
+statement (``INSERT … ON CONFLICT DO NOTHING``, the swap only when it was recorded), and
+a new task's result goes first, on its own. None raises on a refusal, so a refused write
+is undone by deleting its own idempotency row, without a savepoint.
+A call of several writes (a mirror's page) runs in a savepoint, and its batch one by one.
+Items take their row locks in task-id order, so two instances' batches do not deadlock
+on each other.
 """
 
 from __future__ import annotations
@@ -71,6 +78,56 @@ _REMEMBERED_UPDATE = (
     "history AS (INSERT INTO ct_history (task_id, at, command, actor, status, note) "
     "SELECT $1, $2, $3, $4, $5, $6 FROM put RETURNING 1) "
     "SELECT EXISTS (SELECT 1 FROM remember), EXISTS (SELECT 1 FROM history)"
+)
+
+
+# A batch of lone writes (distinct tasks, distinct envelope ids) in one statement, set-based:
+# the batch's columns as arrays, ``unnest``ed. The rows to swap are locked first, in task-id
+# order (so two instances' batches do not deadlock); a write whose envelope id holds a
+# result that has not expired is refused (``free`` leaves it out); the others swap (or
+# insert) their task; only a write that did records its result and its history row, so a
+# refused swap leaves nothing behind. One envelope id recorded by another transaction
+# after this statement's snapshot shows as a result not recorded (``remember`` counts
+# fewer rows than the writes with an id): the caller then rolls back. The change counter
+# advances here only when this statement is the batch's only write (``$20``).
+_TOGETHER = (
+    "WITH input AS MATERIALIZED (SELECT * FROM unnest($1::int[], $2::text[], $3::int[], "
+    "$4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], "
+    "$11::bigint[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], "
+    "$17::text[], $18::bigint[]) AS i (ord, task_id, expected, created_at, status, "
+    "bound_owner, bound_actor, bound_uid, body, summary, updated_at, command, actor, note, "
+    "key, key_command, args_digest, expired_before)), "
+    "locked AS MATERIALIZED (SELECT task_id FROM ct_tasks WHERE task_id IN "
+    "(SELECT task_id FROM input WHERE expected IS NOT NULL) ORDER BY task_id FOR UPDATE), "
+    "free AS MATERIALIZED (SELECT * FROM input i WHERE (SELECT count(*) FROM locked) >= 0 "
+    "AND (i.key IS NULL OR NOT EXISTS (SELECT 1 FROM ct_idempotency d "
+    "WHERE d.key = i.key AND d.created_at >= i.expired_before))), "
+    "put AS (UPDATE ct_tasks t SET revision = f.expected + 1, status = f.status, "
+    "bound_owner = f.bound_owner, bound_actor = f.bound_actor, bound_uid = f.bound_uid, "
+    "body = f.body, summary = f.summary, updated_at = f.updated_at FROM free f "
+    "WHERE f.expected IS NOT NULL AND t.task_id = f.task_id AND t.revision = f.expected "
+    "RETURNING f.ord), "
+    "made AS (INSERT INTO ct_tasks (task_id, revision, created_at, status, bound_owner, "
+    "bound_actor, bound_uid, body, summary, updated_at) SELECT task_id, 1, created_at, "
+    "status, bound_owner, bound_actor, bound_uid, body, summary, updated_at FROM free "
+    "WHERE expected IS NULL ORDER BY task_id ON CONFLICT (task_id) DO NOTHING "
+    "RETURNING task_id), "
+    "done AS MATERIALIZED (SELECT ord FROM put UNION ALL "
+    "SELECT i.ord FROM made JOIN input i USING (task_id)), "
+    "remember AS (INSERT INTO ct_idempotency (key, command, args_digest, result, created_at) "
+    "SELECT i.key, i.key_command, i.args_digest, i.body, i.updated_at FROM input i "
+    "JOIN done USING (ord) WHERE i.key IS NOT NULL "
+    "ON CONFLICT (key) DO UPDATE SET command = excluded.command, "
+    "args_digest = excluded.args_digest, result = excluded.result, "
+    "created_at = excluded.created_at WHERE ct_idempotency.created_at < "
+    "(SELECT i.expired_before FROM input i WHERE i.key = excluded.key) RETURNING 1), "
+    "history AS (INSERT INTO ct_history (task_id, at, command, actor, status, note) "
+    "SELECT i.task_id, i.updated_at, i.command, i.actor, i.status, i.note FROM input i "
+    "JOIN done USING (ord) ORDER BY i.ord RETURNING 1), "
+    "counter AS (UPDATE ct_meta SET value = value + (SELECT count(*) FROM done) "
+    "WHERE key = $19 AND $20::boolean AND EXISTS (SELECT 1 FROM done) RETURNING value) "
+    "SELECT ARRAY(SELECT ord FROM free), ARRAY(SELECT ord FROM done), "
+    "(SELECT count(*) FROM remember), (SELECT value FROM counter)"
 )
 
 
@@ -168,46 +225,155 @@ class PostgresBoard:
         await self._pool.close()
 
     async def _run(self, batch: list[Item]) -> list[Outcome]:
-        order = sorted(range(len(batch)), key=lambda i: [w.task.taskId for w in batch[i].writes])
-        results: dict[int, list[int] | BaseException] = {}
         async with self._pool.acquire() as conn:
-            transaction = conn.transaction()
-            await transaction.start()
             try:
-                for index in order:
-                    results[index] = await _item(conn, batch[index])
-                written = sum(len(batch[i].writes) for i, r in results.items() if type(r) is list)
-                if written == 0:
-                    await transaction.rollback()
-                    return [cast(BaseException, results[i]) for i in range(len(batch))]
-                last = await conn.fetchval(
-                    "UPDATE ct_meta SET value = value + $1 WHERE key = $2 RETURNING value",
-                    written,
-                    tables.CHANGE_SEQ,
-                )
-                if last is None:
-                    raise asyncpg.UndefinedTableError("the board has no change counter")
-            except BaseException:
-                with contextlib.suppress(*ERRORS):
-                    await transaction.rollback()
-                raise
-            try:
-                await transaction.commit()
-            except ERRORS as exc:
-                raise CommitFailed() from exc
-        seq = int(last) - written
-        outcomes: list[Outcome] = []
-        for index, item in enumerate(batch):  # changeSeq in arrival order
-            result = results[index]
-            if isinstance(result, BaseException):
-                outcomes.append(result)
-                continue
-            committed = []
-            for write, revision in zip(item.writes, result, strict=True):
-                seq += 1
-                committed.append(Committed(write.task, revision, seq))
-            outcomes.append(committed)
-        return outcomes
+                return await _transaction(conn, batch, together=True)
+            except _Raced:  # an envelope id taken meanwhile: the batch again, one by one
+                return await _transaction(conn, batch, together=False)
+
+
+class _Raced(Exception):
+    """Another transaction recorded an envelope id of the batch while its statement ran
+    (after the statement's snapshot): the batch is rolled back and written one by one."""
+
+
+async def _transaction(
+    conn: asyncpg.Connection, batch: list[Item], together: bool
+) -> list[Outcome]:
+    """The batch in one transaction: its writes and the change counter, then ``COMMIT``."""
+    transaction = conn.transaction()
+    await transaction.start()
+    try:
+        results, last = await _writes(conn, batch, together)
+        written = sum(len(batch[i].writes) for i, r in results.items() if type(r) is list)
+        if written == 0:
+            await transaction.rollback()
+            return [cast(BaseException, results[i]) for i in range(len(batch))]
+        if last is None:
+            last = await conn.fetchval(
+                "UPDATE ct_meta SET value = value + $1 WHERE key = $2 RETURNING value",
+                written,
+                tables.CHANGE_SEQ,
+            )
+        if last is None:
+            raise asyncpg.UndefinedTableError("the board has no change counter")
+    except BaseException:
+        with contextlib.suppress(*ERRORS):
+            await transaction.rollback()
+        raise
+    try:
+        await transaction.commit()
+    except ERRORS as exc:
+        raise CommitFailed() from exc
+    seq = int(last) - written
+    outcomes: list[Outcome] = []
+    for index, item in enumerate(batch):  # changeSeq in arrival order
+        result = results[index]
+        if isinstance(result, BaseException):
+            outcomes.append(result)
+            continue
+        committed = []
+        for write, revision in zip(item.writes, result, strict=True):
+            seq += 1
+            committed.append(Committed(write.task, revision, seq))
+        outcomes.append(committed)
+    return outcomes
+
+
+Results = dict[int, list[int] | BaseException]
+
+
+async def _writes(
+    conn: asyncpg.Connection, batch: list[Item], together: bool
+) -> tuple[Results, int | None]:
+    """Each item's revisions or refusal, and the change counter when it was advanced
+    already (by the set-based statement, when it carried the whole batch).
+
+    A batch of lone writes (every command's) is one statement, ``_TOGETHER``, for the
+    first write of each task and of each envelope id; a later write of a task or an id
+    already in the batch follows it on its own, so it sees the first's effect: the second
+    write of one task in a batch is a revision conflict, as it would be one after the
+    other. A call of several writes (a mirror's page) sends the batch one item at a time.
+    """
+    order = sorted(range(len(batch)), key=lambda i: [w.task.taskId for w in batch[i].writes])
+    results: Results = {}
+    if not together or any(len(item.writes) != 1 for item in batch):
+        for index in order:
+            results[index] = await _item(conn, batch[index])
+        return results, None
+    first: list[int] = []
+    later: list[int] = []
+    tasks: set[str] = set()
+    keys: set[str] = set()
+    for index, item in enumerate(batch):
+        write = item.writes[0]
+        key = write.idempotency.key if write.idempotency is not None else None
+        if write.task.taskId in tasks or (key is not None and key in keys):
+            later.append(index)
+            continue
+        first.append(index)
+        tasks.add(write.task.taskId)
+        if key is not None:
+            keys.add(key)
+    last = await _together(conn, batch, first, results, advance=not later)
+    for index in order:
+        if index in results:
+            continue
+        results[index] = await _item(conn, batch[index])
+    return results, last
+
+
+async def _together(
+    conn: asyncpg.Connection,
+    batch: list[Item],
+    indices: list[int],
+    results: Results,
+    advance: bool,
+) -> int | None:
+    """The lone writes of ``indices`` (distinct tasks, distinct envelope ids) in one
+    statement; each one's outcome into ``results``. With ``advance``, the statement also
+    advances the change counter and returns its new value."""
+    columns: list[list[Any]] = [[] for _ in range(18)]
+    for index in indices:
+        write = batch[index].writes[0]
+        row = batch[index].rows[0]
+        task = write.task
+        key = write.idempotency
+        values = (
+            index,
+            task.taskId,
+            write.expected_revision,
+            task.createdAt,
+            *row,
+            write.command,
+            write.actor,
+            write.note,
+            None if key is None else key.key,
+            None if key is None else key.command,
+            None if key is None else key.args_digest,
+            None if key is None else key.expired_before,
+        )
+        for column, value in zip(columns, values, strict=True):
+            column.append(value)
+    free, done, remembered, last = await conn.fetchrow(
+        _TOGETHER, *columns, tables.CHANGE_SEQ, advance
+    )
+    free_set, done_set = set(free), set(done)
+    with_keys = sum(1 for i in done_set if batch[i].writes[0].idempotency is not None)
+    if remembered != with_keys:
+        raise _Raced()
+    for index in indices:
+        write = batch[index].writes[0]
+        if index not in free_set:
+            assert write.idempotency is not None
+            results[index] = IdempotencyKeyTaken(write.idempotency.key)
+        elif index not in done_set:
+            results[index] = RevisionConflict(write.task.taskId)
+        elif write.expected_revision is None:
+            results[index] = [1]
+        else:
+            results[index] = [write.expected_revision + 1]
+    return None if last is None else int(last)
 
 
 async def _item(conn: asyncpg.Connection, item: Item) -> list[int] | BaseException:
