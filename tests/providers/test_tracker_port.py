@@ -165,6 +165,7 @@ class PortOnly:
     recorded: set[str] = field(default_factory=set)
     woken: list[set[int]] = field(default_factory=list)
     rereads: int = 0
+    checked: int = 0  # ``delivered`` asked: only before a lookup
 
     async def remembered_id(self) -> int | None:
         return None
@@ -185,6 +186,7 @@ class PortOnly:
         return True
 
     async def delivered(self, delivery_id: str) -> bool:
+        self.checked += 1
         return delivery_id in self.recorded
 
     async def wake(self, numbers: set[int]) -> None:
@@ -204,7 +206,8 @@ SCHEME: Scheme[object] = Scheme(
     source=lambda payload: (payload.get("repo"), None),
     delivery=lambda headers: headers.get("x-id"),
     named=lambda tracker, event, payload: set(),
-    lookup=None,
+    lookup=None,  # the receiver's own lookup answers (PortOnly.lookup)
+    lookup_events=frozenset({"renamed"}),
 )
 
 
@@ -219,6 +222,7 @@ async def test_the_route_asks_only_what_the_receiver_port_declares() -> None:
     accepted = await receive(signed, body)
     assert accepted.status == 202, accepted.message
     assert stub.woken == [{4, 5}]
+    assert stub.checked == 0  # an event no lookup serves costs no read before it is taken
     assert (await receive(signed, body)).message == "delivery already received"
 
     many = b'{"repo": "acme/widgets", "issues": [1, 2, 3, 4]}'

@@ -122,5 +122,6 @@ SCHEME: Scheme[GitHubTracker] = Scheme(
     # An organisation's hook says hello: no repository, nothing to sync.
     hello=lambda event, payload: event == PING,
     lookup=lookup,
+    lookup_events=frozenset({LABEL, CARD}),
 )
 WEBHOOK = SCHEME.webhook()

@@ -14,7 +14,7 @@ the echo. The sync loop (``hosted.sync``) holds its cursor and validators behind
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cotal_tasks.core import (
@@ -25,7 +25,6 @@ from cotal_tasks.core import (
     ErrorCode,
     Task,
     TaskStatus,
-    TaskSummary,
 )
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, where
@@ -33,10 +32,11 @@ from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.echo import is_echo
 from cotal_tasks.providers.hosted.ledger import Ledger
 from cotal_tasks.providers.hosted.mapping import project, same_record
+from cotal_tasks.providers.hosted.store import every_task
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
 from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
 from cotal_tasks.providers.provider import SeatUids
-from cotal_tasks.providers.store import Committed, PageQuery, RevisionConflict, Write
+from cotal_tasks.providers.store import Committed, RevisionConflict, Write
 
 log = logging.getLogger(__name__)
 
@@ -168,18 +168,9 @@ class MirrorSync:
 
     async def unfinished_numbers(self) -> set[int]:
         """The issue numbers of the mirrored tasks not yet done or dropped."""
-        numbers = {self.tracker.number_of(task.taskId) async for task in self._unfinished()}
+        tasks = every_task(self.mirror, UNFINISHED)
+        numbers = {self.tracker.number_of(task.taskId) async for task in tasks}
         return {number for number in numbers if number is not None}
-
-    async def _unfinished(self) -> AsyncIterator[TaskSummary]:
-        after: int | None = None
-        while True:
-            page = await self.mirror.page(PageQuery(500, after, UNFINISHED))
-            for task in page.tasks:
-                yield task
-            if not page.more:
-                return
-            after = page.last
 
     async def upsert(self, issue: TrackedIssue, read_mark: int | None = None) -> bool:
         """Mirror one tracked issue; ``True`` when the record changed."""

@@ -101,6 +101,20 @@ def tracker_error(tracker: str, exc: Exception, outcome: Outcome) -> ContractErr
     return ContractError(code, f"{what} ({detail}). {remedy}", outcome=outcome)
 
 
+async def every_task(
+    mirror: Mirror, statuses: frozenset[TaskStatus] | None = None
+) -> AsyncIterator[TaskSummary]:
+    """Every task of ``mirror`` (of ``statuses``), read a page of 500 at a time."""
+    after: int | None = None
+    while True:
+        page = await mirror.page(PageQuery(500, after, statuses))
+        for task in page.tasks:
+            yield task
+        if not page.more:
+            return
+        after = page.last
+
+
 class MirroredReads:
     """The read half of a store whose tasks live in a local mirror (a board store): every
     read is the mirror's, never the source's. Hosted trackers and tower-do boards share it."""
@@ -140,18 +154,9 @@ class MirroredReads:
     async def sync_state(self) -> SyncState | None:
         return self.health.report()
 
-    async def mirrored(
-        self, statuses: frozenset[TaskStatus] | None = None
-    ) -> AsyncIterator[TaskSummary]:
+    def mirrored(self, statuses: frozenset[TaskStatus] | None = None) -> AsyncIterator[TaskSummary]:
         """Every mirrored task (of ``statuses``), read a page of 500 at a time."""
-        after: int | None = None
-        while True:
-            page = await self.mirror.page(PageQuery(500, after, statuses))
-            for task in page.tasks:
-                yield task
-            if not page.more:
-                return
-            after = page.last
+        return every_task(self.mirror, statuses)
 
     async def close(self) -> None:
         await self.mirror.close()

@@ -281,8 +281,10 @@ class Scheme(Generic[T]):
     # A delivery that names no repository or project and asks only for an answer (a
     # GitHub organisation's ping): answered when any endpoint's secret verifies it.
     hello: Callable[[str, Mapping[str, Any]], bool] = lambda event, payload: False
-    # Issues only the tracker can name (see the module's description).
+    # Issues only the tracker can name (see the module's description), for deliveries of
+    # ``lookup_events`` alone: the route asks nothing of the tracker for any other.
     lookup: Lookup[T] | None = None
+    lookup_events: frozenset[str] = frozenset()
 
     def target(
         self,
@@ -346,7 +348,7 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
         path, pid = scheme.source(payload)
         if path is None and pid is None and scheme.hello(event, payload):
             return WebhookReply(200, "pong")
-        if path is None and pid is None and scheme.lookup is not None:
+        if path is None and pid is None and event in scheme.lookup_events:
             return await unsourced(scheme, verified, event, headers, payload)
         endpoint = await find_verified(
             matcher, pid, path, verified, what=scheme.what, mismatch=scheme.mismatch
@@ -371,6 +373,8 @@ async def ask(
     """The answer to a delivery whose issues ``endpoint``'s tracker names (accepted, or
     503 when the tracker did not answer); ``None``: it names none of this endpoint's. A
     delivery the endpoint took already is answered before the tracker is asked."""
+    if event not in scheme.lookup_events:
+        return None  # nothing to ask: the delivery names its issues itself
     delivery = scheme.delivery(headers)
     if delivery:
         try:
