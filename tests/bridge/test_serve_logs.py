@@ -4,16 +4,14 @@ and the envelope id of a request; libraries stay at warning even at the debug le
 
 from __future__ import annotations
 
-import asyncio
 import json
-import signal
 from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy.engine import make_url
 
-from tests.support.cli import CLI, cli_output, run_cli
+from tests.support.cli import cli_output, run_cli, serving
 from tests.support.tcp_proxy import TcpProxy
 
 ENDPOINT = "com.acme.tasks"
@@ -28,23 +26,13 @@ async def test_json_lines_name_the_endpoint_the_command_and_the_envelope(tmp_pat
         f'[[endpoints]]\nname = "{ENDPOINT}"\n',
         encoding="utf-8",
     )
-    process = await asyncio.create_subprocess_exec(
-        str(CLI), "serve", "--config", str(config),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        first = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert first.startswith(b"cotal-tasks: serving"), first
+    async with serving(config) as bridge:
         await cli_output(
             config,
             *("invoke", "create-task", "--as", SEAT, "--id", "e-log-1"),
             *("--args", '{"title":"Logged"}'),
         )
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = await asyncio.wait_for(process.communicate(), 30)
-    entries = json_lines(err)
+    entries = json_lines(bridge.stderr)
     assert entries  # before: [log] was refused as an unknown key
     assert all({"time", "level", "logger", "message"} <= entry.keys() for entry in entries)
     served = [e for e in entries if e.get("envelope_id") == "e-log-1"]
@@ -63,14 +51,7 @@ async def test_a_refused_request_is_one_json_line_and_an_answered_one_is_quiet(
         f'[log]\nformat = "json"\n[[endpoints]]\nname = "{ENDPOINT}"\n',
         encoding="utf-8",
     )
-    process = await asyncio.create_subprocess_exec(
-        str(CLI), "serve", "--config", str(config),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        first = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert first.startswith(b"cotal-tasks: serving"), first
+    async with serving(config) as bridge:
         await cli_output(
             config,
             *("invoke", "create-task", "--as", SEAT, "--id", "e-log-ok"),
@@ -81,10 +62,7 @@ async def test_a_refused_request_is_one_json_line_and_an_answered_one_is_quiet(
             *("invoke", "get-task", "--id", "e-log-refused", "--args", '{"taskId":"t-nope"}'),
         )
         assert code != 0
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = await asyncio.wait_for(process.communicate(), 30)
-    entries = json_lines(err)
+    entries = json_lines(bridge.stderr)
     line = logged_once(entries, "e-log-refused")  # before: only at debug
     assert line["level"] == "info"
     assert line["endpoint"] == ENDPOINT
@@ -108,24 +86,14 @@ async def test_a_failed_request_is_one_json_line_at_warning(
         f'[[endpoints]]\nname = "{ENDPOINT}"\ndatabase = "{database}"\n',
         encoding="utf-8",
     )
-    process = await asyncio.create_subprocess_exec(
-        str(CLI), "serve", "--config", str(config),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    try:
-        assert process.stdout is not None
-        first = await asyncio.wait_for(process.stdout.readline(), 30)
-        assert first.startswith(b"cotal-tasks: serving"), first
+    async with serving(config) as bridge:
         await proxy.stop()  # the database goes away under the serving bridge
         code, _, _ = await run_cli(
             config,
             *("invoke", "get-task", "--id", "e-log-failed", "--args", '{"taskId":"t-1"}'),
         )
         assert code != 0
-    finally:
-        process.send_signal(signal.SIGTERM)
-        _, err = await asyncio.wait_for(process.communicate(), 30)
-    line = logged_once(json_lines(err), "e-log-failed")  # before: only at debug
+    line = logged_once(json_lines(bridge.stderr), "e-log-failed")  # before: only at debug
     assert line["level"] == "warning"
     assert line["endpoint"] == ENDPOINT
     assert line["command"] == "get-task"

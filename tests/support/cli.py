@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 CLI = Path(sys.executable).parent / "cotal-tasks"
@@ -35,3 +38,30 @@ async def cli_output(config: Path, *args: str) -> str:
     code, out, err = await run_cli(config, *args)
     assert code == 0, err
     return out
+
+
+@dataclass
+class Serving:
+    """A ``cotal-tasks serve`` subprocess; ``stderr`` is its whole log once it stopped."""
+
+    process: asyncio.subprocess.Process
+    stderr: bytes = b""
+
+
+@asynccontextmanager
+async def serving(config: Path) -> AsyncIterator[Serving]:
+    """``cotal-tasks serve --config <config>``, up once its first line says it serves,
+    stopped with SIGTERM (as an operator stops it) when the block ends."""
+    process = await asyncio.create_subprocess_exec(
+        str(CLI), "serve", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    served = Serving(process)
+    try:
+        assert process.stdout is not None
+        first = await asyncio.wait_for(process.stdout.readline(), 30)
+        assert first.startswith(b"cotal-tasks: serving"), first
+        yield served
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, served.stderr = await asyncio.wait_for(process.communicate(), 30)
