@@ -16,11 +16,13 @@ from cotal_tasks.core import ErrorCode
 from tests.providers.github._support import BUILDER, HUMAN, ISSUES, REPO, GitHubEndpoint, task_id
 from tests.providers.github.writeback_support import claimed_by_builder, synced
 from tests.providers.twoway.harness import (
+    HOOKS,
+    WHEN,
     answer,
     assert_no_write_loop,
-    deliver,
     during_write,
     tracker_writes,
+    write_beside_edit,
 )
 from tests.support.fake_github import FakeGitHub
 
@@ -135,9 +137,6 @@ async def test_a_claim_of_an_issue_a_person_just_closed_answers_conflict(
 # title is the person's, the status the seat's; both stand, on GitHub and in the mirror,
 # within one poll, with one write of each kind and no write over three idle polls.
 
-WHEN = ["before", "during", "during-landed", "after"]
-HOOKS = ["absent", "early", "late", "duplicated"]
-
 
 @pytest.mark.parametrize("hooks", HOOKS)
 @pytest.mark.parametrize("when", WHEN)
@@ -153,27 +152,7 @@ async def test_a_rename_and_a_seats_write_both_stand(
     def edit() -> None:
         rename(gh.fake, 1, "Ship the parser, v2")
 
-    if when == "before":
-        edit()
-        if hooks == "early":
-            await deliver(gh, 1)
-        reply = await answer(write)
-    elif when.startswith("during"):
-        reply = await during_write(
-            gh,
-            side,
-            1,
-            write,
-            edit,
-            landed=when == "during-landed",
-            poll_while_held=hooks == "absent",
-            wake_while_held=hooks in ("early", "duplicated"),
-        )
-    else:
-        reply = await answer(write)
-        edit()
-    if hooks in ("late", "duplicated"):
-        await deliver(gh, 1, times=2 if hooks == "duplicated" else 1)
+    reply = await write_beside_edit(gh, side, 1, write, edit, when=when, hooks=hooks)
 
     assert reply.error is None, reply.error  # a true outcome: the write took effect
     assert reply.record is not None
@@ -206,25 +185,21 @@ async def test_a_person_closing_while_a_seat_blocks_is_never_undone(
     def edit() -> None:
         gh.fake.close_issue(REPO, 1, "not_planned", by=HUMAN)
 
+    reply = await write_beside_edit(
+        gh, GitHubSide(gh.fake), 1, write, edit, when=when, hooks="absent"
+    )
     if when == "before":
-        edit()
-        reply = await answer(write)
         assert reply.error is not None
         assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "not-executed")
         assert tracker_writes(gh.fake, mark) == []
     elif when.startswith("during"):
-        reply = await during_write(
-            gh, GitHubSide(gh.fake), 1, write, edit, landed=when == "during-landed"
-        )
         # Finding 2: the write takes back its own label; the seat hears what happened.
         assert reply.error is not None, reply.record
         assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "executed")
         assert "blocked" not in gh.fake.issue(REPO, 1).labels
-    else:
-        reply = await answer(write)
+    else:  # the write answered before the person's close
         assert reply.record is not None, reply.error
         assert reply.record["status"] == "blocked"
-        edit()
     gh.fake.advance(5)
     await gh.poll()
     record = await gh.get(1)

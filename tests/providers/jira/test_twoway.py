@@ -25,11 +25,14 @@ from tests.providers.jira._support import (
     task_id,
 )
 from tests.providers.twoway.harness import (
+    HOOKS,
+    WHEN,
     answer,
     assert_no_write_loop,
     deliver,
     during_write,
     tracker_writes,
+    write_beside_edit,
 )
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
@@ -86,9 +89,6 @@ def comments_with(jira: FakeJira, text: str) -> int:
 # Jira and in the mirror, within one poll, with one write of each kind and no write over
 # three idle polls.
 
-WHEN = ["before", "during", "during-landed", "after"]
-HOOKS = ["absent", "early", "late", "duplicated"]
-
 
 @pytest.mark.parametrize("hooks", HOOKS)
 @pytest.mark.parametrize("when", WHEN)
@@ -102,27 +102,7 @@ async def test_a_rename_and_a_seats_write_both_stand(
     def edit() -> None:
         rename(jira, 1, "Ship the parser, v2")
 
-    if when == "before":
-        edit()
-        if hooks == "early":
-            await deliver(jr, 1)
-        reply = await answer(write)
-    elif when.startswith("during"):
-        reply = await during_write(
-            jr,
-            JiraSide(jira),
-            1,
-            write,
-            edit,
-            landed=when == "during-landed",
-            poll_while_held=hooks == "absent",
-            wake_while_held=hooks in ("early", "duplicated"),
-        )
-    else:
-        reply = await answer(write)
-        edit()
-    if hooks in ("late", "duplicated"):
-        await deliver(jr, 1, times=2 if hooks == "duplicated" else 1)
+    reply = await write_beside_edit(jr, JiraSide(jira), 1, write, edit, when=when, hooks=hooks)
 
     assert reply.error is None, reply.error  # a true outcome: the write took effect
     assert reply.record is not None
@@ -157,25 +137,20 @@ async def test_a_person_closing_while_a_seat_blocks_is_never_undone(
     def edit() -> None:
         close_as_wont_do(jira, 1)
 
+    side = JiraSide(jira)
+    reply = await write_beside_edit(jr, side, 1, write, edit, when=when, hooks="absent")
     if when == "before":
-        edit()
-        reply = await answer(write)
         assert reply.error is not None, reply.record
         assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "not-executed")
         assert tracker_writes(jira, mark) == []
     elif when.startswith("during"):
-        reply = await during_write(
-            jr, JiraSide(jira), 1, write, edit, landed=when == "during-landed"
-        )
         # The write takes back its own label; the seat hears what happened.
         assert reply.error is not None, reply.record
         assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "executed")
         assert "blocked" not in jira.issue(1).labels
-    else:
-        reply = await answer(write)
+    else:  # the write answered before the person's close
         assert reply.record is not None, reply.error
         assert reply.record["status"] == "blocked"
-        edit()
     jira.advance(5)
     await jr.poll()
     record = await jr.get(1)

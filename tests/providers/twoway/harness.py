@@ -109,6 +109,49 @@ async def during_write(
     return await asyncio.wait_for(running, 10)
 
 
+# Where the person's edit lands relative to the seat's write, and what the webhooks do:
+# none came (the poll finds the edit), one came early (before the write, or while it was
+# in flight), one came late (after the write answered), or one came twice.
+WHEN = ["before", "during", "during-landed", "after"]
+HOOKS = ["absent", "early", "late", "duplicated"]
+
+
+async def write_beside_edit(
+    ep: HostedEndpoint[Any],
+    side: Side,
+    number: int,
+    write: Awaitable[Json],
+    edit: Edit,
+    *,
+    when: str,
+    hooks: str,
+) -> Reply:
+    """The seat's ``write`` to issue ``number`` with the person's ``edit`` landing
+    ``when`` (one of ``WHEN``) and the webhooks doing ``hooks`` (one of ``HOOKS``)."""
+    if when == "before":
+        edit()
+        if hooks == "early":
+            await deliver(ep, number)
+        reply = await answer(write)
+    elif when.startswith("during"):
+        reply = await during_write(
+            ep,
+            side,
+            number,
+            write,
+            edit,
+            landed=when == "during-landed",
+            poll_while_held=hooks == "absent",
+            wake_while_held=hooks in ("early", "duplicated"),
+        )
+    else:
+        reply = await answer(write)
+        edit()
+    if hooks in ("late", "duplicated"):
+        await deliver(ep, number, times=2 if hooks == "duplicated" else 1)
+    return reply
+
+
 async def assert_no_write_loop(ep: HostedEndpoint[Any], fake: FakeTracker) -> None:
     """Three idle polls write nothing to the tracker and change nothing in the mirror."""
     await ep.poll()  # the write's own echo may still be read once
