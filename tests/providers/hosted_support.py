@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
+import httpx
 import pytest
 from nats.aio.client import Client as NATS
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import Endpoint, open_endpoint
-from cotal_tasks.bridge.wiring.process import Bridge
+from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
@@ -275,6 +276,22 @@ class HostedMesh(Mesh, Generic[F]):
     async def poll(self) -> SyncReport:
         """One poll now (the bridge's own loop waits out its long interval meanwhile)."""
         return await self.hosted.sync.poll_once()
+
+
+@asynccontextmanager
+async def hooked_bridge(
+    endpoint: EndpointConfig, data_dir: Path
+) -> AsyncIterator[tuple[Bridge, httpx.AsyncClient]]:
+    """A bridge serving ``endpoint`` with its HTTP listener (the webhook routes) on a free
+    port, after its first sync, and a client of that listener."""
+    config = BridgeConfig(
+        space=SPACE, data_dir=data_dir, http=HttpConfig(port=0), endpoints=(endpoint,)
+    )
+    async with running_bridge(config) as bridge:
+        assert bridge.http_url is not None
+        await first_sync(bridge)
+        async with httpx.AsyncClient(base_url=bridge.http_url) as http:
+            yield bridge, http
 
 
 async def first_sync(bridge: Bridge) -> None:

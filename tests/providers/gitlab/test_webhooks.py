@@ -20,9 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
-from cotal_tasks.bridge.config import BridgeConfig, HttpConfig
 from cotal_tasks.bridge.wiring import Endpoint
-from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
+from cotal_tasks.bridge.wiring.process import Bridge
 from cotal_tasks.providers.hosted.tracker import TrackedIssue
 from tests.bridge._support import Client
 from tests.providers.gitlab._support import (
@@ -35,7 +34,11 @@ from tests.providers.gitlab._support import (
     issue_pages,
     task_id,
 )
-from tests.providers.hosted_support import SPACE, add_issues, first_sync, hosted_parts
+from tests.providers.hosted_support import (
+    add_issues,
+    hooked_bridge,
+    hosted_parts,
+)
 from tests.support.fake_gitlab import (
     FakeGitLab,
     gitlab_webhook,
@@ -108,14 +111,8 @@ async def running(
     monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
     add_issues(gitlab, PROJECT, 5, spacing_s=60)
     endpoint = endpoint_config(gitlab_url, webhook_secret_env=SECRET_ENV)
-    config = BridgeConfig(
-        space=SPACE, data_dir=tmp_path / "bridge", http=HttpConfig(port=0), endpoints=(endpoint,)
-    )
-    async with running_bridge(config) as bridge:
-        assert bridge.http_url is not None
-        await first_sync(bridge)
-        async with httpx.AsyncClient(base_url=bridge.http_url) as http:
-            yield Running(gitlab, bridge, http)
+    async with hooked_bridge(endpoint, tmp_path / "bridge") as (bridge, http):
+        yield Running(gitlab, bridge, http)
 
 
 async def test_a_valid_token_is_accepted_and_the_issue_refreshed_promptly(

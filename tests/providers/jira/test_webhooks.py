@@ -14,10 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from cotal_tasks.bridge.config import BridgeConfig, HttpConfig
-from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
+from cotal_tasks.bridge.wiring.process import Bridge
 from tests.bridge._support import Client
-from tests.providers.hosted_support import SPACE, add_issues, first_sync
+from tests.providers.hosted_support import add_issues, hooked_bridge
 from tests.providers.jira._support import (
     SEARCH,
     SECRET_ENV,
@@ -64,14 +63,8 @@ async def running(
     monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
     add_issues(jira, PROJECT, 3, spacing_s=60)
     endpoint = endpoint_config(jira_url, webhook_secret_env=SECRET_ENV)
-    config = BridgeConfig(
-        space=SPACE, data_dir=tmp_path / "bridge", http=HttpConfig(port=0), endpoints=(endpoint,)
-    )
-    async with running_bridge(config) as bridge:
-        assert bridge.http_url is not None
-        await first_sync(bridge)
-        async with httpx.AsyncClient(base_url=bridge.http_url) as http:
-            yield Running(jira, bridge, http)
+    async with hooked_bridge(endpoint, tmp_path / "bridge") as (bridge, http):
+        yield Running(jira, bridge, http)
 
 
 async def test_a_signed_issue_update_wakes_that_issue_alone(running: Running) -> None:
