@@ -8,9 +8,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from cotal_tasks.core import TaskStatus
-from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
-from cotal_tasks.providers.hosted.readback import unreadable
-from cotal_tasks.providers.hosted.tracker import NativeState
+from cotal_tasks.providers.hosted.config import StatusRule
+from cotal_tasks.providers.hosted.readback import ReadsBackWrites
 from cotal_tasks.providers.hosted.writeback import status_labels
 
 PROJECT_STATUS = "project_status"  # NativeState.extra: the Projects v2 Status
@@ -51,8 +50,11 @@ def github_default_rules(
     )
 
 
-class GitHubConfig(HostedConfig):
+class GitHubConfig(ReadsBackWrites):
     """``[endpoints.github]``: the repository and how its issues map."""
+
+    OPENED = "open"
+    CLOSE_REASONS = CLOSE_REASONS
 
     provider: Literal["github"] = "github"
     repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
@@ -87,31 +89,9 @@ class GitHubConfig(HostedConfig):
                 data = {**data, "status_rules": github_default_rules(claimed, blocked)}
         return data
 
-    @model_validator(mode="after")
-    def _rules_read_back_the_writes(self) -> GitHubConfig:
-        if problem := unreadable(self.status_rules, self.written_states()):
-            raise ValueError(problem)
-        return self
-
     def status_labels(self) -> dict[TaskStatus, str]:
         """Status -> the label write-back writes for it."""
         return status_labels(claimed=self.claimed_label, blocked=self.blocked_label)
-
-    def written_states(self) -> dict[TaskStatus, NativeState]:
-        """What an issue looks like after write-back wrote each status."""
-        labels = self.status_labels()
-
-        def native(status: TaskStatus, state: str) -> NativeState:
-            label = labels.get(status)
-            return NativeState(state, CLOSE_REASONS.get(status), (label,) if label else ())
-
-        return {
-            "open": native("open", "open"),
-            "claimed": native("claimed", "open"),
-            "blocked": native("blocked", "open"),
-            "done": native("done", "closed"),
-            "dropped": native("dropped", "closed"),
-        }
 
     def graphql_endpoint(self) -> str:
         if self.graphql_url is not None:

@@ -7,9 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from cotal_tasks.core import TaskStatus
-from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
-from cotal_tasks.providers.hosted.readback import unreadable
-from cotal_tasks.providers.hosted.tracker import NativeState
+from cotal_tasks.providers.hosted.config import StatusRule
+from cotal_tasks.providers.hosted.readback import ReadsBackWrites
 from cotal_tasks.providers.hosted.writeback import status_labels
 
 # The status labels, declared once: write-back writes them, the default rules read them.
@@ -42,8 +41,10 @@ def gitlab_default_rules(
     )
 
 
-class GitLabConfig(HostedConfig):
+class GitLabConfig(ReadsBackWrites):
     """``[endpoints.gitlab]``: the project and how its issues map."""
+
+    OPENED = "opened"
 
     provider: Literal["gitlab"] = "gitlab"
     project: Annotated[str, Field(min_length=1)]  # "group/project" path or numeric id
@@ -77,34 +78,12 @@ class GitLabConfig(HostedConfig):
                 data = {**data, "status_rules": gitlab_default_rules(*labels)}
         return data
 
-    @model_validator(mode="after")
-    def _rules_read_back_the_writes(self) -> GitLabConfig:
-        if problem := unreadable(self.status_rules, self.written_states()):
-            raise ValueError(problem)
-        return self
-
     def status_labels(self) -> dict[TaskStatus, str]:
         """Status -> the label write-back writes for it (GitLab keeps no close reason:
         the dropped label says "dropped")."""
         return status_labels(
             claimed=self.claimed_label, blocked=self.blocked_label, dropped=self.dropped_label
         )
-
-    def written_states(self) -> dict[TaskStatus, NativeState]:
-        """What an issue looks like after write-back wrote each status."""
-        labels = self.status_labels()
-
-        def native(status: TaskStatus, state: str) -> NativeState:
-            label = labels.get(status)
-            return NativeState(state, None, (label,) if label else ())
-
-        return {
-            "open": native("open", "opened"),
-            "claimed": native("claimed", "opened"),
-            "blocked": native("blocked", "opened"),
-            "done": native("done", "closed"),
-            "dropped": native("dropped", "closed"),
-        }
 
     @property
     def location(self) -> str:
