@@ -196,7 +196,7 @@ class PortOnly:
         self.rereads += 1
 
 
-SCHEME: Scheme[object] = Scheme(
+SCHEME: Scheme[ListTracker] = Scheme(
     tracker="stub",
     label="Stub",
     what="repository",

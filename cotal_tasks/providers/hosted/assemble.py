@@ -243,7 +243,6 @@ def assemble(
             boundary=boundary,
             clock=ctx.clock,
             max_issues=cfg.webhook_max_issues,
-            known_id=lambda: tracker.known_id,
         )
     election = Election(
         sync, mirroring, checkpoints, health, cfg.poll_interval_s, ctx.clock, sync.holder

@@ -34,6 +34,7 @@ from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted import wakes
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
 from cotal_tasks.providers.hosted.sync import SyncEngine
+from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.provider import (
     Looked,
     Receive,
@@ -51,7 +52,7 @@ DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days ba
 UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
 Headers = Mapping[str, str]  # a delivery's headers, lower-case names
-T = TypeVar("T")  # a tracker folder's own tracker
+T = TypeVar("T", bound=Tracker)  # a tracker folder's own tracker
 
 
 @dataclass
@@ -69,10 +70,10 @@ class HookTarget:
     boundary: ItemBoundary
     clock: Callable[[], int]
     names: Callable[[str, Mapping[str, Any]], set[int]]  # (event, payload): the tracker's
-    looks_up: Callable[[str, Mapping[str, Any]], Awaitable[Looked | None]] | None = None
-    learned_id: Callable[[], int | None] = lambda: None  # the tracker's ``known_id``
-    max_issues: int = 20  # a delivery naming more wakes one poll instead
-    route: str = "hook"  # the route's name, in what the boundary records
+    looks_up: Callable[[str, Mapping[str, Any]], Awaitable[Looked | None]] | None
+    learned_id: Callable[[], int | None]  # the tracker's ``known_id``
+    max_issues: int  # a delivery naming more wakes one poll instead (webhook_max_issues)
+    route: str  # the route's name, in what the boundary records
 
     async def first_delivery(self, delivery_id: str) -> bool:
         return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
@@ -298,14 +299,12 @@ class Scheme(Generic[T]):
         boundary: ItemBoundary,
         clock: Callable[[], int],
         max_issues: int,
-        known_id: Callable[[], int | None],
     ) -> HookTarget:
         """The receiver of one endpoint over ``tracker``."""
         lookup = self.lookup
 
         async def looks_up(event: str, payload: Mapping[str, Any]) -> Looked | None:
-            assert lookup is not None
-            return await lookup(tracker, max_issues, event, payload)
+            return None if lookup is None else await lookup(tracker, max_issues, event, payload)
 
         return HookTarget(
             name,
@@ -317,7 +316,7 @@ class Scheme(Generic[T]):
             clock,
             names=lambda event, payload: self.named(tracker, event, payload),
             looks_up=None if lookup is None else looks_up,
-            learned_id=known_id,
+            learned_id=lambda: tracker.known_id,
             max_issues=max_issues,
             route=self.tracker,
         )
