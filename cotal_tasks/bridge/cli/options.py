@@ -96,10 +96,13 @@ def caller_seat(as_seat: str | None, needed_by: str | None) -> Seat:
 
 
 async def client_for(config: CallerConfig, endpoint: str | None, seat: Seat) -> TasksClient:
-    """A client over the bridge's own broker connection settings (``nats_url``, creds)."""
+    """A client over the config's broker connection settings (``nats_url``, creds, user),
+    under ``seat``'s own inbox prefix: the one ``cotal-tasks grants`` prints for it, never
+    the bridge's (an operator's config names the operator's ``nats_user``)."""
     from cotal_tasks.bridge.process.connection import broker_url, connect
     from cotal_tasks.client import TasksClient
+    from cotal_tasks.client.subjects import seat_inbox
 
     name = config.endpoint(endpoint).name  # an unknown endpoint is refused before connecting
-    nc = await connect(config, broker_url(config), once=True)
+    nc = await connect(config, broker_url(config), once=True, inbox=seat_inbox(seat))
     return TasksClient(nc, config.space, name, seat, name="cli")

@@ -41,8 +41,14 @@ def jittered_backoff(servers: list[Server], _info: dict[str, Any]) -> tuple[Serv
     return least, random.uniform(ceiling / 2, ceiling)
 
 
-async def connect(config: BrokerConfig, url: str, *, once: bool = False) -> NATS:
-    """Connect within ``config.nats_connect_timeout_s``; ``once`` tries each node once."""
+async def connect(
+    config: BrokerConfig, url: str, *, once: bool = False, inbox: str | None = None
+) -> NATS:
+    """Connect within ``config.nats_connect_timeout_s``; ``once`` tries each node once.
+
+    The connection's inbox prefix is the bridge's (``bridge_inbox``, what its serve rows let
+    it read) unless ``inbox`` names the caller's own: a CLI call made as a seat connects
+    under that seat's prefix (``seat_inbox``), the one its own rows allow."""
     nc = NATS()
     shown = mask_credentials(url)  # for the log: never a password
     first_error: list[Exception] = []
@@ -69,7 +75,7 @@ async def connect(config: BrokerConfig, url: str, *, once: bool = False) -> NATS
         "reconnect_to_server_handler": jittered_backoff,
         "connect_timeout": min(5.0, config.nats_connect_timeout_s),
         "dont_randomize": True,  # the listed order: the nearest node first
-        "inbox_prefix": bridge_inbox(config.space),  # what its serve rows let it read
+        "inbox_prefix": inbox or bridge_inbox(config.space),
     }
     if once:
         options["reconnect_time_wait"] = 0.1
