@@ -67,7 +67,14 @@ from cotal_tasks.core.rules import (
     update_task,
 )
 from cotal_tasks.core.schema import json_schema
-from cotal_tasks.core.text import TaskText, TextRefused, check_task_text, credential_shape
+from cotal_tasks.core.text import (
+    TaskText,
+    TextRefused,
+    check_task_text,
+    credential_shape,
+    line_breaks,
+    lines_kept,
+)
 
 __all__ = [
     "BOARD_CHANGED",
@@ -127,6 +134,8 @@ __all__ = [
     "endpoint_token",
     "is_terminal",
     "json_schema",
+    "line_breaks",
+    "lines_kept",
     "new_binding",
     "space_token",
     "update_task",

@@ -35,6 +35,9 @@ _ASSIGNMENT = re.compile(
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")
 _SECRET_QUERY_KEY = re.compile(r"token|key|secret|signature|credential|bearer", re.IGNORECASE)
 _SPECIAL_SCHEMES = frozenset({"http", "https", "ws", "wss", "ftp", "file"})
+# Whitespace a URL's host cannot hold; in the userinfo, path, query and fragment the URL
+# parser percent-encodes it, so there it leaves the text a URL.
+_BLANK = re.compile(r"\s")
 
 # The control characters (Unicode category Cc: U+0000-U+001F and U+007F-U+009F), the one
 # statement of them: the validator, the schema pattern and the trackers' cleaning use it.
@@ -58,6 +61,36 @@ def first_control(value: str) -> int | None:
 def controls_as_spaces(value: str) -> str:
     """``value`` with each control character replaced by a space."""
     return _CONTROL.sub(" ", value)
+
+
+# Line structure inside the contract. A line break is a control character (U+000A is
+# category Cc), which ``TaskText`` refuses; U+2028 LINE SEPARATOR (Zl) and U+2029
+# PARAGRAPH SEPARATOR (Zp) are not, so a multi-line text keeps its lines as those two.
+# Every tracker's mapping reads its text through ``lines_kept`` and every write plan and
+# reader (dashboard, agents) gives it back through ``line_breaks``: the one conversion.
+LINE_SEPARATOR = "\u2028"
+PARAGRAPH_SEPARATOR = "\u2029"
+_NEWLINES = re.compile("\r\n?")
+TAB_SPACES = "    "  # a tab is a control character too; Markdown reads it as four spaces
+
+
+def lines_kept(value: str) -> str:
+    """A multi-line text (a tracker's issue body, a note) in a form ``TaskText`` admits.
+
+    A blank line between two lines (``\\n\\n``) becomes U+2029, any other line break
+    (``\\n``, ``\\r\\n`` or ``\\r``) U+2028, a tab four spaces, and every other control
+    character a space. ``line_breaks`` gives the text back as it was written, up to the
+    ``\\r`` and tabs: ``line_breaks(lines_kept(t)) == t`` for a text of ``\\n`` lines.
+    """
+    text = _NEWLINES.sub("\n", value).replace("\t", TAB_SPACES)
+    text = text.replace("\n\n", PARAGRAPH_SEPARATOR).replace("\n", LINE_SEPARATOR)
+    return controls_as_spaces(text)
+
+
+def line_breaks(value: str) -> str:
+    """A ``TaskText``'s line structure as line breaks (``\\n``), the way a person, an
+    agent or a tracker's own text reads it: U+2029 a blank line, U+2028 a line break."""
+    return value.replace(PARAGRAPH_SEPARATOR, "\n\n").replace(LINE_SEPARATOR, "\n")
 
 
 class TextRefused(ValueError):
@@ -88,7 +121,7 @@ def _url_credential_shape(value: str) -> str | None:
     """The URL part of the refusal: a whole absolute URL (WHATWG-style leniency)."""
     text = value.strip(" ")
     scheme_match = _SCHEME.match(text)
-    if scheme_match is None or " " in text:
+    if scheme_match is None:
         return None
     scheme = scheme_match.group(1).lower()
     rest = text[scheme_match.end() :]
@@ -102,6 +135,8 @@ def _url_credential_shape(value: str) -> str | None:
     before_fragment = rest.split("#", 1)[0]
     if has_authority:
         authority = re.split(r"[/?#\\]" if special else r"[/?#]", before_fragment, maxsplit=1)[0]
+        if _BLANK.search(authority.rsplit("@", 1)[-1]):
+            return None  # a host with a space (or a line separator) in it is no URL
         if "@" in authority:
             userinfo, host = authority.rsplit("@", 1)
             username, _, password = userinfo.partition(":")

@@ -19,7 +19,13 @@ from cotal_tasks.core import (
     check_task_text,
     credential_shape,
 )
-from cotal_tasks.core.text import NO_CONTROL_PATTERN, controls_as_spaces, first_control
+from cotal_tasks.core.text import (
+    NO_CONTROL_PATTERN,
+    controls_as_spaces,
+    first_control,
+    line_breaks,
+    lines_kept,
+)
 from cotal_tasks.providers.hosted.mapping import clean_text
 
 # Each of these is refused, and the comment names the rule of text.py that refuses it.
@@ -69,6 +75,15 @@ CREDENTIAL_SHAPED = [
     "https://host/x?monkey=1",
     "https://host/x?to%6Ben=1",
     "https://host/x?api+key=1",
+    # Kept lines change none of it: U+2028/U+2029 are whitespace to every rule, and a URL
+    # whose path holds a space or a separator is still a URL (the parser encodes them).
+    "Bearer\u2028abc",
+    "token\u2028: x",
+    "x\u2028token=1",
+    "api_key\u2029=1",
+    "https://u:p@host/a b",
+    "https://u:p@host/x\u2028more text",
+    "https://host/x\u2029?token=1",
 ]
 
 # Look-alikes that every rule lets through; the comment says why each one misses.
@@ -103,6 +118,11 @@ HARMLESS = [
     "Rotate the staging certificates before Friday.",
     "café ☕ 🚀 日本語",
     " ",
+    "Steps\u2029Bearer abc",  # 'Bearer' starts a line, not the text
+    "see\u2028https://u:p@host/",  # a URL on a line of its own is not the whole text
+    "https://u:p@h\u2028x",  # a host holding a line separator: no URL at all
+    "https://example.com is down? token bucket",  # a host with spaces: no URL either
+    "line one\u2028line two\u2029a paragraph",
 ]
 
 
@@ -394,6 +414,8 @@ def test_every_control_character_is_one_by_every_reading() -> None:
         assert pattern.fullmatch(f"a{char}") is None  # a schema pattern matches the whole
         assert controls_as_spaces(f"a{char}b") == "a b"
         assert clean_text(f"a{char}b", 64, field="title", task="t") == "a b"
+        if char not in "\n\r\t":
+            assert clean_text(f"a{char}b", 64, field="brief", task="t", lines=True) == "a b"
     for char in NOT_CONTROLS:
         assert first_control(char) is None
         assert pattern.fullmatch(char) is not None
@@ -454,3 +476,35 @@ def test_refused_and_long_texts_are_never_remembered(checked: list[str]) -> None
         Task.model_validate(_task(brief=long_brief))
     assert checked.count(refused) == 2
     assert checked.count(long_brief) == 2
+
+
+# --- line structure: kept as U+2028/U+2029, given back as line breaks -------------------
+
+LINES = [
+    ("one line", "one line"),
+    ("Steps:\n\n1. open 7\n2. see it fail", "Steps:\u20291. open 7\u20282. see it fail"),
+    ("a\n\n\nb", "a\u2029\u2028b"),
+    ("a\n\n\n\nb", "a\u2029\u2029b"),
+    ("trailing\n", "trailing\u2028"),
+]
+
+
+@pytest.mark.parametrize(("written", "kept"), LINES)
+def test_lines_are_kept_within_the_contract_and_given_back(written: str, kept: str) -> None:
+    assert lines_kept(written) == kept
+    assert first_control(kept) is None
+    assert line_breaks(kept) == written
+
+
+def test_every_line_break_form_and_tab_is_kept() -> None:
+    assert lines_kept("a\r\nb\rc\n\r\nd") == "a\u2028b\u2028c\u2029d"
+    assert lines_kept("\tcode") == "    code"
+    assert lines_kept("bell\x07") == "bell "
+
+
+def test_a_tracker_brief_keeps_its_lines_and_a_title_does_not() -> None:
+    body = "Steps to reproduce:\r\n\r\n1. open 7\r\n2. see it fail\r\n"
+    brief = clean_text(body, 4096, field="brief", task="t", lines=True)
+    assert brief == "Steps to reproduce:\u20291. open 7\u20282. see it fail"
+    assert check_task_text(brief, 4096, field="brief") == brief
+    assert clean_text("two\nlines", 64, field="title", task="t") == "two lines"

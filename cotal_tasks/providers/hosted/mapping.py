@@ -30,6 +30,7 @@ from cotal_tasks.core import (
     TaskStatus,
     TextRefused,
     check_task_text,
+    lines_kept,
 )
 from cotal_tasks.core.models import MAX_SAFE_INT, NEEDS_BINDING
 from cotal_tasks.core.text import controls_as_spaces
@@ -95,14 +96,21 @@ def _no_note(reason: Reason, detail: str) -> None:
 
 
 def clean_text(
-    value: str | None, max_bytes: int, *, field: str, task: str, note: Note = _no_note
+    value: str | None,
+    max_bytes: int,
+    *,
+    field: str,
+    task: str,
+    note: Note = _no_note,
+    lines: bool = False,
 ) -> str | None:
-    """A tracker value as TaskText: control characters become spaces, an over-long value is
+    """A tracker value as TaskText: control characters become spaces (with ``lines``, a
+    multi-line text keeps its line structure, through ``lines_kept``), an over-long value is
     cut at a safe boundary, and a value still refused (credential-shaped) is omitted; each
     loss goes to ``note`` (which logs and counts it), and no issue ever stops the sync."""
     if not isinstance(value, str):
         return None
-    text = controls_as_spaces(value).strip()
+    text = (lines_kept(value) if lines else controls_as_spaces(value)).strip()
     if not text:
         return None
     cut = safe_cut(text, max_bytes)
@@ -183,10 +191,11 @@ def project(
         status = "claimed"  # a known seat is assigned: someone is working on it
     tid = issue.task_id
 
-    def text(value: str | None, size: int, field: str) -> str | None:
-        return clean_text(value, size, field=field, task=tid, note=note)
+    def text(value: str | None, size: int, field: str, *, lines: bool = False) -> str | None:
+        return clean_text(value, size, field=field, task=tid, note=note, lines=lines)
 
-    title, brief = text(issue.title, TITLE_BYTES, "title"), text(issue.body, BRIEF_BYTES, "brief")
+    title = text(issue.title, TITLE_BYTES, "title")
+    brief = text(issue.body, BRIEF_BYTES, "brief", lines=True)
     updated = max(issue.updated_at, existing.updatedAt if existing else 0)
     if issue.gone is not None and not issue.title and existing is not None:
         title, brief, updated = existing.title, existing.brief, max(now, existing.updatedAt)

@@ -4,7 +4,8 @@ Pure. The command service already decided the next record under the contract's r
 this turns the difference between the old and the new record into tracker terms:
 assignees (only for seats the directory maps to an account), the claimed/blocked
 labels, closing with the right reason, the body, and one comment carrying the note and
-any new evidence.
+any new evidence. Text goes out with its line structure as the tracker's line breaks
+(``line_breaks``; the mapping reads it back through ``lines_kept``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
-from cotal_tasks.core import Task, TaskBinding, TaskStatus, is_terminal
+from cotal_tasks.core import Task, TaskBinding, TaskStatus, is_terminal, line_breaks
 from cotal_tasks.providers.hosted.tracker import NewIssue, TrackedIssue, TrackerChange
 
 
@@ -76,7 +77,7 @@ def plan_change(
         reason = plan.reasons.get(new.status)
         reclose = is_terminal(old.status)
     added = [e for e in new.evidence if e not in old.evidence]
-    lines = [note] if note else []
+    lines = [line_breaks(note)] if note else []
     lines += [f"- {e.kind}: {e.ref}" for e in added]
     if added and note:
         lines.insert(1, "")
@@ -92,7 +93,7 @@ def plan_change(
         remove_labels=tuple(remove),
         state=state,
         state_reason=reason,
-        body=new.brief if new.brief != old.brief and new.brief is not None else None,
+        body=_written(new.brief) if new.brief != old.brief else None,
         comment=comment,
         reclose=reclose,
     )
@@ -112,7 +113,12 @@ def plan_new(task: Task, plan: WritePlan) -> tuple[NewIssue, TrackerChange]:
             state_reason=follow.state_reason,
             comment="Evidence:\n" + "\n".join(lines),
         )
-    return NewIssue(task.title, task.brief, labels), follow
+    return NewIssue(task.title, _written(task.brief), labels), follow
+
+
+def _written(brief: str | None) -> str | None:
+    """A brief as the tracker's own text: its line structure as line breaks."""
+    return None if brief is None else line_breaks(brief)
 
 
 # A tracker write carries a mark of its caller and envelope id, invisible when the tracker

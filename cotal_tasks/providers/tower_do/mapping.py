@@ -32,6 +32,7 @@ from cotal_tasks.core import (
     TaskBinding,
     TaskEvidence,
     TaskStatus,
+    line_breaks,
 )
 from cotal_tasks.core.models import NEEDS_BINDING
 from cotal_tasks.providers.hosted.mapping import (
@@ -115,7 +116,7 @@ def project(
         "space": space,
         "title": clean_text(row.subject, TITLE_BYTES, field="title", task=row.key)
         or f"(untitled {row.key})",
-        "brief": clean_text(row.description, BRIEF_BYTES, field="brief", task=row.key),
+        "brief": clean_text(row.description, BRIEF_BYTES, field="brief", task=row.key, lines=True),
         "status": status,
         "statusSource": clean_text(row.status, SOURCE_BYTES, field="statusSource", task=row.key),
         "binding": binding.model_dump() if binding is not None else None,
@@ -180,10 +181,13 @@ def row_for(
             blocked_by = (*blocked_by, entry)
     else:
         blocked_by = ()  # any blocker left would keep the row blocked
+    description = base.description
+    if old is None or new.brief != old.brief:  # the board file keeps its own line breaks
+        description = None if new.brief is None else line_breaks(new.brief)
     return replace(
         base,
         subject=new.title if old is None or new.title != old.title else base.subject,
-        description=new.brief if old is None or new.brief != old.brief else base.description,
+        description=description,
         status=native,
         owner=owner,
         blocked_by=blocked_by,

@@ -2,7 +2,7 @@
 // keyboard) or a deep link (#task=<endpoint>/<taskId>), kept current on board-changed.
 
 import { EVIDENCE_LABEL, icon } from "./icons.js";
-import { LABELS, ago, clock, el, httpUrl, livenessOf, refNode, seatChip, seatKey, sentence, taskHash, trackerRef, when } from "./render.js";
+import { LABELS, ago, clock, el, httpUrl, lines, livenessOf, refNode, seatChip, seatKey, sentence, taskHash, trackerRef, when } from "./render.js";
 
 const VERBS = {
   "create-task": "created it",
@@ -38,7 +38,7 @@ function historyList(entries) {
       el("div", { class: "event-line" },
         el("b", { class: "actor", title: actor.long, text: actor.short }), ` ${verb}`,
         moved ? el("span", { class: `status-tag s-${entry.status}`, text: LABELS[entry.status] || entry.status }) : null),
-      entry.note ? el("p", { class: "note", text: entry.note }) : null,
+      entry.note ? el("p", { class: "note", text: lines(entry.note) }) : null,
       el("time", { datetime: new Date(entry.at).toISOString(), title: when(entry.at), text: ago(entry.at) }),
     );
   });
@@ -205,7 +205,7 @@ export class Detail {
       ...parts,
       el("h2", { id: "detail-title", class: "detail-title", text: task.title }),
       actions(task, ctx.endpoint, open.endpoint),
-      task.brief ? el("p", { class: "brief", text: task.brief }) : el("p", { class: "brief muted", text: "No brief." }),
+      task.brief ? el("p", { class: "brief", text: lines(task.brief) }) : el("p", { class: "brief muted", text: "No brief." }),
       facts,
       el("h3", { text: `Evidence (${task.evidence.length})` }),
       evidenceList(task.evidence),

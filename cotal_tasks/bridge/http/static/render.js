@@ -29,6 +29,13 @@ export function el(tag, attrs = {}, ...children) {
   return node;
 }
 
+// A task text's line structure as line breaks: the contract carries a blank line as U+2029
+// and a line break as U+2028 (a line feed is a control character it refuses); shown in an
+// element whose white-space keeps line breaks (core/text.py line_breaks reads it alike).
+export function lines(text) {
+  return String(text).replaceAll("\u2029", "\n\n").replaceAll("\u2028", "\n");
+}
+
 export function sentence(text) {
   const trimmed = String(text).trim();
   return /[.!?]$/.test(trimmed) ? trimmed : `${trimmed}.`;
