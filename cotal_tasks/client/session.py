@@ -20,7 +20,7 @@ from cotal_tasks.client.contract import CommandContract, ContractStore, Service,
 from cotal_tasks.client.errors import TasksError, from_reply, usage_error
 from cotal_tasks.client.refusals import args_refused
 from cotal_tasks.client.subjects import CallerRail
-from cotal_tasks.client.wire import Answer, exchange, new_id, nonce
+from cotal_tasks.client.wire import Answer, carried, exchange, new_id, nonce
 from cotal_tasks.core import ContractError, ErrorCode, Seat, endpoint_token
 from cotal_tasks.core.commands import Mode, mode_refusal
 from cotal_tasks.core.errors import BIND_REFUSED
@@ -218,6 +218,20 @@ class Session:
                     reply=answer.reply,
                 )
             return answer
+
+    async def carries(self, command: str, *, mode: Mode | None = None) -> bool:
+        """Whether the broker carries this seat's ``command`` (at ``mode``), asked without
+        a call: a cast of empty args. The endpoint answers a cast to nobody and logs no
+        refusal of it, and the contract refuses empty args of every write before anything
+        runs (a read runs, and its answer goes nowhere), so asking changes nothing."""
+        service = await self.service()
+        row = self._row(service, command)
+        mode, _ = self._route(row, mode, None)
+        body = self._envelope(command, new_id(), self.timeout)
+        body.update(replyExpected=False, args={}, bind=service.bind())
+        body["op"].update(inputDigest=row.input_digest, outputDigest=row.output_digest)
+        subject = self.rail.request(self._token, command, nonce(), mode=mode)
+        return await carried(self.nc, subject, body, self.timeout)
 
     async def invoke(
         self,

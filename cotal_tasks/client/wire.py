@@ -195,6 +195,26 @@ async def exchange(
         await sub.unsubscribe()
 
 
+async def carried(nc: NATS, subject: str, body: dict[str, Any], wait_s: float) -> bool:
+    """Publish ``body``, a cast (``replyExpected: false``), on ``subject`` and tell whether
+    the broker carried it: ``False`` when it refused the publish. A cast is never answered,
+    so nothing comes back either way; the flush says what the broker made of it."""
+    watch = denial_watch(nc)
+    mark = watch.mark()
+    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        await nc.publish(subject, data)
+        await flush_queued(nc, max(1, int(wait_s)))
+    except NatsError as exc:
+        raise TasksError(
+            ErrorCode.UNAVAILABLE,
+            f"the connection failed while asking the broker about {subject} "
+            f"({type(exc).__name__}). Reconnect, then try again",
+            outcome="not-executed",
+        ) from exc
+    return not watch.denied(mark, "publish", subject)
+
+
 def _check_denied(watch: DenialWatch, mark: int, subject: str, rail: str, what: str) -> None:
     if watch.denied(mark, "subscription", rail):
         raise TasksError(

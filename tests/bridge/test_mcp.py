@@ -5,6 +5,8 @@ of another seat's task."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -124,6 +126,41 @@ async def test_an_agent_works_its_own_task_and_cannot_touch_another(tmp_path: Pa
             assert (await operator.get_task(open_task.taskId)).evidence[0].ref == "4be1c2d"
         finally:
             await nc.close()
+
+
+async def test_an_agent_start_leaves_no_refusal_in_the_log_and_reads_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Finding: every start added ``refused get-task/claim-task/…: bad-request`` lines to
+    the bridge's log (its grant probes were calls with empty args). A start now logs
+    nothing, and a brief's lines reach the agent as line breaks and come back kept."""
+    caplog.set_level(logging.INFO, logger="cotal_tasks.bridge")
+    async with open_mesh(tmp_path) as mesh:
+        operator = TasksClient(mesh.nc, SPACE, ENDPOINT, seat("operator"))
+        brief = "Steps to reproduce:\u20291. open 7\u20282. see it fail"
+        task = await operator.create_task("It fails on 7", brief=brief)
+        caplog.clear()
+        async with agent_tools(mesh.url, tmp_path) as agent:
+            listed = await agent.list_tools()
+            assert {tool.name for tool in listed.tools} == SEAT_TOOLS | {
+                "list_tasks",
+                "create_task",
+            }
+            logged = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+            assert not [line for line in logged if line.startswith("refused")], logged
+
+            read = await agent.call_tool("get_task", {"taskId": task.taskId})
+            assert structured(read)["brief"] == brief  # the record is the contract's
+            text = read.content[0]
+            assert isinstance(text, types.TextContent)
+            assert (
+                json.loads(text.text)["brief"] == "Steps to reproduce:\n\n1. open 7\n2. see it fail"
+            )
+
+            await agent.call_tool("claim_task", {"taskId": task.taskId})
+            written = {"taskId": task.taskId, "brief": "Fixed:\n\n- the parser", "note": "a\nb"}
+            updated = structured(await agent.call_tool("update_task", written))
+            assert updated["brief"] == "Fixed:\u2029- the parser"  # the note's break was kept too
 
 
 @pytest.mark.parametrize(

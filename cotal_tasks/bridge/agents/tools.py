@@ -3,12 +3,18 @@
 An agent gets ``my_tasks``, ``get_task``, ``claim_task`` and ``update_task``, and
 ``list_tasks`` and ``create_task`` besides, each only where its seat holds the grant. That
 is asked, never guessed: describe must show the command to the seat, and the broker must
-carry a probe of it. The probe is harmless: reads run as reads, and every other command
-is sent with empty args, which the endpoint refuses as ``bad-request`` before anything
-runs. A publish the broker refuses means the seat lacks the grant, and the tool is left
-out. Every tool acts as the seat and only the seat: the targeted ones are sent at mode
-``self``, and no tool takes a seat or target argument (the input schemas, which are the
-contract's own, are closed).
+carry a probe of it. The probe is harmless and quiet: a cast (``replyExpected: false``)
+of empty args, which the endpoint answers to nobody and leaves out of its log, and whose
+empty args every write refuses before anything runs (``TasksClient.carries``). A publish
+the broker refuses means the seat lacks the grant, and the tool is left out. Every tool
+acts as the seat and only the seat: the targeted ones are sent at mode ``self``, and no
+tool takes a seat or target argument (the input schemas, which are the contract's own, are
+closed).
+
+Text keeps its lines for the agent: a brief or note it sends may carry line breaks, sent
+as the contract's line and paragraph separators, and a tool's text answer shows them as
+line breaks again (``lines_kept`` and ``line_breaks``; the structured answer stays the
+contract's record).
 """
 
 from __future__ import annotations
@@ -20,6 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cotal_tasks.client import CommandContract, ErrorCode, Mode, TasksClient, TasksError
+from cotal_tasks.core import line_breaks, lines_kept
+
+# The inputs that are a person's or an agent's prose, where line breaks are kept.
+_PROSE = ("brief", "note")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +66,8 @@ TOOLS = (
         "update-task",
         "self",
         "Update a task bound to you: status (claimed, blocked, done, dropped), a note, "
-        "evidence (kind commit, branch, run or review, with its ref) or a new brief. Record "
+        "evidence (kind commit, branch, run or review, with its ref) or a new brief (a note and "
+        "a brief keep their line breaks). Record "
         "evidence of the work when you move a task to done.",
     ),
     ToolSpec(
@@ -93,7 +104,27 @@ class ToolResult:
         if self.error is not None:
             e = self.error
             return f"{e.code.value} (outcome {e.outcome}): {e.message}"
-        return json.dumps(self.data, ensure_ascii=False)
+        return json.dumps(_read(self.data), ensure_ascii=False)
+
+
+def _read(value: Any) -> Any:
+    """``value`` with the contract's line and paragraph separators as line breaks."""
+    if isinstance(value, str):
+        return line_breaks(value)
+    if isinstance(value, Mapping):
+        return {key: _read(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_read(item) for item in value]
+    return value
+
+
+def _written(arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A tool's arguments with the line breaks of its prose as the contract carries them."""
+    args = dict(arguments or {})
+    for name in _PROSE:
+        if isinstance(args.get(name), str):
+            args[name] = lines_kept(args[name])
+    return args
 
 
 @dataclass
@@ -125,13 +156,7 @@ class SeatTools:
         return self
 
     async def _granted(self, spec: ToolSpec) -> bool:
-        try:
-            await self.client.invoke_answer(spec.command, {}, mode=spec.mode, check_args=False)
-        except TasksError as exc:
-            if exc.code is ErrorCode.PERMISSION_DENIED and exc.reply is None:
-                return False  # refused by the broker: nothing reached the endpoint
-            raise
-        return True
+        return await self.client.carries(spec.command, mode=spec.mode)
 
     async def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
         offered = self.offered.get(name)
@@ -146,7 +171,7 @@ class SeatTools:
             )
         spec = offered.spec
         try:
-            data = await self.client.invoke(spec.command, dict(arguments or {}), mode=spec.mode)
+            data = await self.client.invoke(spec.command, _written(arguments), mode=spec.mode)
         except TasksError as exc:
             return ToolResult(error=exc)
         return ToolResult(data=data)
