@@ -5,7 +5,9 @@ million backslashes or DEL characters (quoted, it outgrew the broker's payload l
 publish failed and the caller heard nothing), a ``v`` or ``class`` nested a thousand deep
 (quoting it raised ``RecursionError``, answered ``internal`` with ``outcome: unknown``), and
 a ``bind-task`` at mode ``any`` whose ``target.actor`` is no token (refused with no
-``outcome``). Each is now refused with its catalog code and ``not-executed``, in a short
+``outcome``). (Half a million no longer reaches the field checks: a body over the request
+ceiling is refused unread, which is a case of its own; the values are now fifty thousand
+long.) Each is now refused with its catalog code and ``not-executed``, in a short
 message that shows at most a prefix of the value, and changes nothing.
 
 The table runs on the loopback wire (``tests/support/loopback.py``: the endpoint's real
@@ -46,8 +48,10 @@ from tests.support.bridge import SPACE, bridge_config, bridge_on, broker, client
 from tests.support.cotal import Bound, Space, nonce
 from tests.support.loopback import loopback_mesh
 
-BACKSLASHES = "\\" * 500_000
-DELS = "\x7f" * 500_000
+# Long enough that quoting them whole would have outgrown a reply, short enough that the
+# body stays under the request ceiling (``core.ceiling``) and reaches the field checks.
+BACKSLASHES = "\\" * 50_000
+DELS = "\x7f" * 50_000
 MAX_REPLY_BYTES = 4096
 SMALL_PAYLOAD = 32 * 1024
 
@@ -114,6 +118,9 @@ CASES = {
         mode="any",
     ),
     "deadlineMs past 2^53": Hostile("bad-request", edit({"deadlineMs": 2**60})),
+    "a body over the request ceiling": Hostile(
+        "bad-request", edit({"args": {"title": "x", "pad": "x" * 200_000}}), echo=False
+    ),
     "from dropped": Hostile("bad-request", edit({"from": _DROP})),
 }
 

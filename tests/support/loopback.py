@@ -85,6 +85,7 @@ class LoopbackNats:
         subject: str,
         queue: str = "",
         cb: Callable[[Any], Coroutine[Any, Any, None]] | None = None,
+        **_: Any,  # the pending limits: a loopback delivers every message at once
     ) -> LoopbackSub:
         sub = LoopbackSub(self, subject, queue, cb)
         self.subs.append(sub)

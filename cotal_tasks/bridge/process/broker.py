@@ -60,9 +60,16 @@ def free_port() -> int:
 class EmbeddedNats:
     """Start, wait for, and stop one nats-server process."""
 
-    def __init__(self, store_dir: Path, *, config_file: Path | None = None) -> None:
+    def __init__(
+        self,
+        store_dir: Path,
+        *,
+        config_file: Path | None = None,
+        max_payload: int | None = None,
+    ) -> None:
         self.store_dir = store_dir
         self.config_file = config_file
+        self.max_payload = max_payload
         self.port = 0
         self._process: asyncio.subprocess.Process | None = None
         self._log = store_dir / "nats-server.log"
@@ -88,8 +95,9 @@ class EmbeddedNats:
             self.port = free_port()
             store = str(self.store_dir.resolve())
             args = ["-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", store]
-            if self.config_file is not None:
-                args = ["-c", str(self.config_file), *args]
+            config_file = self._config_file()
+            if config_file is not None:
+                args = ["-c", str(config_file), *args]
             self._process = await asyncio.create_subprocess_exec(
                 str(nats_server_binary()),
                 *args,
@@ -111,6 +119,18 @@ class EmbeddedNats:
             f"nats-server did not start. See {self._log} for why, fix that, and start the "
             "bridge again"
         )
+
+    def _config_file(self) -> Path | None:
+        """The file given, or with ``max_payload`` set, one of the store's own that sets
+        it (and includes the file given)."""
+        if self.max_payload is None:
+            return self.config_file
+        lines = [f"max_payload: {self.max_payload}"]
+        if self.config_file is not None:
+            lines.append(f'include "{self.config_file.resolve()}"')
+        generated = self.store_dir / "nats-server.conf"
+        write_private(generated, "\n".join(lines) + "\n")
+        return generated
 
     def _lock(self) -> None:
         fd = os.open(self.store_dir / "nats-server.lock", os.O_RDWR | os.O_CREAT, 0o600)

@@ -6,9 +6,11 @@ digests, the bind fence, mode admission, the args schema and target currency; ru
 handler; check the output schema; publish the reply on the subject derived from the
 request (never ``msg.reply``).
 
-A cast (``replyExpected: false``) is never answered, not even with an error: the verb is
-read from the decoded body before the envelope is parsed, so a malformed cast is as silent
-as a valid one. (Cotal's ``serveEndpoint`` answers a body whose envelope does not parse;
+A body larger than the contract's largest valid request (``core.ceiling``) is refused
+``bad-request`` before it is decoded. A cast (``replyExpected: false``) is never answered,
+not even with an error: the verb is read from the decoded body before the envelope is
+parsed (from the raw bytes of an oversize one), so a malformed cast is as silent as a
+valid one. (Cotal's ``serveEndpoint`` answers a body whose envelope does not parse;
 the wire rule is stricter, and this follows the rule.) Every other request on a subject
 that parses is answered: a refusal before the handler says ``not-executed``, and a reply
 that would not fit the broker's payload limit is replaced by a short error that does.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -50,12 +53,17 @@ from cotal_tasks.core import (
     contract_artifacts,
     endpoint_token,
 )
+from cotal_tasks.core.ceiling import max_request_bytes
 from cotal_tasks.core.errors import Outcome
 from cotal_tasks.providers.store import deadline_at
 
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 256
+# Each subscription's backlog in the bridge, in messages and bytes: past either, nats-py
+# drops the message (and says so once as a slow consumer) instead of growing without bound.
+PENDING_MSGS = 8192
+PENDING_BYTES = 16 * 1024 * 1024
 _REPLY_HEADS_KEPT = 4096
 # Served inline until they first wait (see ``_receive``): the reads, and describe.
 # Codes that say the bridge (or its store, its tracker) failed, not that the call was wrong.
@@ -68,6 +76,9 @@ _FAILURES = frozenset(
         ErrorCode.RESOURCE_EXHAUSTED,
     )
 )
+# An oversize body stating ``replyExpected: false``, found without decoding it (a quote
+# inside a string is escaped, so only a key matches).
+_CAST = re.compile(rb'"replyExpected"\s*:\s*false')
 _INLINE = frozenset({DESCRIBE, *(name for name, spec in COMMANDS.items() if spec.effect == "read")})
 
 
@@ -87,6 +98,8 @@ class EndpointServer:
     on_served: Callable[[str, str, float], None] | None = None
     _token: str = field(init=False)
     _admission: Admission = field(init=False)
+    # A body over the contract's largest valid request is refused before it is decoded.
+    _max_request: int = field(init=False)
     _subs: list[Subscription] = field(default_factory=list, init=False)
     _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _reply_heads: dict[str, str] = field(default_factory=dict, init=False)
@@ -100,6 +113,7 @@ class EndpointServer:
 
     def __post_init__(self) -> None:
         self._token = endpoint_token(self.endpoint)
+        self._max_request = max_request_bytes()
         self._admission = Admission(
             self.endpoint,
             self.identity,
@@ -131,7 +145,13 @@ class EndpointServer:
         self._loop = asyncio.get_running_loop()
         commands = (*COMMANDS, DESCRIBE)
         for flt in serve_filters(self.space, self._token, self.identity.instance_id, commands):
-            sub = await self.nc.subscribe(flt.subject, queue=flt.queue or "", cb=self._receive)
+            sub = await self.nc.subscribe(
+                flt.subject,
+                queue=flt.queue or "",
+                cb=self._receive,
+                pending_msgs_limit=PENDING_MSGS,
+                pending_bytes_limit=PENDING_BYTES,
+            )
             self._subs.append(sub)
 
     async def stop(self) -> None:
@@ -230,16 +250,20 @@ class EndpointServer:
     async def _handle(self, msg: Msg, subject: RequestSubject) -> None:
         loop = self._loop or asyncio.get_running_loop()
         started = loop.time()
-        raw: Any = None
-        try:
-            raw = orjson.loads(msg.data)
-        except orjson.JSONDecodeError as exc:
-            reply = envelope.error_reply("invalid", _not_json(exc))
+        if len(msg.data) > self._max_request:  # never decoded: it cannot be a valid request
+            if _CAST.search(msg.data):
+                return  # what reads as a cast is never answered, even oversize
+            reply = envelope.error_reply("invalid", _oversize(len(msg.data), self._max_request))
         else:
-            cast = envelope.is_cast(raw)
-            reply = await self._answer(subject, raw, started)
-            if cast:
-                return  # a cast is never answered, not even with an error
+            try:
+                raw = orjson.loads(msg.data)
+            except orjson.JSONDecodeError as exc:
+                reply = envelope.error_reply("invalid", _not_json(exc))
+            else:
+                cast = envelope.is_cast(raw)
+                reply = await self._answer(subject, raw, started)
+                if cast:
+                    return  # a cast is never answered, not even with an error
         code = "ok" if reply["ok"] else str(reply["error"]["code"])
         if self.on_served is not None:
             self.on_served(subject.command, code, loop.time() - started)
@@ -327,6 +351,16 @@ class EndpointServer:
             outcome=outcome,
         )
         return orjson.dumps(envelope.error_reply(str(reply["id"]), error))
+
+
+def _oversize(size: int, bound: int) -> ContractError:
+    return ContractError(
+        ErrorCode.BAD_REQUEST,
+        f"the request body is {size:,} bytes, over the {bound:,} bytes the largest valid "
+        "ai.cotal.tasks request can take; it was not read. Send the envelope and args the "
+        "command's input admits",
+        outcome="not-executed",
+    )
 
 
 def _not_json(exc: orjson.JSONDecodeError) -> ContractError:

@@ -45,6 +45,7 @@ from cotal_tasks.bridge.wiring.endpoints import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.http import HttpApp, build_http_app
 from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
+from cotal_tasks.core.ceiling import max_request_bytes
 from cotal_tasks.files import private_dir, write_private
 
 log = logging.getLogger(__name__)
@@ -134,7 +135,9 @@ async def _open_broker(stack: AsyncExitStack, config: BridgeConfig) -> tuple[str
     """The broker's URL, and whether it is the private nats-server started here."""
     if config.nats_url is not None:
         return config.nats_url, False
-    broker = EmbeddedNats(config.data_dir / "nats")
+    # Its payload limit sits at the largest valid request: an oversize body is refused by
+    # the broker at the sender, and never reaches the bridge.
+    broker = EmbeddedNats(config.data_dir / "nats", max_payload=max_request_bytes())
     try:
         url = await broker.start()
     except BrokerError as exc:
