@@ -12,6 +12,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 import pytest
 
+from cotal_tasks.providers.github.client import github_http_client, github_retry
+from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.hosted import assemble
 from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 
 Handler = Callable[[str, asyncio.StreamWriter], Awaitable[None]]
@@ -103,7 +106,43 @@ async def test_a_dripped_answer_ends_at_the_deadline() -> None:
         await http.client.aclose()
     assert took < 4
     assert caught.value.status is None
-    assert "deadline_s" in str(caught.value)
+    assert "request_timeout_s" in str(caught.value)
+
+
+async def test_a_configured_request_timeout_bounds_the_whole_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before: ``request_timeout_s = 1`` bounded each read only, and the attempt had its
+    own 120 s deadline: a listing dripped a byte every 0.3 s was still being read long
+    after the second the operator set. Now the endpoint's one knob bounds the attempt."""
+
+    async def drip(target: str, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+        writer.write(b"Content-Length: 100\r\n\r\n[")
+        for _ in range(99):
+            await writer.drain()
+            await asyncio.sleep(0.3)
+            writer.write(b" ")
+
+    monkeypatch.setenv("COTAL_TASKS_TEST_DRIP_TOKEN", "t0ken-for-a-loopback-peer")
+    loop = asyncio.get_running_loop()
+    async with peer(drip) as url:
+        config = GitHubConfig(
+            repository="o/r",
+            api_url=url,
+            token_env="COTAL_TASKS_TEST_DRIP_TOKEN",
+            request_timeout_s=1,
+            max_retries=0,
+        )
+        http = assemble.tracker_http(config, "GitHub", github_http_client, github_retry)
+        started = loop.time()
+        with pytest.raises(TrackerHttpError) as caught:
+            await asyncio.wait_for(http.request("GET", "/repos/o/r/issues"), 10)
+        took = loop.time() - started
+        await http.client.aclose()
+    assert took < 2.5, took
+    assert caught.value.status is None
+    assert "within 1 s (request_timeout_s" in str(caught.value)
 
 
 async def test_a_link_pagination_stops_at_the_page_cap() -> None:

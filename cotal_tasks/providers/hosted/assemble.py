@@ -151,7 +151,7 @@ def tracker_http(
         max_retries=cfg.max_retries,
         max_wait_s=cfg.max_rate_limit_wait_s,
         max_response_bytes=cfg.max_response_bytes,
-        deadline_s=cfg.request_deadline_s,
+        deadline_s=cfg.attempt_deadline_s,
         max_pages=cfg.max_pages,
     )
 

@@ -43,11 +43,14 @@ class HostedConfig(Closed):
     poll_interval_s: Annotated[float, Field(gt=0)] = 60.0
     stale_after_s: Annotated[float, Field(gt=0)] = 300.0
     overlap_s: Annotated[float, Field(ge=0)] = 5.0
-    request_timeout_s: Annotated[float, Field(gt=0)] = 30.0  # each wait for a byte
-    # One request, its whole answer included (a peer dripping a byte every few seconds
-    # never trips request_timeout_s); the largest answer taken (decoded); the most pages
-    # one walk of a listing reads, however it pages (Link, page number, token, restart).
-    request_deadline_s: Annotated[float, Field(gt=0, le=3600)] = 120.0
+    # One attempt of one tracker request, whole: connect, headers and the body to its last
+    # byte (a peer dripping a byte a second is cut here, not at its last byte).
+    request_timeout_s: Annotated[float, Field(gt=0, le=3600)] = 30.0
+    # Deprecated (it bounded the attempt beside request_timeout_s, which bounded each
+    # read): when still set, the attempt's one deadline is the smaller of the two.
+    request_deadline_s: Annotated[float, Field(gt=0, le=3600)] | None = None
+    # The largest answer taken (decoded); the most pages one walk of a listing reads,
+    # however it pages (Link, page number, token, restart).
     max_response_bytes: Annotated[int, Field(ge=1 << 16, le=1 << 30)] = 32 << 20
     max_pages: Annotated[int, Field(ge=1, le=100_000)] = 1000
     max_rate_limit_wait_s: Annotated[float, Field(ge=0)] = 900.0
@@ -68,6 +71,13 @@ class HostedConfig(Closed):
     # (deduplicated while they wait; more waiting than an hour's worth: one poll instead).
     # The regular poll runs on time whatever is waiting.
     webhook_refreshes_per_minute: Annotated[float, Field(gt=0, le=6000)] = 30.0
+
+    @property
+    def attempt_deadline_s(self) -> float:
+        """The one deadline of a tracker attempt, connect to the body's last byte."""
+        if self.request_deadline_s is None:
+            return self.request_timeout_s
+        return min(self.request_timeout_s, self.request_deadline_s)
 
     @property
     @abstractmethod

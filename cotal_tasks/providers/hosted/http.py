@@ -8,10 +8,11 @@ resumes from its checkpoint on a later poll.
 
 Every answer is bounded before it costs memory or time: its body is read as it arrives
 and refused past ``max_response_bytes`` (decoded, so a compressed bomb is refused too);
-one attempt, body included, has ``deadline_s`` in all (the client's own timeout only
-bounds each wait for a byte, which a peer dripping a byte every few seconds never
-trips); and a ``Link`` pagination (each request for the ``next`` URL the previous page
-named) ends with an error past ``max_pages`` pages.
+one attempt has ``deadline_s`` in all, connect, headers and body to its last byte (the
+client's own timeout only bounds each wait for a byte, which a peer dripping a byte every
+few seconds never trips; an endpoint sets it from ``request_timeout_s``); and a ``Link``
+pagination (each request for the ``next`` URL the previous page named) ends with an error
+past ``max_pages`` pages.
 
 Every answer's rate-limit headers are read (``ratelimit``): ``rate_budgets`` keeps the
 latest budget of each pool the tracker names.
@@ -149,7 +150,7 @@ class TrackerHttp:
     clock_s: Callable[[], float] = time.time
     extra_origins: set[str] = field(default_factory=set)
     max_response_bytes: int = 32 << 20
-    deadline_s: float = 120.0
+    deadline_s: float = 30.0
     max_pages: int = 1000
     _pages: dict[str, int] = field(default_factory=dict)  # a next URL -> its page number
     # the latest rate-limit budget each pool reported (its headers, on every answer)
@@ -265,7 +266,9 @@ class TrackerHttp:
                 response = await self._bounded(request)
         except TimeoutError:
             raise _Deadline(
-                f"no whole answer within {self.deadline_s:g} s (deadline_s)", request=request
+                f"no whole answer within {self.deadline_s:g} s (request_timeout_s, one attempt "
+                "from connect to the body's last byte)",
+                request=request,
             ) from None
         self.on_response(str(response.status_code))
         keep_budget(self.rate_budgets, response.headers, self.clock_s())
