@@ -16,6 +16,7 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from cotal_tasks.bridge.http.auth import Tokens
 from cotal_tasks.bridge.http.events import EventHub
 from cotal_tasks.bridge.http.presence import BrokerState, NoPresenceView, PresenceReader
+from cotal_tasks.bridge.http.refusals import RefusedDeliveries
 from cotal_tasks.bridge.service.commands import CommandService
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
@@ -42,8 +43,8 @@ class ServedEndpoint:
 class HttpContext:
     """The endpoints the bridge serves, the config, metrics, the loaded token secrets, the
     event feed (already hearing every endpoint's changes), the webhook routes hosted
-    providers contribute, the presence view for the dashboard's liveness column, and the
-    broker connection for health."""
+    providers contribute and the deliveries they refused (by provider), the presence view
+    for the dashboard's liveness column, and the broker connection for health."""
 
     config: BridgeConfig
     endpoints: Mapping[str, ServedEndpoint]
@@ -51,6 +52,7 @@ class HttpContext:
     tokens: Tokens
     events: EventHub
     webhook_routes: Sequence[BaseRoute] = ()
+    refused_deliveries: Mapping[str, RefusedDeliveries] = field(default_factory=dict)
     presence: PresenceReader = field(default_factory=NoPresenceView)
     broker: BrokerState | None = None
     keepalive_s: float = KEEPALIVE_S

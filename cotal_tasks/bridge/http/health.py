@@ -15,7 +15,10 @@ instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are read
 exactly one instance per endpoint should say leader. Where the provider reads its
 tracker's rate-limit headers (``Built.rate_budgets``), ``sync.rateLimits`` lists the budget
 each pool last reported (``remaining`` of ``limit``, ``resetAt``, ``readAt``; empty: the
-tracker reported none).
+tracker reported none). Where the endpoint's provider takes webhooks, ``webhooks`` counts
+the deliveries its route refused as unauthenticated (no secret verifies them: a wrong
+secret on the tracker, or a stranger) since the bridge started, with the latest one's time
+and reason (``refused``, ``lastRefusedAt``, ``lastRefusal``).
 
 All of that is for a caller holding ``tasks.read`` (a bearer token, or the local reader):
 it names files and quotes tracker errors. A caller without one (a load balancer's probe,
@@ -33,6 +36,7 @@ from starlette.responses import Response
 
 from cotal_tasks.bridge.http.auth import READ
 from cotal_tasks.bridge.http.context import ServedEndpoint, context_of, tokens_of
+from cotal_tasks.bridge.http.refusals import RefusedDeliveries
 from cotal_tasks.bridge.http.responses import json_answer
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
@@ -41,7 +45,9 @@ from cotal_tasks.providers.store import PageQuery
 PROBE_TIMEOUT_S = 5.0
 
 
-async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
+async def _probe(
+    endpoint: ServedEndpoint, broker_up: bool, refusals: RefusedDeliveries | None = None
+) -> dict[str, Any]:
     store = endpoint.service.store
     entry: dict[str, Any] = {"provider": endpoint.config.provider}
     refused: str | None = None  # a permanent refusal of the source: not ready, and why
@@ -76,6 +82,8 @@ async def _probe(endpoint: ServedEndpoint, broker_up: bool) -> dict[str, Any]:
         sync["rateLimits"] = [budget.to_json() for budget in endpoint.rate_budgets()]
     if sync:
         entry["sync"] = sync
+    if refusals is not None:
+        entry["webhooks"] = refusals.to_json()
     entry["storeReadable"] = readable
     entry["brokerConnected"] = broker_up
     entry["ready"] = readable and broker_up and refused is None
@@ -88,7 +96,16 @@ async def healthz(request: Request) -> Response:
     ctx = context_of(request)
     broker_up = ctx.broker.is_connected if ctx.broker is not None else True
     names = list(ctx.endpoints)
-    probes = await asyncio.gather(*(_probe(ctx.endpoints[name], broker_up) for name in names))
+    probes = await asyncio.gather(
+        *(
+            _probe(
+                ctx.endpoints[name],
+                broker_up,
+                ctx.refused_deliveries.get(ctx.endpoints[name].config.provider),
+            )
+            for name in names
+        )
+    )
     endpoints = dict(zip(names, probes, strict=True))
     for name, entry in endpoints.items():
         _record(ctx.metrics, name, entry)

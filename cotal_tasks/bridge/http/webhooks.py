@@ -6,21 +6,23 @@ against what arrives as it arrives, so no more than that is ever held: 413; and
 ``body_timeout_s`` for the whole body: 408), then hands the delivery (its headers and raw
 body) to the provider's receiver, given the receivers of that provider's endpoints: the
 provider verifies the raw bytes, finds the endpoint it is for and tells that endpoint's
-receiver (``WebhookReceiver``: remember the delivery, wake the sync). Nothing here knows
-a tracker.
+receiver (``WebhookReceiver``: remember the delivery, wake the sync). A delivery no
+secret verifies (401) is recorded in the route's ``RefusedDeliveries`` (a rate-limited log
+line, ``/healthz``, the dashboard). Nothing here knows a tracker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
 from cotal_tasks.bridge.config import HttpLimits
+from cotal_tasks.bridge.http.refusals import RefusedDeliveries
 from cotal_tasks.providers.provider import Webhook, WebhookReceiver, WebhookReply
 from cotal_tasks.providers.registry import PROVIDERS
 
@@ -62,7 +64,12 @@ async def read_bounded(request: Request, limits: HttpLimits) -> bytes:
     return bytes(body)
 
 
-def _route(webhook: Webhook, receivers: Sequence[WebhookReceiver], limits: HttpLimits) -> Route:
+def _route(
+    webhook: Webhook,
+    receivers: Sequence[WebhookReceiver],
+    limits: HttpLimits,
+    refusals: RefusedDeliveries,
+) -> Route:
     receive = webhook.receiver(receivers)
 
     async def deliver(request: Request) -> JSONResponse:
@@ -76,6 +83,8 @@ def _route(webhook: Webhook, receivers: Sequence[WebhookReceiver], limits: HttpL
         except (ValueError, RecursionError) as exc:  # a decode failure past the receiver's
             log.warning("%s webhook: a delivery did not decode (%s)", webhook.route, type(exc))
             reply = WebhookReply(400, "the body could not be decoded. Send the tracker's JSON")
+        if reply.status == 401:
+            refusals.refused(request.client.host if request.client else None, reply.message)
         headers = {"Connection": "close"} if reply.status in (408, 413) else None
         return JSONResponse({"message": reply.message}, status_code=reply.status, headers=headers)
 
@@ -83,15 +92,28 @@ def _route(webhook: Webhook, receivers: Sequence[WebhookReceiver], limits: HttpL
 
 
 def webhook_routes(
-    receivers: Sequence[tuple[str, WebhookReceiver]], limits: HttpLimits | None = None
+    receivers: Sequence[tuple[str, WebhookReceiver]],
+    limits: HttpLimits | None = None,
+    refusals: Mapping[str, RefusedDeliveries] | None = None,
 ) -> list[BaseRoute]:
     """A route per provider with a webhook, over the receivers of its endpoints, given as
     (provider name, receiver); a provider with none answers every delivery 404, naming the
-    remedy. ``limits``: the listener's bounds (the defaults when ``None``)."""
+    remedy. ``limits``: the listener's bounds (the defaults when ``None``); ``refusals``:
+    where each provider's route records the deliveries it refuses (``refused_records``)."""
     bounds = limits or HttpLimits()
+    records = refusals if refusals is not None else refused_records()
     routes: list[BaseRoute] = []
     for entry in PROVIDERS:
         if entry.webhook is not None:
             own = [receiver for name, receiver in receivers if name == entry.name]
-            routes.append(_route(entry.webhook, own, bounds))
+            routes.append(_route(entry.webhook, own, bounds, records[entry.name]))
     return routes
+
+
+def refused_records() -> dict[str, RefusedDeliveries]:
+    """A ``RefusedDeliveries`` for each provider with a webhook route, by provider name."""
+    return {
+        entry.name: RefusedDeliveries(entry.webhook.route)
+        for entry in PROVIDERS
+        if entry.webhook is not None
+    }

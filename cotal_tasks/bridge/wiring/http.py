@@ -21,7 +21,7 @@ from cotal_tasks.bridge.http.context import KEEPALIVE_S, HttpContext, ServedEndp
 from cotal_tasks.bridge.http.events import EventHub
 from cotal_tasks.bridge.http.presence import BrokerState, NoPresenceView, PresenceReader
 from cotal_tasks.bridge.http.server import serve_http
-from cotal_tasks.bridge.http.webhooks import webhook_routes
+from cotal_tasks.bridge.http.webhooks import refused_records, webhook_routes
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.bridge.wiring.endpoints import Endpoint
 
@@ -67,6 +67,7 @@ def build_http_app(
     events = EventHub()
     for endpoint in endpoints:
         endpoint.service.add_listener(events.listener(endpoint.config.name))
+    refused = refused_records()
     context = HttpContext(
         config,
         {endpoint.config.name: served_endpoint(endpoint) for endpoint in endpoints},
@@ -76,7 +77,9 @@ def build_http_app(
         webhook_routes=webhook_routes(
             [(ep.config.provider, ep.webhook) for ep in endpoints if ep.webhook is not None],
             config.http.limits,
+            refused,
         ),
+        refused_deliveries=refused,
         presence=presence if presence is not None else NoPresenceView(),
         broker=broker,
         keepalive_s=keepalive_s,

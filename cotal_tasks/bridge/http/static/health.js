@@ -1,6 +1,6 @@
 // The flow-and-health view: per endpoint, its flow (flow.js) and a sync panel read from
 // /healthz (last successful sync, lag, rate-limit budget left, degraded items by reason,
-// leader or follower) and /metrics (tracker requests and rate-limit waits).
+// leader or follower, webhook deliveries refused) and /metrics (tracker requests and rate-limit waits).
 
 import { WINDOWS, flowCard } from "./flow.js";
 import { ago, clock, el, providerName, sentence, span, when } from "./render.js";
@@ -24,6 +24,15 @@ function budgetLines(pools, now) {
     return el("span", { class: "pool", "data-pool": pool.resource || "", text: pool.resource && pools.length > 1 ? `${pool.resource}: ${text}` : text });
   });
   return el("span", { class: "pools" }, ...lines);
+}
+
+// The deliveries the webhook route refused as unauthenticated (/healthz's webhooks): a
+// wrong secret on the tracker, or a stranger; the latest with its time and reason.
+function refusedHooks(hooks, now) {
+  if (!hooks.refused) return "none since the bridge started";
+  const count = `${hooks.refused} deliver${hooks.refused === 1 ? "y" : "ies"} since the bridge started (no secret verifies them)`;
+  if (!hooks.lastRefusedAt) return count;
+  return `${count}; the last ${ago(hooks.lastRefusedAt, now)}, at ${clock(hooks.lastRefusedAt)}: ${sentence(hooks.lastRefusal || "refused")}`;
 }
 
 function syncPanel(name, provider, health, traffic, now) {
@@ -52,6 +61,7 @@ function syncPanel(name, provider, health, traffic, now) {
     facts.append(...row("Tracker requests", total ? `${total} since the bridge started${limited ? `, ${limited} refused (403/429)` : ""}` : "none since the bridge started", { "data-fact": "requests" }));
     facts.append(...row("Rate-limit budget", budgetLines(health.sync && health.sync.rateLimits, now), { "data-fact": "rate-budget" }));
     facts.append(...row("Rate-limit waits", seen.waited ? `waited ${span(seen.waited * 1000)} in all` : "no wait so far", { "data-fact": "rate-limit" }));
+    if (health.webhooks) facts.append(...row("Webhooks refused", refusedHooks(health.webhooks, now), { "data-fact": "webhooks-refused", class: health.webhooks.refused ? "warn" : null }));
   }
   if (health.stale) facts.append(...row("Stale", `${sentence(health.stale.reason)} Since ${clock(health.stale.staleAsOf)}.`, { class: "warn" }));
   box.append(facts);
