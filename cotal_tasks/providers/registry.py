@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from cotal_tasks.core import ContractError, ErrorCode
-from cotal_tasks.providers import board, github, gitlab, jira, tower_do
+from cotal_tasks.providers import board, github, gitlab, jira, linear, tower_do
 from cotal_tasks.providers.provider import Provider
 
 PROVIDERS: tuple[Provider[Any], ...] = (
@@ -17,6 +17,7 @@ PROVIDERS: tuple[Provider[Any], ...] = (
     github.PROVIDER,
     gitlab.PROVIDER,
     jira.PROVIDER,
+    linear.PROVIDER,
     tower_do.PROVIDER,
 )
 

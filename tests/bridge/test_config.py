@@ -93,7 +93,7 @@ def test_the_shipped_examples_load(example: Path) -> None:
             '[[endpoints]]\nprovider = "redmine"\n',
             [
                 "endpoints.0: provider 'redmine' is not known",
-                "Set provider to one of board, github, gitlab, jira or tower-do",
+                "Set provider to one of board, github, gitlab, jira, linear or tower-do",
             ],
             id="an unknown provider names the valid ones",
         ),
@@ -158,7 +158,7 @@ def test_the_registry_is_consistent() -> None:
         assert tag == entry.name, f"{entry.name}'s settings are tagged {tag!r}"
         assert (entry.section is None) == (entry.name == "board")
     routes = [p.webhook.route for p in PROVIDERS if p.webhook is not None]
-    assert sorted(routes) == ["github", "gitlab", "jira"]
+    assert sorted(routes) == ["github", "gitlab", "jira", "linear"]
     with pytest.raises(ContractError, match="Set provider to one of board, github"):
         provider("redmine")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -26,6 +27,12 @@ async def run(*args: str, env: Mapping[str, str] | None = None) -> tuple[int, st
     out, err = await asyncio.wait_for(process.communicate(), 60)
     assert process.returncode is not None
     return process.returncode, out.decode(), err.decode()
+
+
+async def run_wide(*args: str) -> tuple[int, str, str]:
+    """``run`` in this environment on a terminal 100 columns wide (what the tables that
+    tests read are laid out for)."""
+    return await run(*args, env={**os.environ, "COLUMNS": "100"})
 
 
 async def run_cli(config: Path, *args: str) -> tuple[int, str, str]:

@@ -63,6 +63,12 @@ def name_color(name: str) -> str:
     return f"{zlib.crc32(name.encode()) & 0xFFFFFF:06x}"
 
 
+def is_write(method: str, path: str) -> bool:
+    """Whether a request changes state: a write method, and not a read sent as a POST."""
+    reads = path.endswith(("/graphql", "/search/jql")) or path.startswith("/graphql/")
+    return method in ("POST", "PATCH", "PUT", "DELETE") and not reads
+
+
 @dataclass(frozen=True)
 class RecordedRequest:
     """One request a fake answered (every one, including 401s, 304s and scripted faults).
@@ -83,10 +89,8 @@ class RecordedRequest:
     @property
     def is_write(self) -> bool:
         """A request that changes state (a GraphQL query and a Jira JQL search are POSTs,
-        but read)."""
-        return self.method in ("POST", "PATCH", "PUT", "DELETE") and not self.path.endswith(
-            ("/graphql", "/search/jql")
-        )
+        but read; the fake Linear logs its queries as ``/graphql/<operation>``)."""
+        return is_write(self.method, self.path)
 
     def matches(
         self, method: str | None = None, path: str | None = None, status: int | None = None
@@ -256,7 +260,7 @@ class FakeTracker:
 
     def take_held(self, method: str, path: str) -> Held | None:
         writes = len(self.writes)
-        write = method in ("POST", "PATCH", "PUT", "DELETE") and not path.endswith("/graphql")
+        write = is_write(method, path)
         ready = [
             h
             for h in self.holds

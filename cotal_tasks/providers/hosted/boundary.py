@@ -20,7 +20,7 @@ import traceback
 from collections import Counter, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, TypeVar, get_args
 
 log = logging.getLogger(__name__)
@@ -174,6 +174,11 @@ def epoch_ms(stamp: str | None) -> int:
     if not stamp:
         return 0
     return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def iso_ms(ms: int) -> str:
+    """Epoch milliseconds as a tracker writes a time: UTC, milliseconds, ``Z``."""
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 def as_ms(value: Any) -> int:

@@ -37,6 +37,7 @@ from tenacity import (
     stop_after_attempt,
 )
 
+from cotal_tasks.providers.hosted.boundary import as_list
 from cotal_tasks.providers.hosted.ratelimit import keep_budget
 from cotal_tasks.providers.provider import RateBudget, SourceRefused
 
@@ -122,6 +123,9 @@ def message_of(response: httpx.Response) -> str:
                 if isinstance(errors, list) and errors:
                     text += f" ({errors[0]})"
                 return str(text)[:300]
+        graphql = as_list(body.get("errors"))  # a GraphQL answer's first error
+        if graphql and isinstance(graphql[0], dict) and isinstance(graphql[0].get("message"), str):
+            return str(graphql[0]["message"])[:300]
     return response.reason_phrase or "error"
 
 

@@ -73,3 +73,16 @@ class PageCap:
         if self.asked >= self.limit:
             raise too_many_pages(self.limit, method=method, path=path)
         self.asked += 1
+
+
+EDGE_MAX = 5_000  # entries kept at a window's edge (``at_edge``)
+
+
+def at_edge(seen: Mapping[str, int], since: int) -> dict[str, int]:
+    """Of the items read by key with their update stamp (epoch ms), those the next poll's
+    window (from ``since``) can bring again, the newest ``EDGE_MAX``: a poll that asks
+    from before its cursor drops what it has read already with the same stamp."""
+    kept = {k: v for k, v in seen.items() if v >= since}
+    if len(kept) > EDGE_MAX:
+        kept = dict(sorted(kept.items(), key=lambda kv: kv[1])[-EDGE_MAX:])
+    return kept

@@ -19,6 +19,7 @@ from typing import Any
 
 from cotal_tasks.providers.hosted import taskids
 from cotal_tasks.providers.hosted.boundary import as_dict, as_list, as_ms, as_str, at_path
+from cotal_tasks.providers.hosted.links import url_evidence
 from cotal_tasks.providers.hosted.mapping import WITHHELD
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 from cotal_tasks.providers.jira import adf
@@ -44,14 +45,6 @@ CATEGORIES = frozenset({"new", "indeterminate", "done"})
 IN_PROGRESS = "\x00in-progress"
 
 _KEY = re.compile(r"^([A-Z][A-Z0-9_]*)-(\d{1,18})$")
-_GITHUB = re.compile(
-    r"^https://github\.com/(?P<repo>[\w.-]+/[\w.-]+)/"
-    r"(?:(?P<pull>pull)/\d+|commit/(?P<sha>[0-9a-f]{7,40})|actions/runs/\d+(?:/job/\d+)?)/?$"
-)
-_GITLAB = re.compile(
-    r"^https://[\w.-]*gitlab[\w.-]*/(?P<repo>[\w.-]+(?:/[\w.-]+)+)/-/"
-    r"(?:(?P<pull>merge_requests)/\d+|commit/(?P<sha>[0-9a-f]{7,40})|pipelines/\d+|jobs/\d+)/?$"
-)
 
 
 def issue_key(project: str, number: int) -> str:
@@ -170,16 +163,5 @@ def gone(project: str, number: int, fate: str) -> TrackedIssue:
 
 def link_evidence(link: Mapping[str, Any], at: int) -> list[Evidence]:
     """A remote link as evidence, when it points at a GitHub or GitLab pull or merge
-    request (``review``, its URL), a commit (``commit``, ``owner/repo@sha``: where it
-    lives) or a CI run or pipeline (``run``, its URL). Any other link says nothing."""
-    url = as_str(at_path(link, "object", "url"))
-    if url is None:
-        return []
-    match = _GITHUB.match(url) or _GITLAB.match(url)
-    if match is None:
-        return []
-    if match.group("pull"):
-        return [Evidence("review", url, at)]
-    if sha := match.group("sha"):
-        return [Evidence("commit", f"{match.group('repo')}@{sha}", at)]
-    return [Evidence("run", url, at)]
+    request, commit or CI run (``hosted.links``). Any other link says nothing."""
+    return url_evidence(as_str(at_path(link, "object", "url")), at)

@@ -20,9 +20,16 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_dict, as_ms, as_str, at_path
+from cotal_tasks.providers.hosted.boundary import (
+    ItemBoundary,
+    as_dict,
+    as_ms,
+    as_str,
+    at_path,
+    iso_ms,
+)
 from cotal_tasks.providers.hosted.http import TrackerHttpError
-from cotal_tasks.providers.hosted.paging import PageCap
+from cotal_tasks.providers.hosted.paging import PageCap, at_edge
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     Evidence,
@@ -42,14 +49,9 @@ from cotal_tasks.providers.jira.config import JiraConfig
 log = logging.getLogger(__name__)
 
 SEEN = "seen"  # the checkpoint's (key -> updated ms) of the issues at the window's edge
-SEEN_MAX = 5_000
 REWALKS = 3
 _WIDE_MS = 14 * 3600 * 1000  # any zone's offset: the window when the zone is not known
 _STATE_FIELDS = ("assignee", "status", "resolution", "labels")
-
-
-def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
 class JiraTracker(Tracker):
@@ -170,9 +172,9 @@ class JiraTracker(Tracker):
                     highest = max(highest, stamp)
                     if issue := self._tracked(item, await self._evidence(item)):
                         issues.append(issue)
-                seen = _edge({**seen, **read}, highest - overlap - 60_000)
+                seen = at_edge({**seen, **read}, highest - overlap - 60_000)
                 yield ListPage(
-                    issues, cursor=iso(highest) if highest else cursor, remember={SEEN: seen}
+                    issues, cursor=iso_ms(highest) if highest else cursor, remember={SEEN: seen}
                 )
             if restart is None:
                 return
@@ -322,11 +324,3 @@ class JiraTracker(Tracker):
         transitions = await self.client.transitions(key)
         tid, screen = workflow.pick_transition(transitions, target, key, status)
         return lambda: self.client.transition(key, tid, screen)
-
-
-def _edge(seen: dict[str, int], since: int) -> dict[str, int]:
-    """The entries the next poll's window can still bring again, the newest ``SEEN_MAX``."""
-    kept = {k: v for k, v in seen.items() if v >= since}
-    if len(kept) > SEEN_MAX:
-        kept = dict(sorted(kept.items(), key=lambda kv: kv[1])[-SEEN_MAX:])
-    return kept

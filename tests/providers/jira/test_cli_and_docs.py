@@ -4,7 +4,6 @@ example config loads; docs/jira.md's status table says what the default rules do
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -15,16 +14,11 @@ from cotal_tasks.providers.jira.config import JiraConfig, jira_default_rules
 from cotal_tasks.providers.jira.mapping import native_of
 from tests.providers.jira._support import ENDPOINT_NAME, SEAT_ACCOUNT, TOKEN_ENV
 from tests.providers.test_docs_tables import rows
-from tests.support.cli import run
+from tests.support.cli import run_wide
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
 
 ROOT = Path(__file__).parents[3]
-
-
-async def cotal_tasks(*args: str) -> tuple[int, str, str]:
-    code, out, err = await run(*args, env={**os.environ, "COLUMNS": "100"})
-    return code, out, err
 
 
 @pytest.fixture
@@ -63,9 +57,7 @@ async def test_preview_shows_the_mapping_and_writes_nothing(
     done = jira.add_issue(PROJECT, "Ship it")
     done.status, done.resolution = "Done", "Won't Do"
     done.remote_links = [{"object": {"url": "https://github.com/acme/app/pull/4"}}]
-    code, out, err = await cotal_tasks(
-        "check-config", "--config", str(config_file), "--preview", "2"
-    )
+    code, out, err = await run_wide("check-config", "--config", str(config_file), "--preview", "2")
     assert code == 0, err
     assert f"preview of {ENDPOINT_NAME} (nothing was written):" in out, out
     assert f"{PROJECT}#1: Write the parser" in out
@@ -81,11 +73,11 @@ async def test_sync_imports_and_an_unchanged_sync_is_one_search(
 ) -> None:
     for k in range(5):
         jira.add_issue(PROJECT, f"Issue {k}")
-    code, out, err = await cotal_tasks("sync", "--config", str(config_file))
+    code, out, err = await run_wide("sync", "--config", str(config_file))
     assert code == 0, err
     assert "5 issue(s) read" in out
     assert jira.token not in out + err
-    code, out, err = await cotal_tasks("sync", "--config", str(config_file))
+    code, out, err = await run_wide("sync", "--config", str(config_file))
     assert code == 0, err
     assert "0 issue(s) read" in out
 

@@ -1,0 +1,112 @@
+"""The GraphQL documents the Linear tracker sends: only the fields the mapping reads.
+
+Linear prices a query by its complexity (about one point an object and a tenth a field,
+each connection's children counted ``first`` times), so the connections nested in an
+issue ask for few nodes, and a walk's page asks for attachments only where the sync
+reads evidence (``$evidence``).
+"""
+
+from __future__ import annotations
+
+ISSUE_FIELDS = """
+fragment IssueFields on Issue {
+  id identifier title description createdAt updatedAt archivedAt trashed
+  previousIdentifiers
+  state { id name type }
+  team { id key }
+  assignee { id }
+  delegate { id }
+  labels(first: 20) { nodes { name } }
+  attachments(first: 20) @include(if: $evidence) { nodes { url createdAt updatedAt } }
+}
+"""
+
+ISSUES = (
+    """
+query Issues($filter: IssueFilter, $first: Int, $after: String, $orderBy: PaginationOrderBy,
+             $evidence: Boolean!) {
+  issues(filter: $filter, first: $first, after: $after, orderBy: $orderBy,
+         includeArchived: true) {
+    nodes { ...IssueFields }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+"""
+    + ISSUE_FIELDS
+)
+
+IDENTIFIERS = """
+query Open($filter: IssueFilter, $first: Int, $after: String) {
+  issues(filter: $filter, first: $first, after: $after) {
+    nodes { identifier }
+    pageInfo { hasNextPage endCursor }
+  }
+}
+"""
+
+ISSUE = (
+    """
+query Issue($id: String!, $evidence: Boolean!) {
+  issue(id: $id) { ...IssueFields }
+}
+"""
+    + ISSUE_FIELDS
+)
+
+TEAMS = """
+query Teams($keys: [String!]) {
+  teams(filter: { key: { in: $keys } }, first: 50) { nodes { id key } }
+}
+"""
+
+# What a write reads before it sends anything: where the issue stands, who holds it,
+# its team's workflow states, the labels the write names, and whether the account a
+# claim gives it to is an agent (an app user: delegated) or a person's (assigned).
+BEFORE_WRITE = """
+query BeforeWrite($id: String!, $labels: [String!], $withLabels: Boolean!,
+                  $account: String!, $withAccount: Boolean!) {
+  issue(id: $id) {
+    id identifier
+    state { id name type }
+    assignee { id }
+    delegate { id }
+    labels(first: 50) { nodes { id name } }
+    team { id key states(first: 100) { nodes { id name type position } } }
+  }
+  issueLabels(filter: { name: { in: $labels } }, first: 50) @include(if: $withLabels) {
+    nodes { id name team { id } }
+  }
+  user(id: $account) @include(if: $withAccount) { id app }
+}
+"""
+
+UPDATE = """
+mutation Update($id: String!, $input: IssueUpdateInput!) {
+  issueUpdate(id: $id, input: $input) { success }
+}
+"""
+
+CREATE = """
+mutation Create($input: IssueCreateInput!) {
+  issueCreate(input: $input) { success issue { identifier } }
+}
+"""
+
+COMMENT = """
+mutation Comment($input: CommentCreateInput!) {
+  commentCreate(input: $input) { success }
+}
+"""
+
+COMMENTS = """
+query Comments($id: String!) {
+  issue(id: $id) { comments(first: 50, orderBy: createdAt) { nodes { body } } }
+}
+"""
+
+VIEWER = """
+query Viewer($keys: [String!]) {
+  viewer { id name app }
+  teams(filter: { key: { in: $keys } }, first: 50) { nodes { id key } }
+}
+"""

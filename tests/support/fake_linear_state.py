@@ -1,0 +1,291 @@
+"""The state of the fake Linear (``tests.support.fake_linear``): a workspace with teams
+and their workflow states, users and agents (app users), labels, issues with their
+assignee, delegate, attachments and comments, and the operations a test performs as a
+person would in Linear's app (edit, move a state, delegate, trash, archive, move to
+another team). Shapes follow Linear's published schema (``tests/fixtures/linear``)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.support.clock import FakeClock
+from tests.support.fake_tracker import FakeTracker, bulk_text
+
+# (name, type, position) of a new team's workflow, as Linear seeds one
+WORKFLOW = (
+    ("Triage", "triage", 0.0),
+    ("Backlog", "backlog", 1.0),
+    ("Todo", "unstarted", 2.0),
+    ("In Progress", "started", 3.0),
+    ("In Review", "started", 4.0),
+    ("Blocked", "started", 5.0),
+    ("Done", "completed", 6.0),
+    ("Canceled", "canceled", 7.0),
+    ("Duplicate", "duplicate", 8.0),
+)
+TEAM = "ENG"
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+@dataclass
+class State:
+    id: str
+    name: str
+    type: str
+    position: float
+
+
+@dataclass
+class Team:
+    id: str
+    key: str
+    states: list[State]
+    next_number: int = 1
+
+
+@dataclass
+class User:
+    id: str
+    name: str
+    app: bool = False
+
+
+@dataclass
+class Label:
+    id: str
+    name: str
+    team_id: str | None = None  # None: a workspace label
+
+
+@dataclass
+class Comment:
+    id: str
+    body: str
+    created_ms: int
+    user_id: str
+
+
+@dataclass
+class Attachment:
+    id: str
+    url: str
+    title: str
+    created_ms: int
+
+
+@dataclass
+class Issue:
+    id: str
+    team: Team
+    number: int
+    title: str
+    description: str | None
+    state: State
+    created_ms: int
+    updated_ms: int
+    assignee: str | None = None
+    delegate: str | None = None
+    label_ids: list[str] = field(default_factory=list)
+    attachments: list[Attachment] = field(default_factory=list)
+    comments: list[Comment] = field(default_factory=list)
+    previous: list[str] = field(default_factory=list)
+    archived_ms: int | None = None
+    trashed: bool = False
+    project: str | None = None
+    cycle: int | None = None
+    cycle_active: bool = False
+
+    @property
+    def identifier(self) -> str:
+        return f"{self.team.key}-{self.number}"
+
+
+class FakeLinearState(FakeTracker):
+    """The workspace. The viewer (the token's user) is ``bridge``."""
+
+    client_url = "http://linear.test"
+    api_url = "http://linear.test/graphql"
+    api_prefix = "/graphql"
+
+    def __init__(self, clock: FakeClock | None = None, teams: tuple[str, ...] = (TEAM,)) -> None:
+        super().__init__(clock or FakeClock())
+        self.token = "lin_api_" + "k" * 40
+        self.oauth = False  # the token is an OAuth access token (sent as Bearer)
+        self.teams: dict[str, Team] = {}
+        self.users: dict[str, User] = {}
+        self.labels: dict[str, Label] = {}
+        self.issues: dict[str, Issue] = {}  # by id
+        self.deleted: set[str] = set()  # identifiers deleted for good
+        self.viewer = self.add_user("bridge")
+        self.requests_left, self.complexity_left = 5000, 3_000_000
+        self.limits = (5000, 3_000_000)
+        self.reset_ms = self.clock.ms + 3_600_000
+        self.complexities: list[int] = []  # what each answered query cost
+        for key in teams:
+            self.add_team(key)
+        self.add_label("Blocked")
+
+    def auth_headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}" if self.oauth else self.token}
+
+    # -- the workspace ------------------------------------------------------------------
+    def add_team(self, key: str) -> Team:
+        states = [State(new_id(), name, kind, pos) for name, kind, pos in WORKFLOW]
+        team = Team(new_id(), key, states)
+        self.teams[key] = team
+        return team
+
+    def add_user(self, name: str, *, app: bool = False) -> User:
+        user = User(new_id(), name, app)
+        self.users[user.id] = user
+        return user
+
+    def add_label(self, name: str, team: str | None = None) -> Label:
+        label = Label(new_id(), name, None if team is None else self.teams[team].id)
+        self.labels[label.id] = label
+        return label
+
+    def state(self, team: str, name: str) -> State:
+        (found,) = [s for s in self.teams[team].states if s.name == name]
+        return found
+
+    def add_issue(
+        self, title: str, description: str | None = None, *, team: str = TEAM, state: str = "Todo"
+    ) -> Issue:
+        owner = self.teams[team]
+        now = self.clock.ms
+        issue = Issue(
+            new_id(),
+            owner,
+            owner.next_number,
+            title,
+            description,
+            self.state(team, state),
+            now,
+            now,
+        )
+        owner.next_number += 1
+        self.issues[issue.id] = issue
+        self.clock.advance_ms(1)
+        return issue
+
+    def bulk_issues(self, count: int, *, team: str = TEAM, spacing_s: float = 0) -> list[Issue]:
+        """``count`` issues, ``spacing_s`` apart (else a millisecond)."""
+        rng = random.Random(count)
+        made = []
+        for k in range(count):
+            title, body = bulk_text(k, rng)
+            made.append(self.add_issue(title, body, team=team))
+            self.clock.advance(spacing_s)
+        return made
+
+    def issue(self, identifier: str) -> Issue:
+        for issue in self.issues.values():
+            if issue.identifier == identifier or identifier in issue.previous:
+                return issue
+        raise KeyError(identifier)
+
+    def advance(self, seconds: int = 1) -> int:
+        return self.clock.advance(seconds)
+
+    def touch(self, issue: Issue) -> None:
+        self.clock.advance_ms(1)
+        issue.updated_ms = self.clock.ms
+
+    # -- what a person does in Linear ----------------------------------------------------
+    def move(self, issue: Issue, state: str) -> None:
+        issue.state = self.state(issue.team.key, state)
+        self.touch(issue)
+
+    def set_title(self, issue: Issue, title: str) -> None:
+        issue.title = title
+        self.touch(issue)
+
+    def assign(self, issue: Issue, user: User | None) -> None:
+        issue.assignee = None if user is None else user.id
+        self.touch(issue)
+
+    def delegate_to(self, issue: Issue, agent: User | None) -> None:
+        issue.delegate = None if agent is None else agent.id
+        self.touch(issue)
+
+    def label(self, issue: Issue, name: str) -> None:
+        (label,) = [x for x in self.labels.values() if x.name == name]
+        issue.label_ids.append(label.id)
+        self.touch(issue)
+
+    def attach(self, issue: Issue, url: str, title: str = "linked") -> None:
+        issue.attachments.append(Attachment(new_id(), url, title, self.clock.ms))
+        self.touch(issue)
+
+    def trash(self, issue: Issue) -> None:
+        issue.trashed, issue.archived_ms = True, self.clock.ms
+        self.touch(issue)
+
+    def archive(self, issue: Issue) -> None:
+        issue.archived_ms = self.clock.ms
+        self.touch(issue)
+
+    def to_team(self, issue: Issue, key: str) -> None:
+        """A team move: a new identifier, the old one kept in ``previousIdentifiers``."""
+        issue.previous.append(issue.identifier)
+        team = self.teams[key]
+        issue.team, issue.number = team, team.next_number
+        team.next_number += 1
+        issue.state = next(s for s in team.states if s.type == issue.state.type)
+        self.touch(issue)
+
+    def delete(self, issue: Issue) -> None:
+        del self.issues[issue.id]
+        self.deleted.add(issue.identifier)
+
+    def set_rate_limit(
+        self, requests: int, complexity: int = 3_000_000, reset_in_s: int = 60
+    ) -> None:
+        self.requests_left, self.complexity_left = requests, complexity
+        self.reset_ms = self.clock.ms + reset_in_s * 1000
+
+    # -- rendering, as the schema's types ----------------------------------------------
+    def render(self, issue: Issue) -> dict[str, Any]:
+        team = issue.team
+        users = self.users
+        return {
+            "id": issue.id,
+            "identifier": issue.identifier,
+            "number": float(issue.number),
+            "title": issue.title,
+            "description": issue.description,
+            "createdAt": iso(issue.created_ms),
+            "updatedAt": iso(issue.updated_ms),
+            "archivedAt": None if issue.archived_ms is None else iso(issue.archived_ms),
+            "trashed": issue.trashed or None,
+            "previousIdentifiers": list(issue.previous),
+            "state": vars(issue.state) | {"team": None},
+            "team": {
+                "id": team.id,
+                "key": team.key,
+                "states": {"nodes": [vars(s) for s in team.states]},
+            },
+            "assignee": None if issue.assignee is None else vars(users[issue.assignee]),
+            "delegate": None if issue.delegate is None else vars(users[issue.delegate]),
+            "labels": {"nodes": [{"id": i, "name": self.labels[i].name} for i in issue.label_ids]},
+            "attachments": {
+                "nodes": [
+                    {"url": a.url, "createdAt": iso(a.created_ms), "updatedAt": iso(a.created_ms)}
+                    for a in issue.attachments
+                ]
+            },
+            "comments": {"nodes": [{"body": c.body} for c in issue.comments]},
+        }
+
+
+def iso(ms: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
