@@ -86,6 +86,17 @@ def test_the_shipped_examples_load(example: Path) -> None:
         assert provider(endpoint.provider).settings is type(endpoint.settings)
 
 
+def test_every_provider_has_a_shipped_example() -> None:
+    """README promises a config per tracker in examples/: each provider is the provider of
+    an endpoint in at least one of them (each of which the test above loads)."""
+    shown = {
+        endpoint.provider
+        for example in EXAMPLES.glob("*.toml")
+        for endpoint in load_config(example).endpoints
+    }
+    assert {entry.name for entry in PROVIDERS} - shown == set()
+
+
 @pytest.mark.parametrize(
     ("endpoints", "expected"),
     [
