@@ -8,6 +8,11 @@ directory for as long as it runs, and records the broker's pid in ``nats-server.
 The next start takes the lock (refused while a live bridge holds it, so one data
 directory never gets two brokers), and stops the broker a dead bridge left, after
 checking the pid is a nats-server serving this very store directory.
+
+The port is kept across restarts when it is free: the broker's port is recorded in
+``nats-server.port`` (private, like the rest of the store), and the next start asks for
+that port first, so a client that was connected reconnects to the address it knows. A
+port something else took meanwhile gives way to a fresh free one (logged).
 """
 
 from __future__ import annotations
@@ -57,6 +62,18 @@ def free_port() -> int:
         return port
 
 
+def port_free(port: int) -> bool:
+    """Whether a listener could bind ``127.0.0.1:port`` now, as nats-server binds (with
+    ``SO_REUSEADDR``, so the closed connections of a broker just stopped do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 class EmbeddedNats:
     """Start, wait for, and stop one nats-server process."""
 
@@ -74,6 +91,7 @@ class EmbeddedNats:
         self._process: asyncio.subprocess.Process | None = None
         self._log = store_dir / "nats-server.log"
         self._pid_file = store_dir / "nats-server.pid"
+        self._port_file = store_dir / "nats-server.port"
         self._lock_fd: int | None = None
 
     @property
@@ -91,8 +109,9 @@ class EmbeddedNats:
             raise
 
     async def _spawn(self) -> str:
+        kept = self._kept_port()
         for _ in range(3):  # the free port may be taken between the probe and the bind
-            self.port = free_port()
+            self.port, kept = kept or free_port(), None
             store = str(self.store_dir.resolve())
             args = ["-a", "127.0.0.1", "-p", str(self.port), "-js", "-sd", store]
             config_file = self._config_file()
@@ -113,12 +132,27 @@ class EmbeddedNats:
             )
             write_private(self._pid_file, f"{self._process.pid}\n")
             if await self._wait_ready():
+                write_private(self._port_file, f"{self.port}\n")
                 return self.url
             await self._terminate()
         raise BrokerError(
             f"nats-server did not start. See {self._log} for why, fix that, and start the "
             "bridge again"
         )
+
+    def _kept_port(self) -> int | None:
+        """The port the last broker of this store had, when it is free to take again."""
+        try:
+            text = self._port_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        port = int(text) if text.isdigit() and len(text) <= 5 else 0
+        if not 1024 <= port <= 65535:
+            return None
+        if not port_free(port):
+            log.info("the embedded broker's last port %d is taken; it takes a new one", port)
+            return None
+        return port
 
     def _config_file(self) -> Path | None:
         """The file given, or with ``max_payload`` set, one of the store's own that sets
