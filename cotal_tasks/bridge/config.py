@@ -6,9 +6,11 @@ Every error names the key and the remedy.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -23,6 +25,7 @@ from cotal_tasks.bridge.config_errors import problems
 from cotal_tasks.bridge.logs import LogFormat, LogLevel
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import LIFECYCLE_UID, Principal
+from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.core.models import Settings as Closed
 from cotal_tasks.providers import registry
 
@@ -183,8 +186,42 @@ class BridgeConfig(BrokerConfig):
             raise ValueError(f"endpoint names must be unique; {', '.join(dupes)} repeats")
         return value
 
+    @model_validator(mode="after")
+    def _one_database_one_endpoint(self) -> BridgeConfig:
+        """Two endpoints on one database would serve one board (its rows carry no
+        endpoint): refused here, naming both, before anything opens it."""
+        seen: dict[tuple[str, ...], EndpointConfig] = {}
+        for index, ep in enumerate(self.endpoints):
+            key = database_identity(ep.database_url(self.data_dir))
+            first = seen.setdefault(key, ep)
+            if first is not ep:
+                raise ValueError(
+                    f"endpoints {first.name} and {ep.name} name one database "
+                    f"({mask_credentials(ep.database_url(self.data_dir))}); a database holds "
+                    "one endpoint's board (its rows are not scoped by endpoint, so each would "
+                    f"list the other's tasks). Give endpoints.{index}.database a database of "
+                    "its own (another file, or another database on the same PostgreSQL server)"
+                )
+        return self
+
     def endpoint(self, name: str | None) -> EndpointConfig:
         return find_endpoint(self.endpoints, name)
+
+
+def database_identity(url: str) -> tuple[str, ...]:
+    """What names one database, whatever the URL's spelling: a SQLite file's absolute
+    path; a PostgreSQL server's host, port and database (not the user or options)."""
+    scheme, _, rest = url.partition("://")
+    if scheme.split("+", 1)[0] == "sqlite":
+        return ("sqlite", os.path.normpath(os.path.abspath(os.path.expanduser(rest[1:]))))
+    parts = urlsplit(url)
+    database = parts.path.lstrip("/") or (parts.username or "")
+    return (
+        "postgresql",
+        (parts.hostname or "localhost").lower(),
+        str(parts.port or 5432),
+        database,
+    )
 
 
 _DATABASE_FORMS = "sqlite:///PATH or postgresql://USER@HOST:PORT/DATABASE"

@@ -48,6 +48,12 @@ REFUSED = [
     ),
     ("nats-port", "", "is not a broker URL"),
     (
+        "shared-database",
+        '[[endpoints]]\nname = "com.acme.private"\ndatabase = "sqlite:///shared.db"\n'
+        '[[endpoints]]\nname = "com.acme.public"\ndatabase = "sqlite:///./shared.db"\n',
+        "endpoints com.acme.private and com.acme.public name one database",
+    ),
+    (
         "typo",
         '[[endpoints]]\nname = "com.acme.tasks"\ndatabse = "sqlite:///x.db"\n',
         "did you mean database?",

@@ -87,6 +87,7 @@ async def open_store(
             serve=serve,
             migrate=migrate,
             connect_timeout_s=config.database_connect_timeout_s,
+            endpoint=endpoint.name,
         )
     except BoardUnreachable as exc:
         index = config.endpoints.index(endpoint) if endpoint in config.endpoints else None

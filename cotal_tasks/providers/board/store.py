@@ -28,6 +28,7 @@ from cotal_tasks.files import private_dir, private_file
 from cotal_tasks.providers.board import tables
 from cotal_tasks.providers.board.cache import ReadCache, SoleWriterLock
 from cotal_tasks.providers.board.checkpoints import Checkpoints
+from cotal_tasks.providers.board.claim import claim, shared, sqlite_claim
 from cotal_tasks.providers.board.migrate import upgrade, upgrade_sqlite
 from cotal_tasks.providers.board.postgres import ERRORS as POSTGRES_ERRORS
 from cotal_tasks.providers.board.postgres import PostgresBoard
@@ -108,6 +109,7 @@ def _unreachable(exc: BaseException, timeout_s: float) -> BoardUnreachable:
 
 
 _OPEN_ERRORS: tuple[type[BaseException], ...] = (SQLAlchemyError, *POSTGRES_ERRORS)
+_CLAIM_OR_OPEN_ERRORS: tuple[type[BaseException], ...] = (*_OPEN_ERRORS, ContractError)
 
 
 class BoardStore:
@@ -139,6 +141,7 @@ class BoardStore:
         migrate: bool = True,
         serve: bool = False,
         connect_timeout_s: float = CONNECT_TIMEOUT_S,
+        endpoint: str | None = None,
     ) -> BoardStore:
         """Connect, apply migrations, and return the store (``BoardUnreachable``, an
         ``unavailable``, on failure). Each PostgreSQL connection must be made (the server
@@ -146,6 +149,8 @@ class BoardStore:
 
         ``serve`` marks the process that serves the board: on SQLite it takes the
         sole-writer lock (refusing a second server of the same file) and caches reads.
+        ``endpoint`` names the endpoint the board is opened for: a database another
+        endpoint has claimed is refused (``claim``), and one served unclaimed is claimed.
         """
         parsed = normalize_url(url)
         file = parsed.database if parsed.get_backend_name() == "sqlite" else None
@@ -159,6 +164,12 @@ class BoardStore:
         engine = create_async_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
         if file is not None:
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
+        label = parsed.render_as_string(hide_password=True)
+        if file is not None and endpoint is not None:
+            claimed = await asyncio.to_thread(sqlite_claim, file)
+            if claimed is not None and claimed != endpoint:
+                await engine.dispose()
+                raise shared(label, claimed, endpoint)
         if sole_writer is not None:
             try:
                 await asyncio.to_thread(sole_writer.acquire)
@@ -171,18 +182,21 @@ class BoardStore:
             elif migrate:
                 async with engine.begin() as conn:
                     await conn.run_sync(upgrade)
+            if endpoint is not None:
+                await claim(engine, label, endpoint, write=serve and migrate)
             hot: SqliteFile | PostgresBoard
             if file is not None:
                 hot = SqliteFile(file)  # the same path the engine opens
             else:
                 dsn = parsed.set(drivername="postgresql").render_as_string(hide_password=False)
                 hot = await PostgresBoard.connect(dsn, connect_timeout_s)
-        except _OPEN_ERRORS as exc:
+        except _CLAIM_OR_OPEN_ERRORS as exc:
             await engine.dispose()
             if sole_writer is not None:
                 sole_writer.release()
+            if isinstance(exc, ContractError):
+                raise
             raise _unreachable(exc, connect_timeout_s) from exc
-        label = parsed.render_as_string(hide_password=True)
         return cls(engine, hot, label=label, sole_writer=sole_writer)
 
     def checkpoints(self) -> Checkpoints:

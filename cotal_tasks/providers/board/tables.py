@@ -49,6 +49,16 @@ meta = Table(
     Column("value", BigInteger, nullable=False),
 )
 
+# The endpoint whose board this database holds (one row, written by the first endpoint
+# served from it): the board's rows are not scoped by endpoint, so a database serves one.
+endpoint = Table(
+    "ct_endpoint",
+    metadata,
+    Column("slot", Integer, primary_key=True),  # always 1: one row, one claim
+    Column("name", String(256), nullable=False),
+    Column("claimed_at", BigInteger, nullable=False),
+)
+
 idempotency = Table(
     "ct_idempotency",
     metadata,
