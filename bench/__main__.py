@@ -21,6 +21,7 @@ from bench import (
     github,
     gitlab,
     hostile,
+    hostile_wire,
     jira,
     profile,
     scale,
@@ -81,6 +82,7 @@ async def main() -> None:
         await wire.main(rounds=opts.rounds)
     if "hostile" in parts:
         await hostile.main(rounds=opts.rounds)
+        await hostile_wire.main(rounds=opts.rounds)
     if "writes" in parts:
         await writes.main(rounds=opts.rounds, postgres=opts.postgres)
     if "agents" in parts:

@@ -239,9 +239,9 @@ class Served:
 
 
 @asynccontextmanager
-async def broker() -> AsyncIterator[tuple[str, NATS, Path]]:
+async def broker(max_payload: int | None = None) -> AsyncIterator[tuple[str, NATS, Path]]:
     with tempfile.TemporaryDirectory() as tmp:
-        server = EmbeddedNats(Path(tmp) / "nats")
+        server = EmbeddedNats(Path(tmp) / "nats", max_payload=max_payload)
         url = await server.start()
         nc = await nats.connect(url)
         try:

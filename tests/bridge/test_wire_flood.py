@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from cotal_tasks.core.ceiling import max_request_bytes
 from tests.conftest import Clock, seat
 from tests.support.bridge import ENDPOINT, SPACE, TEST_HTTP, bridge_on, client
 from tests.support.cotal import TestCaller, nonce
+from tests.support.flood import flood
 from tests.support.loopback import loopback_mesh
 
 pytestmark = pytest.mark.broker
@@ -36,45 +36,11 @@ PAD = 1_000_000  # a padded describe: just under nats-server's default 1 MB payl
 FLOOD = 1000  # per flooder
 FLOODERS = 2
 
-# A flooder: the body on stdin, published FLOOD times to the subject prefix (a fresh nonce
-# each time) over a raw socket that ignores the announced limit; connects again when cut.
-FLOODER = (
-    "import secrets, socket, sys\n"
-    "host, port, prefix, count = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])\n"
-    "data = sys.stdin.buffer.read()\n"
-    "sent = 0\n"
-    "while sent < count:\n"
-    "    sock = socket.create_connection((host, port))\n"
-    "    try:\n"
-    "        sock.recv(4096)\n"
-    '        sock.sendall(b\'CONNECT {"verbose":false,"pedantic":false}\\r\\n\')\n'
-    "        while sent < count:\n"
-    "            subject = (prefix + secrets.token_urlsafe(18)).encode()\n"
-    "            head = b'PUB ' + subject + b' ' + str(len(data)).encode() + b'\\r\\n'\n"
-    "            sock.sendall(head + data + b'\\r\\n')\n"
-    "            sent += 1\n"
-    "    except OSError:\n"
-    "        sent += 1\n"
-    "    finally:\n"
-    "        sock.close()\n"
-)
 
-
-async def _flood(port: int, caller: TestCaller) -> None:
+def _padded_describe(caller: TestCaller) -> bytes:
     body = caller.envelope("describe", args=None, digests=False)
     body["pad"] = "x" * PAD
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        FLOODER,
-        "127.0.0.1",
-        str(port),
-        caller.subject("describe", ""),
-        str(FLOOD),
-        stdin=asyncio.subprocess.PIPE,
-    )
-    await process.communicate(json.dumps(body).encode())
-    assert process.returncode == 0
+    return json.dumps(body).encode()
 
 
 async def test_a_flood_of_padded_describes_costs_no_caller_a_request(tmp_path: Path) -> None:
@@ -91,7 +57,10 @@ async def test_a_flood_of_padded_describes_costs_no_caller_a_request(tmp_path: P
             flooder = TestCaller(nc, SPACE, ENDPOINT, seat("flooder"))
             caller = TestCaller(nc, SPACE, ENDPOINT, seat("worker"))
             created = await caller.ok("create-task", {"title": "kept"})
-            floods = [asyncio.create_task(_flood(port, flooder)) for _ in range(FLOODERS)]
+            padded, prefix = _padded_describe(flooder), flooder.subject("describe", "")
+            floods = [
+                asyncio.create_task(flood(port, prefix, padded, FLOOD)) for _ in range(FLOODERS)
+            ]
             lost = answered = 0
             while not all(f.done() for f in floods) or answered < 20:
                 reply = await caller.call("get-task", {"taskId": created["taskId"]})
