@@ -134,6 +134,11 @@ def describe_endpoint(name: str, config: EndpointConfig) -> Json:
     link = getattr(config.settings, "task_link", None)
     if isinstance(link, str):
         out["taskLink"] = link
+    # How many tracker accounts its seat directory maps (never which): the detail says why
+    # an issue assigned to one of them can still show no seat.
+    seats = getattr(config.settings, "seats", None)
+    if isinstance(seats, dict) and seats:
+        out["seatAccounts"] = len(seats)
     return out
 
 

@@ -13,6 +13,7 @@ import { api, AuthNeeded, followHistory, listen, readHealth, readTraffic, setTok
 
 const REFRESH_MS = 30000;
 const COLUMN_LIMIT = 50;
+const COUNT_PAGES = 10; // pages of summaries read to count a column past its cards
 
 const state = {
   endpoints: [],
@@ -214,7 +215,7 @@ async function loadEndpoints() {
   }
 }
 
-async function loadColumn(name, status, pages) {
+async function loadColumn(name, status, pages, ceiling) {
   let cursor = null;
   let last = null;
   const tasks = [];
@@ -226,14 +227,30 @@ async function loadColumn(name, status, pages) {
     cursor = last.nextCursor || null;
     if (!cursor) break;
   }
-  return { tasks, nextCursor: cursor, pages, page: last };
+  const rest = cursor ? await countRest(name, status, cursor, ceiling) : { n: 0, exact: true };
+  return { tasks, nextCursor: cursor, pages, page: last, counted: { n: tasks.length + rest.n, exact: rest.exact } };
+}
+
+// The tasks of a column past the cards read, counted from list-tasks summaries (a board
+// cursor continues there) at the endpoint's page ceiling, at most COUNT_PAGES pages: the
+// header says "125 tasks", not the cards read and a "+".
+async function countRest(name, status, cursor, ceiling) {
+  let n = 0;
+  for (let i = 0; cursor && i < COUNT_PAGES; i += 1) {
+    const query = new URLSearchParams({ status, limit: String(ceiling || COLUMN_LIMIT), cursor });
+    const page = await api(`/v1/endpoints/${encodeURIComponent(name)}/tasks?${query}`);
+    n += page.tasks.length;
+    cursor = page.nextCursor || null;
+  }
+  return { n, exact: !cursor };
 }
 
 async function refreshEndpoint(name) {
   const lane = state.lanes.get(name);
   if (!lane) return;
   try {
-    const loaded = await Promise.all(STATUSES.map((s) => loadColumn(name, s, lane.columns[s].pages)));
+    const ceiling = lane.endpoint.pageCeiling;
+    const loaded = await Promise.all(STATUSES.map((s) => loadColumn(name, s, lane.columns[s].pages, ceiling)));
     const pages = loaded.map((column) => column.page);
     const changeSeq = Math.max(...pages.map((page) => page.changeSeq));
     const liveness = Object.assign({}, ...pages.map((page) => page.liveness));
@@ -241,7 +258,7 @@ async function refreshEndpoint(name) {
     const presence = pages[pages.length - 1].presence;
     const behind = changeSeq < lane.maxSeq; // never a rollback: an older answer, read again
     STATUSES.forEach((status, i) => {
-      lane.columns[status] = { tasks: loaded[i].tasks, nextCursor: loaded[i].nextCursor, pages: loaded[i].pages };
+      lane.columns[status] = { tasks: loaded[i].tasks, nextCursor: loaded[i].nextCursor, pages: loaded[i].pages, counted: loaded[i].counted };
     });
     lane.maxSeq = Math.max(lane.maxSeq, changeSeq);
     lane.data = { changeSeq, liveness, stale, presence, behind };

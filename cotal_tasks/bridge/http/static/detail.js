@@ -2,7 +2,7 @@
 // keyboard) or a deep link (#task=<endpoint>/<taskId>), kept current on board-changed.
 
 import { EVIDENCE_LABEL, icon } from "./icons.js";
-import { LABELS, ago, clock, el, httpUrl, lines, livenessOf, refNode, seatChip, seatKey, sentence, taskHash, trackerRef, when } from "./render.js";
+import { LABELS, ago, clock, el, httpUrl, lines, livenessOf, providerName, refNode, seatChip, seatKey, sentence, taskHash, trackerRef, when } from "./render.js";
 
 const VERBS = {
   "create-task": "created it",
@@ -59,8 +59,16 @@ function evidenceList(evidence) {
   return list;
 }
 
-function bindingFacts(binding, liveness) {
-  if (!binding) return fact("Seat", el("span", { class: "muted", text: "Unassigned" }));
+// Why a task shows no seat although its issue may be assigned to a seat's account: a binding
+// needs the seat's lifecycle (which run of it), and the tracker knows only the account.
+function unboundNote(endpoint) {
+  if (!endpoint || !endpoint.seatAccounts) return null;
+  const tracker = providerName(endpoint.provider);
+  return el("p", { class: "muted small why-unbound" }, `If this issue is assigned on ${tracker} to a seat's account, the account is a seat's, but no lifecycle of that seat is known until the seat claims the task or is bound to it (or its presence is seen in the space), so nobody is shown as working on it yet.`);
+}
+
+function bindingFacts(binding, liveness, endpoint) {
+  if (!binding) return fact("Seat", el("span", { class: "muted", text: "Unassigned" }), unboundNote(endpoint));
   const live = livenessOf(liveness);
   const env = binding.environmentWithheld
     ? el("span", { class: "muted", text: "withheld by its seat" })
@@ -68,7 +76,7 @@ function bindingFacts(binding, liveness) {
   return [
     ...fact("Seat", seatChip(binding, liveness), el("span", { class: "principal", text: ` ${binding.owner}.${binding.actor}` })),
     ...fact("Presence", live ? live.text : "not published in this space"),
-    ...fact("Lifecycle uid", el("code", { class: "uid", text: binding.lifecycleUid })),
+    ...fact("Seat session", el("span", { class: "uid", title: `lifecycle uid ${binding.lifecycleUid}`, text: `…${binding.lifecycleUid.slice(-6)} (a restarted seat is a new session)` })),
     ...fact("Environment", env),
     ...fact("Bound", `${when(binding.boundAt)} by ${who(binding.boundBy).short}`),
   ];
@@ -167,7 +175,9 @@ export class Detail {
     const parts = [];
     if (open.error) {
       const shown = task ? ` Showing the read from ${clock(open.readAt)}; it may be out of date.` : "";
-      parts.push(el("div", { class: "banner unavailable", role: "alert" }, el("b", { text: open.error.code === "not-found" ? "Not found" : "Could not read" }), `: ${sentence(open.error.message)}${shown}`));
+      const gone = open.error.code === "not-found";
+      const said = gone ? `${open.endpoint} has no task ${open.taskId}. It may have been removed, or the link that led here may be mistyped; close this panel to look for it on the board.` : sentence(open.error.message);
+      parts.push(el("div", { class: "banner unavailable", role: "alert" }, el("b", { text: gone ? "Not found" : "Could not read" }), `: ${said}${shown}`));
     }
     if (!task) {
       parts.unshift(el("header", { class: "detail-head" }, el("h2", { id: "detail-title", text: open.error ? open.taskId : "Reading the task…" }), close));
@@ -193,12 +203,25 @@ export class Detail {
       { class: "facts" },
       ...fact("Status", LABELS[task.status]),
       ...fact("In the tracker", task.statusSource ? el("code", { text: task.statusSource }) : el("span", { class: "muted", text: "no native status" })),
-      ...bindingFacts(task.binding, liveness),
-      ...fact("Revision", `${open.entries.length} change${open.entries.length === 1 ? "" : "s"} recorded (${task.version})`),
+      ...bindingFacts(task.binding, liveness, ctx.endpoint),
+      ...fact("Changes", `${open.entries.length} recorded`),
       ...fact("Created", when(task.createdAt)),
       ...fact("Updated", `${when(task.updatedAt)} (${ago(task.updatedAt)})`),
       ...fact("Task id", el("code", { text: task.taskId })),
-      ...fact("Space", el("code", { text: task.space })),
+    );
+    // The record's raw identifiers, for whoever needs them, out of the reading's way.
+    const raw = el(
+      "details",
+      { class: "raw" },
+      el("summary", { text: "Record details" }),
+      el(
+        "dl",
+        { class: "facts" },
+        ...fact("Space", el("code", { text: task.space })),
+        ...fact("Record format", el("code", { text: task.version })),
+        ...(task.binding ? fact("Lifecycle uid", el("code", { text: task.binding.lifecycleUid })) : []),
+        ...(task.binding ? fact("Bound by", el("code", { text: task.binding.boundBy })) : []),
+      ),
     );
     this.body.replaceChildren(
       head,
@@ -207,6 +230,7 @@ export class Detail {
       actions(task, ctx.endpoint, open.endpoint),
       task.brief ? el("p", { class: "brief", text: lines(task.brief) }) : el("p", { class: "brief muted", text: "No brief." }),
       facts,
+      raw,
       el("h3", { text: `Evidence (${task.evidence.length})` }),
       evidenceList(task.evidence),
       el("h3", { text: "History" }),

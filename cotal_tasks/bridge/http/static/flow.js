@@ -83,10 +83,61 @@ export function stints(entries, start, now) {
   return out;
 }
 
-function tick(ms, windowKey) {
-  const date = new Date(ms);
-  if (windowKey === "24h") return date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
-  return date.toLocaleDateString([], { month: "short", day: "numeric" });
+function tick(ms) {
+  return new Date(ms).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" });
+}
+
+// The local midnights between ``start`` and ``end`` (a day is not always 24 h: the clock
+// change), each day's tick on the axis.
+export function midnights(start, end) {
+  const day = new Date(start);
+  day.setHours(24, 0, 0, 0);
+  const out = [];
+  while (day.getTime() <= end) {
+    out.push(day.getTime());
+    day.setDate(day.getDate() + 1);
+  }
+  return out;
+}
+
+// The room a day's label takes: "Tue 12", "Tue", or "Dec 12" on every n-th day.
+const DAY_FORMATS = [
+  { px: 52, every: false, name: (d) => `${d.toLocaleDateString([], { weekday: "short" })} ${d.getDate()}` },
+  { px: 30, every: false, name: (d) => d.toLocaleDateString([], { weekday: "short" }) },
+  { px: 48, every: true, name: (d) => d.toLocaleDateString([], { month: "short", day: "numeric" }) },
+];
+
+// The day axis of a window of days: a tick at each midnight and each day's name centred on
+// its part of the window, every day when they fit (7 days at any width), else every n-th
+// (30 days on a phone), never a day skipped at random.
+function dayAxis(svg, start, end, at) {
+  const ticks = midnights(start, end);
+  const bounds = [start, ...ticks, end];
+  const perDay = at(start + 86400e3) - at(start);
+  const style = DAY_FORMATS.find((f) => f.every || perDay >= f.px);
+  const every = style.every ? Math.max(1, Math.ceil(style.px / perDay)) : 1;
+  for (const t of ticks) {
+    svg.append(svgNode("line", { x1: at(t), x2: at(t), y1: H - PAD.bottom, y2: H - PAD.bottom + 4, class: "tick" }));
+  }
+  for (let i = 0; i + 1 < bounds.length; i += 1) {
+    const from = bounds[i];
+    const to = bounds[i + 1];
+    if (at(to) - at(from) < Math.min(style.px, perDay) * 0.75) continue; // a sliver of a day at an end
+    const date = new Date(from);
+    const index = Math.round((from - ticks[0]) / 86400e3);
+    if (i > 0 && index % every) continue;
+    const label = svgNode("text", { x: (at(from) + at(to)) / 2, y: H - 8, class: "axis day", "text-anchor": "middle", "data-day": isoDay(date) });
+    label.textContent = style.name(date);
+    const full = svgNode("title");
+    full.textContent = date.toLocaleDateString([], { weekday: "long", month: "long", day: "numeric" });
+    label.append(full);
+    svg.append(label);
+  }
+}
+
+function isoDay(date) {
+  const pad = (n) => String(n).padStart(2, "0");
+  return `${date.getFullYear()}-${pad(date.getMonth() + 1)}-${pad(date.getDate())}`;
 }
 
 function chart(points, windowKey, name, W) {
@@ -118,11 +169,17 @@ function chart(points, windowKey, name, W) {
     svg.append(svgNode("polygon", { points: [...along, ...back].join(" "), class: `band s-${status}`, "data-status": status }));
     upper.forEach((v, i) => { base[i] = v; });
   }
+  if (windowKey !== "24h") {
+    const start = points[0].at;
+    const end = points[points.length - 1].at;
+    dayAxis(svg, start, end, (t) => PAD.left + ((W - PAD.left - PAD.right) * (t - start)) / (end - start));
+    return svg;
+  }
   const every = Math.ceil(points.length / Math.max(2, Math.floor(W / 110)));
   points.forEach((p, i) => {
     if (i % every && i !== points.length - 1) return;
     const label = svgNode("text", { x: x(i), y: H - 8, class: "axis", "text-anchor": i === 0 ? "start" : i === points.length - 1 ? "end" : "middle" });
-    label.textContent = i === points.length - 1 ? "now" : tick(p.at, windowKey);
+    label.textContent = i === points.length - 1 ? "now" : tick(p.at);
     svg.append(label);
   });
   return svg;
@@ -174,7 +231,7 @@ export function flowCard(name, history, windowKey, now, onWindow, width) {
   const points = flowCounts(history.entries, now - spec.ms, now, spec.steps);
   const last = points[points.length - 1].counts;
   const legend = el("ul", { class: "legend" });
-  for (const status of [...STACK].reverse()) {
+  for (const status of STATUSES) { // the board's column order
     legend.append(el("li", { "data-status": status }, el("i", { class: `swatch s-${status}`, "aria-hidden": "true" }), LABELS[status], el("b", { text: String(last[status]) })));
   }
   if (history.error) box.append(el("p", { class: "banner stale", role: "status", text: `The history could not be read again (${history.error}); the chart is the read from ${new Date(history.readAt).toLocaleTimeString()}.` }));

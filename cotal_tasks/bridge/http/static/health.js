@@ -63,7 +63,10 @@ function syncPanel(name, provider, health, traffic, now) {
     facts.append(...row("Rate-limit waits", seen.waited ? `waited ${span(seen.waited * 1000)} in all` : "no wait so far", { "data-fact": "rate-limit" }));
     if (health.webhooks) facts.append(...row("Webhooks refused", refusedHooks(health.webhooks, now), { "data-fact": "webhooks-refused", class: health.webhooks.refused ? "warn" : null }));
   }
-  if (health.stale) facts.append(...row("Stale", `${sentence(health.stale.reason)} Since ${clock(health.stale.staleAsOf)}.`, { class: "warn" }));
+  if (health.stale) {
+    const since = health.stale.staleAsOf ? ` Since ${clock(health.stale.staleAsOf)}.` : " No read has succeeded yet.";
+    facts.append(...row("Stale", `${sentence(health.stale.reason)}${since}`, { class: "warn", "data-fact": "stale" }));
+  }
   box.append(facts);
   const degraded = health.degraded;
   const counts = degraded && degraded.counts ? Object.entries(degraded.counts).filter(([, n]) => n > 0) : [];

@@ -19,6 +19,7 @@ const PATHS = {
 };
 
 export const EVIDENCE_LABEL = { review: "review", commit: "commit", branch: "branch", run: "run" };
+export const EVIDENCE_PLURAL = { review: "reviews", commit: "commits", branch: "branches", run: "runs" };
 
 export function icon(name, label = "") {
   const svg = document.createElementNS(SVG, "svg");

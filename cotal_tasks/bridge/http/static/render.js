@@ -1,7 +1,7 @@
 // Rendering for the cotal-tasks board: lanes, columns and cards.
 // Every value from the API is set as text (textContent); only http(s) URLs become links.
 
-import { EVIDENCE_LABEL, icon } from "./icons.js";
+import { EVIDENCE_LABEL, EVIDENCE_PLURAL, icon } from "./icons.js";
 
 export const STATUSES = ["open", "claimed", "blocked", "done", "dropped"];
 export const LABELS = { open: "Open", claimed: "Claimed", blocked: "Blocked", done: "Done", dropped: "Dropped" };
@@ -154,7 +154,7 @@ export function evidenceCounts(evidence) {
   for (const entry of evidence || []) counts[entry.kind] = (counts[entry.kind] || 0) + 1;
   const kinds = Object.keys(counts);
   if (!kinds.length) return null;
-  const words = kinds.map((k) => `${counts[k]} ${EVIDENCE_LABEL[k] || k}${counts[k] > 1 ? "s" : ""}`);
+  const words = kinds.map((k) => `${counts[k]} ${(counts[k] === 1 ? EVIDENCE_LABEL : EVIDENCE_PLURAL)[k] || k}`);
   const box = el("span", { class: "evidence-counts", role: "img", "aria-label": `Evidence: ${words.join(", ")}` });
   kinds.forEach((kind, i) => {
     box.append(el("span", { class: `ev ev-${kind}`, "data-kind": kind, title: words[i] }, icon(kind), String(counts[kind])));
@@ -219,12 +219,18 @@ function banners(lane) {
   return out;
 }
 
-// A thin bar of the lane's tasks by status (of the pages read), for the shape at a glance.
+// How many tasks a column holds: counted to its end when the loader did (``counted``, exact
+// unless the count stopped at its bound), else the cards read, more when a page is left.
+function countOf(column) {
+  return column.counted || { n: column.tasks.length, exact: !column.nextCursor };
+}
+
+// A thin bar of the lane's tasks by status, for the shape at a glance.
 function mix(columns, total) {
-  const words = STATUSES.filter((s) => columns[s].tasks.length).map((s) => `${columns[s].tasks.length} ${s}`);
+  const words = STATUSES.filter((s) => countOf(columns[s]).n).map((s) => `${countOf(columns[s]).n} ${s}`);
   const bar = el("span", { class: "mix", role: "img", "aria-label": words.join(", "), title: words.join(", ") });
   for (const status of STATUSES) {
-    const n = columns[status].tasks.length;
+    const n = countOf(columns[status]).n;
     if (!n) continue;
     const part = el("i", { class: `s-${status}` });
     part.style.width = `${(100 * n) / total}%`;
@@ -251,8 +257,9 @@ export function renderLane(lane, filters, board, onMore) {
   let total = 0;
   let more = false;
   for (const status of STATUSES) {
-    total += lane.columns[status].tasks.length;
-    more = more || Boolean(lane.columns[status].nextCursor);
+    const counted = countOf(lane.columns[status]);
+    total += counted.n;
+    more = more || !counted.exact;
   }
   const head = el(
     "header",
@@ -268,7 +275,9 @@ export function renderLane(lane, filters, board, onMore) {
   for (const status of STATUSES) {
     const column = lane.columns[status];
     const shown = column.tasks.filter((task) => matches(task, filters));
-    const count = data ? `${shown.length}${column.nextCursor ? "+" : ""}` : "";
+    const counted = countOf(column);
+    const filtered = filters.text || filters.seat;
+    const count = !data ? "" : filtered ? `${shown.length}${column.nextCursor ? "+" : ""}` : `${counted.n}${counted.exact ? "" : "+"}`;
     const list = el("div", { class: "cards" });
     for (const task of shown) list.append(card(task, lane));
     if (!data && !lane.error) list.append(skeleton());
