@@ -86,7 +86,7 @@ def evidence_in(notes: Mapping[str, tuple[int, str]]) -> list[TaskEvidence]:
 
 def note_body(note: str | None, evidence: Sequence[TaskEvidence]) -> str | None:
     """The body of the message a write's note and new evidence become."""
-    lines = [note] if note else []
+    lines = [line_breaks(note)] if note else []  # the note's lines as the board's own
     lines += [f"evidence {e.kind}: {e.ref}" for e in evidence]
     return "\n".join(lines) if lines else None
 

@@ -101,6 +101,28 @@ async def test_writes_land_as_tower_do_events_and_refold(board: Board) -> None:
     ]  # the refold after each write found nothing more to mirror
 
 
+async def test_a_description_and_a_note_keep_their_lines_both_ways(board: Board) -> None:
+    description = "Tile it:\n\n- rows first\n- then columns"
+    board.agent(
+        agent_event("gemm", "Speed up GEMM", "pending", "alice", 1000, description=description)
+    )
+    await board.refresh()
+    task = await board.call("get-task", READER, {"taskId": "gemm"})
+    assert task["brief"] == "Tile it:\u2029- rows first\u2028- then columns"
+    await board.call("claim-task", WORKER, {"taskId": "gemm"}, mode="self")
+    brief, note = "Tiled:\u2029- 2x faster", "Measured\u2028twice"
+    await board.call(
+        "update-task", WORKER, {"taskId": "gemm", "brief": brief, "note": note}, mode="self"
+    )
+    events = board.events()
+    written = [e["task"] for e in events if e["kind"] == "task"][-1]
+    assert written["description"] == "Tiled:\n\n- 2x faster"  # the board file's own breaks
+    (message,) = [e["message"] for e in events if e["kind"] == "message"]
+    assert message["body"] == "Measured\ntwice"
+    await board.refresh()
+    assert (await board.call("get-task", READER, {"taskId": "gemm"}))["brief"] == brief
+
+
 async def test_the_ownership_guard_refuses_and_writes_nothing(board: Board) -> None:
     board.agent(agent_event("mine", "Alice's task", "in_progress", "alice", 1000, owner="alice"))
     await board.refresh()
