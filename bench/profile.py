@@ -187,7 +187,13 @@ async def main(rounds: int = 5) -> None:
                     "nats_url": url,
                     "data_dir": str(folder / "data"),
                     "http": {"enabled": False},
-                    "endpoints": [{"name": ENDPOINT, "database": f"sqlite:///{board}"}],
+                    "endpoints": [
+                        {
+                            "name": ENDPOINT,
+                            "database": f"sqlite:///{board}",
+                            "writes_per_minute_per_seat": 0,  # one caller, many writes
+                        }
+                    ],
                 }
             )
             schema = await BoardStore.open(f"sqlite:///{board}")

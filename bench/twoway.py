@@ -218,7 +218,9 @@ async def soak_once(seconds: float, data_dir: Path) -> None:
             poll_interval_s=POLL_S,
             seats={f"seat-{k}": f"local.seat{k}" for k in range(SEATS)},
         )
-        ep_config = EndpointConfig(name="com.example.twoway", settings=github)
+        ep_config = EndpointConfig(
+            name="com.example.twoway", settings=github, writes_per_minute_per_seat=0
+        )
         config = BridgeConfig(
             space="bench", data_dir=data_dir, http=HttpConfig(enabled=False), endpoints=(ep_config,)
         )

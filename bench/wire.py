@@ -258,7 +258,9 @@ async def bridge(
 ) -> AsyncIterator[Served]:
     """``cotal-tasks serve`` on the broker; ``start_s`` runs from the spawn to describe."""
     config = folder / "bench.toml"
-    endpoint = f'[[endpoints]]\nname = "{ENDPOINT}"\n'
+    # No per-seat write rate: the benches measure how fast writes go, a few callers each
+    # sending thousands (the bound has a test of its own).
+    endpoint = f'[[endpoints]]\nname = "{ENDPOINT}"\nwrites_per_minute_per_seat = 0\n'
     if database is not None:
         endpoint += f'database = "{database}"\n'
     config.write_text(

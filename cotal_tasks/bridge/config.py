@@ -26,6 +26,7 @@ from cotal_tasks.bridge.logs import LogFormat, LogLevel
 from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
 from cotal_tasks.core.identity import LIFECYCLE_UID, Principal
 from cotal_tasks.core.masking import mask_credentials
+from cotal_tasks.core.models import BRIEF_BYTES
 from cotal_tasks.core.models import Settings as Closed
 from cotal_tasks.providers import registry
 
@@ -52,6 +53,12 @@ class EndpointConfig(Closed):
     database: str | None = None
     page_ceiling: Annotated[int, Field(ge=1, le=1000)] = 100
     idempotency_retention_hours: Annotated[float, Field(gt=0, le=24 * 30)] = 24.0
+    # History entries (who wrote what, with its note) older than this are pruned; 0 keeps
+    # them for ever.
+    history_retention_days: Annotated[float, Field(ge=0, le=36_500)] = 365.0
+    # Per seat (its principal): writes a minute (0: no bound), and the note one write adds.
+    writes_per_minute_per_seat: Annotated[int, Field(ge=0, le=100_000)] = 120
+    note_max_bytes: Annotated[int, Field(ge=1, le=BRIEF_BYTES)] = BRIEF_BYTES
     require_presence: bool = False
     # How owner/any targets are checked for currency before the handler runs: against the
     # trusted lifecycle head (Cotal's rule), the weaker presence card, or not at all.

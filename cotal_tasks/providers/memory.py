@@ -57,6 +57,7 @@ class _Data:
 
     rows: dict[str, _Row] = field(default_factory=dict)
     history: list[HistoryEntry] = field(default_factory=list)
+    history_dropped: int = 0  # entries pruned from the front: positions stay stable
     results: dict[str, _Recorded] = field(default_factory=dict)
     change_seq: int = 0
     positions: int = 0
@@ -174,8 +175,14 @@ class MemoryStore:
         held = self._open().results.get(key)
         return held.record if held is not None and held.created_at >= not_before else None
 
-    async def prune(self, before: int) -> int:
+    async def prune(self, before: int, history_before: int | None = None) -> int:
         data = self._open()
+        if history_before is not None:  # the oldest entries, a prefix: positions hold
+            dropped = 0
+            while dropped < len(data.history) and data.history[dropped].at < history_before:
+                dropped += 1
+            data.history = data.history[dropped:]
+            data.history_dropped += dropped
         expired = [key for key, held in data.results.items() if held.created_at < before]
         for key in expired:
             del data.results[key]
@@ -194,11 +201,15 @@ class MemoryStore:
         return (await self.history_page(HistoryQuery(limit=limit, task_id=task_id))).entries
 
     async def history_page(self, query: HistoryQuery) -> HistoryPage:
-        # An entry's position is its place in the append-only list, counted from 1.
-        after = query.after or 0
+        # An entry's position is its place in the append-only list, counted from 1
+        # (pruned entries included, so a cursor stays valid across a prune).
+        data = self._open()
+        after = max(query.after or 0, data.history_dropped)
         found = [
             (position, entry)
-            for position, entry in enumerate(self._open().history[after:], start=after + 1)
+            for position, entry in enumerate(
+                data.history[after - data.history_dropped :], start=after + 1
+            )
             if query.task_id is None or entry.task_id == query.task_id
         ]
         page = found[: query.limit]

@@ -227,8 +227,9 @@ class TaskStore(Protocol):
         """The result recorded under ``key`` at or after ``not_before`` (epoch ms)."""
         ...
 
-    async def prune(self, before: int) -> int:
-        """Forget idempotency results recorded before ``before``; return how many."""
+    async def prune(self, before: int, history_before: int | None = None) -> int:
+        """Forget idempotency results recorded before ``before``, and history entries
+        written before ``history_before`` when given; return how many results."""
         ...
 
     async def change_seq(self) -> int:

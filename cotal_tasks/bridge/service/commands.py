@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from cotal_tasks.bridge.service.paging import decode_cursor, encode_cursor
+from cotal_tasks.bridge.service.quota import SeatQuota
 from cotal_tasks.bridge.service.validation import parse_args
 from cotal_tasks.core import (
     COMMANDS,
@@ -48,6 +49,7 @@ from cotal_tasks.core import (
     update_task,
 )
 from cotal_tasks.core.commands import mode_refusal
+from cotal_tasks.core.models import BRIEF_BYTES
 from cotal_tasks.providers.store import (
     IdempotencyKey,
     IdempotencyKeyTaken,
@@ -66,6 +68,7 @@ LIST_TASKS = "list-tasks"
 
 DEFAULT_PAGE_CEILING = 100
 DEFAULT_RETENTION_MS = 24 * 60 * 60 * 1000
+DEFAULT_WRITES_PER_MINUTE = 120  # per seat: two a second, sustained
 _CAS_ATTEMPTS = 16
 PRUNE_EVERY_MS = 10 * 60 * 1000
 
@@ -118,6 +121,9 @@ class ServiceSettings:
     page_ceiling: int = DEFAULT_PAGE_CEILING
     retention_ms: int = DEFAULT_RETENTION_MS
     require_presence: bool = False  # the optional reachability check of section 3
+    writes_per_minute_per_seat: int = DEFAULT_WRITES_PER_MINUTE  # 0: no bound
+    note_max_bytes: int = BRIEF_BYTES  # the contract's own bound unless lowered
+    history_retention_ms: int | None = None  # None: history is kept for ever
 
 
 def _new_task_id() -> str:
@@ -136,6 +142,12 @@ class CommandService:
     json_reads: JsonReads | None = None
     _listeners: list[ChangeListener] = field(default_factory=list)
     _last_prune: int = -PRUNE_EVERY_MS
+    _quota: SeatQuota = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._quota = SeatQuota(
+            self.settings.writes_per_minute_per_seat, self.settings.note_max_bytes
+        )
 
     def add_listener(self, listener: ChangeListener) -> None:
         """Call ``listener(changeSeq, observedAt)`` after every committed change."""
@@ -164,6 +176,8 @@ class CommandService:
             if self.json_reads is not None:
                 return await self.json_reads.get_json(args.taskId)
             return (await self.store.get(args.taskId)).task.to_json()
+        if call.mode == "self":  # a seat's own write: within its bounds before it costs
+            self._quota.admit(call.caller.principal, getattr(args, "note", None), self.clock())
         if spec.idempotency == "envelope-id":
             return await self._idempotent(spec, call, args)
         return (await self._write(spec, call, args, None)).to_json()
@@ -343,12 +357,17 @@ class CommandService:
         return card.environment if current and card is not None else None
 
     async def _prune_now_and_then(self, now: int) -> None:
-        """Forget expired idempotency results, at most once per ``PRUNE_EVERY_MS``."""
+        """Forget expired idempotency results (and history past its retention), at most
+        once per ``PRUNE_EVERY_MS``."""
         if now - self._last_prune < PRUNE_EVERY_MS:
             return
         self._last_prune = now
         try:
-            await self.store.prune(before=now - self.settings.retention_ms)
+            history = self.settings.history_retention_ms
+            await self.store.prune(
+                before=now - self.settings.retention_ms,
+                history_before=None if history is None else now - history,
+            )
         except ContractError:
             log.warning("pruning idempotency results failed; will retry later", exc_info=True)
 

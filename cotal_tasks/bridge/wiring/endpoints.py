@@ -148,6 +148,9 @@ async def open_endpoint(
         page_ceiling=endpoint.page_ceiling,
         retention_ms=int(endpoint.idempotency_retention_hours * 3_600_000),
         require_presence=endpoint.require_presence,
+        writes_per_minute_per_seat=endpoint.writes_per_minute_per_seat,
+        note_max_bytes=endpoint.note_max_bytes,
+        history_retention_ms=int(endpoint.history_retention_days * 86_400_000) or None,
     )
     try:
         service = CommandService(

@@ -343,13 +343,15 @@ class BoardStore:
         command, args_digest, result = rows[0]
         return IdempotencyRecord(key, command, args_digest, result)
 
-    async def prune(self, before: int) -> int:
-        i = tables.idempotency
+    async def prune(self, before: int, history_before: int | None = None) -> int:
+        i, h = tables.idempotency, tables.history
         try:
             async with self._engine.begin() as conn:
                 result = await conn.execute(i.delete().where(i.c.created_at < before))
+                if history_before is not None:
+                    await conn.execute(h.delete().where(h.c.at < history_before))
         except (SQLAlchemyError, OSError, TimeoutError) as exc:
-            raise _unavailable("pruning idempotency results", exc) from exc
+            raise _unavailable("pruning idempotency results and history", exc) from exc
         return int(result.rowcount)
 
     async def change_seq(self) -> int:

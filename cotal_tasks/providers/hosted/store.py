@@ -139,8 +139,8 @@ class MirroredReads:
     async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
         return await self.mirror.recall(key, not_before)
 
-    async def prune(self, before: int) -> int:
-        return await self.mirror.prune(before)
+    async def prune(self, before: int, history_before: int | None = None) -> int:
+        return await self.mirror.prune(before, history_before)
 
     async def change_seq(self) -> int:
         return await self.mirror.change_seq()
@@ -188,9 +188,9 @@ class HostedStore(MirroredReads):
         self._on_change = hooks  # the sync's commits tell them (``MirrorSync``)
 
     # -- reads: the mirror, never the tracker (``MirroredReads``) -------------------------
-    async def prune(self, before: int) -> int:
+    async def prune(self, before: int, history_before: int | None = None) -> int:
         await self.writes.ledger.prune(before)
-        return await super().prune(before)
+        return await super().prune(before, history_before)
 
     async def close(self) -> None:
         await self.writes.drain()

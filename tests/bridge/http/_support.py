@@ -210,8 +210,8 @@ class StaleStore:
     async def recall(self, key: str, not_before: int) -> IdempotencyRecord | None:
         return await self.inner.recall(key, not_before)
 
-    async def prune(self, before: int) -> int:
-        return await self.inner.prune(before)
+    async def prune(self, before: int, history_before: int | None = None) -> int:
+        return await self.inner.prune(before, history_before)
 
     async def change_seq(self) -> int:
         return await self.inner.change_seq()
