@@ -1,13 +1,15 @@
-"""Section 6 of the tasks endpoint contract against a GitHub-, a GitLab- and a Jira-backed
-endpoint, over the real wire: a nats-server, the real bridge serving a ``provider =
-"github"``, ``"gitlab"`` or ``"jira"`` endpoint whose store is a mirror of the fake
-tracker (served on loopback, its sync loop running), and callers speaking the wire. Each
+"""Section 6 of the tasks endpoint contract against a GitHub-, a GitLab-, a Jira- and a
+Linear-backed endpoint, over the real wire: a nats-server, the real bridge serving a
+``provider = "github"``, ``"gitlab"``, ``"jira"`` or ``"linear"`` endpoint whose store is a
+mirror of the fake tracker (served on loopback, its sync loop running), and callers
+speaking the wire. Each
 check runs the conformance runner's own check (``section6.passes``, the one
 ``cotal-tasks conformance`` and the board suite run, so they cannot drift), then asserts
 what the tracker itself was made to hold. Every test runs once per tracker
 (``tests.support.trackers`` says what differs: Jira claims by assigning and taking the
 transition into In Progress, so its claim mark is that status where the others' is a
-label, and its positive path ends Done, resolution Done).
+label, and its positive path ends Done, resolution Done; Linear claims by delegating to the
+seat's agent, or assigning its user account, and moving the issue to a started state).
 Checks 18 to 24 assert their steps of one run of the positive path, run once.
 
 The seat directories map some of the callers the checks use to tracker accounts
@@ -162,7 +164,7 @@ async def test_check_03_tracker_failing_reads_stale_not_empty(side: Side, mesh: 
 
 async def test_check_04_get_absent_task_is_not_found(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "04")
-    reply = await mesh.caller("reader").call("get-task", {"taskId": f"{side.prefix}#999"})
+    reply = await mesh.caller("reader").call("get-task", {"taskId": side.ref(999)})
     assert refusal(reply)[0] == "not-found"
 
 
@@ -238,7 +240,7 @@ async def test_check_13_records_carry_no_secret(side: Side, mesh: Mesh) -> None:
     # And what the tracker holds is filtered on the way in: credential-shaped text is left out.
 
     def leak(title: str, body: str) -> str:
-        return f"{side.prefix}#{side.add_issue(mesh.fake, title, body)}"
+        return side.ref(side.add_issue(mesh.fake, title, body))
 
     await hosted.check_13_import_filters_secrets(mesh, leak)
 
@@ -353,7 +355,7 @@ async def test_what_the_tracker_cannot_hold_is_lost_by_a_fresh_import(
         reborn = seat("worker", 9)
         presence.put(reborn, environment="k8s://cluster-a/ns/team-7")
         mesh.fake.advance(30)
-        side.touch(mesh.fake, int(mapped["taskId"].rsplit("#", 1)[1]))
+        side.touch(mesh.fake, side.number_in(mapped["taskId"]))
         side.retitle(mesh.fake, side.issue_titled(mesh.fake, held["title"]), held["title"] + ".")
         await fresh.poll()
         again = await fresh.client.get(mapped["taskId"])

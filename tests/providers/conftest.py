@@ -1,8 +1,8 @@
 """The store harness the behaviour suite runs on: one ``TaskStore`` per kind of store.
 
 ``harness`` is parametrized over the in-memory store, the SQLite board, the PostgreSQL
-board, and the hosted stores of the three trackers (a ``HostedStore`` over a fresh SQLite
-mirror, its tracker the fake GitHub, GitLab or Jira, built by the bridge's own
+board, and the hosted stores of the four trackers (a ``HostedStore`` over a fresh SQLite
+mirror, its tracker the fake GitHub, GitLab, Jira or Linear, built by the bridge's own
 ``build_endpoint``).
 A hosted store assigns the id of a task it creates (the tracker numbers a new issue), so
 the harness's ``create(n)`` returns the id the store assigned.
@@ -35,6 +35,7 @@ from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
 from cotal_tasks.providers.hosted.assemble import Hosted
 from cotal_tasks.providers.jira.config import JiraConfig
+from cotal_tasks.providers.linear.config import LinearConfig
 from cotal_tasks.providers.memory import MemoryStore
 from cotal_tasks.providers.store import Committed, IdempotencyKey, TaskStore, Write
 from tests.bridge._support import DictPresence
@@ -42,8 +43,10 @@ from tests.support.fake_github import FakeGitHub
 from tests.support.fake_gitlab import FakeGitLab
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT as JIRA_PROJECT
+from tests.support.fake_linear import FakeLinear
+from tests.support.fake_linear_state import TEAM as LINEAR_TEAM
 
-Kind = Literal["memory", "sqlite", "postgres", "github", "gitlab", "jira"]
+Kind = Literal["memory", "sqlite", "postgres", "github", "gitlab", "jira", "linear"]
 # The hosted kinds run their tracker's fake in-process, a second a test: the slow lane.
 STORE_KINDS = (
     "memory",
@@ -52,6 +55,7 @@ STORE_KINDS = (
     pytest.param("github", marks=pytest.mark.slow),
     pytest.param("gitlab", marks=pytest.mark.slow),
     pytest.param("jira", marks=pytest.mark.slow),
+    pytest.param("linear", marks=pytest.mark.slow),
 )
 NOW = 1_780_000_000_000
 SPACE = "demo"
@@ -76,12 +80,13 @@ class StoreHarness:
     github: FakeGitHub | None = None
     gitlab: FakeGitLab | None = None
     jira: FakeJira | None = None
+    linear: FakeLinear | None = None
     hosted_parts: Hosted | None = None
     assigned: dict[int, str] = field(default_factory=dict)
 
     @property
     def hosted(self) -> bool:
-        return self.kind in ("github", "gitlab", "jira")
+        return self.kind in ("github", "gitlab", "jira", "linear")
 
     async def commit_new(self, task: Task, idempotency: IdempotencyKey | None = None) -> Committed:
         """Commit ``task`` as created (``create-task`` by ``local.op/x``)."""
@@ -108,6 +113,8 @@ class StoreHarness:
             return len(self.gitlab.writes)
         if self.jira is not None:
             return len(self.jira.writes)
+        if self.linear is not None:
+            return len(self.linear.writes)
         return 0
 
     def tracker_issues(self) -> int:
@@ -117,6 +124,8 @@ class StoreHarness:
             return len(self.gitlab.project(GITLAB_PROJECT).issues)
         if self.jira is not None:
             return len(self.jira.issues)
+        if self.linear is not None:
+            return len(self.linear.issues)
         return 0
 
     def next_hosted_id(self) -> str:
@@ -127,6 +136,8 @@ class StoreHarness:
             return f"{GITLAB_PROJECT}#{self.gitlab.project(GITLAB_PROJECT).next_iid}"
         if self.jira is not None:
             return f"{JIRA_PROJECT}#{self.jira.next_number}"
+        if self.linear is not None:
+            return f"{LINEAR_TEAM}-{self.linear.teams[LINEAR_TEAM].next_number}"
         raise AssertionError("a board has no tracker")
 
     async def sync(self) -> None:
@@ -156,6 +167,10 @@ def _endpoint(kind: Kind, api_url: str) -> EndpointConfig:
         return EndpointConfig(
             name="com.acme.jira",
             settings=JiraConfig(project=JIRA_PROJECT, email="bridge@example.com", **common),
+        )
+    if kind == "linear":
+        return EndpointConfig(
+            name="com.acme.linear", settings=LinearConfig(teams=(LINEAR_TEAM,), **common)
         )
     return EndpointConfig(
         name="com.acme.gitlab",
@@ -230,13 +245,15 @@ async def harness(
     github = FakeGitHub() if kind == "github" else None
     gitlab = FakeGitLab(projects=(GITLAB_PROJECT,)) if kind == "gitlab" else None
     jira = FakeJira() if kind == "jira" else None
-    fake = github or gitlab or jira
+    linear = FakeLinear() if kind == "linear" else None
+    fake = github or gitlab or jira or linear
     assert fake is not None
     monkeypatch.setenv(HARNESS_TOKEN_ENV, fake.token)
     api_url = {
         "github": "http://fake-github",
         "gitlab": "http://fake-gitlab/api/v4",
         "jira": "http://fake-jira",
+        "linear": "http://fake-linear/graphql",
     }[kind]
     fake.api_url = api_url  # the links the fake writes name the URL it is reached at
     app = fake.app
@@ -256,6 +273,7 @@ async def harness(
         github=github,
         gitlab=gitlab,
         jira=jira,
+        linear=linear,
         hosted_parts=parts[0],
     )
     try:

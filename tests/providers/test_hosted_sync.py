@@ -1,10 +1,10 @@
-"""What the GitHub, GitLab and Jira syncs do alike, run against each fake on loopback: a task
-is never closed because its issue went missing from a poll, but an issue read one by one
-that is gone (while the listing still reads) is dropped as deleted, and a 404 while the
-listing does not read either changes nothing; server errors are retried with backoff and
-then given up; and a refusal (bad credentials, no access, no such repository or
-project) is never retried, leaves the board stale rather than empty, and never shows the
-token. Retry waits run on virtual time (``VirtualTime``).
+"""What the GitHub, GitLab, Jira and Linear syncs do alike, run against each fake on
+loopback: a task is never closed because its issue went missing from a poll, but an issue
+read one by one that is gone (while the listing still reads) is dropped as deleted, and a
+404 while the listing does not read either changes nothing; server errors are retried
+with backoff and then given up; and a refusal (bad credentials, no access, no such
+repository or project) is never retried, leaves the board stale rather than empty, and
+never shows the token. Retry waits run on virtual time (``VirtualTime``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from tests.providers.hosted_support import HostedEndpoint, VirtualTime, add_issu
 from tests.providers.jira import _support as jr
 from tests.support.trackers import Side
 
+LINEAR_ISSUES = "/graphql/Issues"
 Script = Callable[[Any], dict[str, Any]]  # scripts the fake; returns endpoint overrides
 
 
@@ -66,11 +67,17 @@ REFUSALS: dict[str, dict[str, Script]] = {
             400, jr.SEARCH, "The value 'NOPE' does not exist for the field 'project'."
         ),
     },
+    "linear": {
+        "401 revoked key": _revoked,
+        "403 no access": _refused(403, LINEAR_ISSUES, "Forbidden"),
+        "400 a filter Linear refuses": _refused(400, LINEAR_ISSUES, "Invalid filter"),
+    },
 }
 REVOKED = {
     "github": "ghp_revoked0000000000000000000000000000000",
     "gitlab": "glpat-revoked00000000000",
     "jira": "ATATT3xFfGF0-revoked-api-token",
+    "linear": "lin_api_revoked" + "0" * 33,
 }
 
 
@@ -112,7 +119,7 @@ GONE: dict[str, dict[str, Callable[[Any, int], object]]] = {
     },
     "gitlab": {"404 deleted": lambda fake, n: fake.delete_issue(gl.PROJECT, n)},
     "jira": {"404 deleted": lambda fake, n: fake.delete_issue(n)},
-}
+}  # Linear's deletions: tests/providers/linear/test_sync.py (its numbers pack the team key)
 
 
 @pytest.mark.parametrize(
@@ -195,6 +202,9 @@ BOUNDS = {
     "jira": Bound(
         2, 429, (30, 30), 200, "since", "nextPageToken", (("remote_links", False),), reread=0
     ),
+    # Relay pages of 100, newest first; the third is answered 400 RATELIMITED, and the
+    # wait runs until the spent request budget's reset.
+    "linear": Bound(2, 400, (30, 30), 150, "since", "after", (("page_size", 100),)),
 }
 
 
@@ -203,6 +213,7 @@ STATUS_OF: dict[str, Callable[[Any, int], tuple[str, str]]] = {
     "github": gh.expected_status,
     "gitlab": gl.expected_status,
     "jira": jr.expected_status,
+    "linear": lambda fake, n: ("open", "Todo"),
 }
 
 
@@ -240,6 +251,9 @@ async def test_a_rate_limit_within_the_bound_is_waited_out_and_the_page_read_aga
         assert "stale" not in await endpoint.client.list_tasks()
 
 
+# Linear lists the most recently updated first and moves its cursor once a walk is read
+# through: its resume is the walk's next page (tests/providers/linear/test_sync.py).
+@pytest.mark.parametrize("tracker_side", ["github", "gitlab", "jira"], indirect=True)
 async def test_a_rate_limit_beyond_the_bound_fails_the_poll_and_resumes_from_checkpoint(
     tracker_side: Side, tracker_fake: Any, tracker_url: str, tmp_path: Path
 ) -> None:

@@ -48,6 +48,7 @@ CLAIMED_SOURCE = {
     "github": "in-progress",
     "gitlab": "workflow::in progress",
     "jira": "In Progress",
+    "linear": "In Progress",
 }
 # What a record asked for, as opposed to what a hosted store fills in from its tracker
 # (the id, the timestamps, statusSource).

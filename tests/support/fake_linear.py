@@ -84,6 +84,10 @@ def key_of(cursor: str) -> tuple[int, str]:
 
 
 class FakeLinear(FakeLinearState):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        linear_schema()  # built now (once per process), not while a test waits on a sync
+
     def create_app(self) -> Starlette:
         def read(request: Request, raw: bytes) -> tuple[str, Any, Callable[[], Reply]]:
             try:
@@ -141,13 +145,16 @@ class FakeLinear(FakeLinearState):
 
     def _answer(self, request: Request, path: str, body: Any) -> Reply:
         if request.headers.get("authorization", "") != self.auth_headers()["Authorization"]:
-            return _error(400, "Authentication required, not authenticated", "AUTHENTICATION_ERROR")
+            # Linear's code for it; the HTTP status it sends with it is not documented.
+            return _error(401, "Authentication required, not authenticated", "AUTHENTICATION_ERROR")
         failure = self.scripted_failure(request.method, path, {})
         if failure is not None:
             reply = _error(
                 failure.status,
                 failure.message or "Rate limit exceeded",
-                "RATELIMITED" if failure.status in (400, 429) else "INTERNAL",
+                {429: "RATELIMITED", 400: "INVALID_INPUT", 403: "FORBIDDEN"}.get(
+                    failure.status, "INTERNAL"
+                ),
             )
             if failure.retry_after is not None:
                 reply.headers = {"Retry-After": str(failure.retry_after)}
@@ -335,7 +342,7 @@ class Root:
     def issueCreate(self, info: Any, input: dict[str, Any]) -> dict[str, Any]:
         fake = self.fake
         (team,) = [t for t in fake.teams.values() if t.id == input["teamId"]]
-        issue = fake.add_issue(input.get("title") or "", input.get("description"), team=team.key)
+        issue = fake.new_issue(input.get("title") or "", input.get("description"), team=team.key)
         return {"success": True, "issue": fake.render(issue), "lastSyncId": 0.0}
 
     def commentCreate(self, info: Any, input: dict[str, Any]) -> dict[str, Any]:

@@ -101,9 +101,15 @@ class Issue:
     cycle: int | None = None
     cycle_active: bool = False
 
+    labels_of: Any = None  # the workspace's labels by id, for ``label_names``
+
     @property
     def identifier(self) -> str:
         return f"{self.team.key}-{self.number}"
+
+    @property
+    def label_names(self) -> list[str]:
+        return [self.labels_of[i].name for i in self.label_ids] if self.labels_of else []
 
 
 class FakeLinearState(FakeTracker):
@@ -141,8 +147,8 @@ class FakeLinearState(FakeTracker):
         self.teams[key] = team
         return team
 
-    def add_user(self, name: str, *, app: bool = False) -> User:
-        user = User(new_id(), name, app)
+    def add_user(self, name: str, *, app: bool = False, user_id: str | None = None) -> User:
+        user = User(user_id or new_id(), name, app)
         self.users[user.id] = user
         return user
 
@@ -155,7 +161,11 @@ class FakeLinearState(FakeTracker):
         (found,) = [s for s in self.teams[team].states if s.name == name]
         return found
 
-    def add_issue(
+    def add_issue(self, where: str, title: str, body: str | None = None) -> Issue:
+        """An issue in the team ``where``, as the other fakes make one."""
+        return self.new_issue(title, body, team=where)
+
+    def new_issue(
         self, title: str, description: str | None = None, *, team: str = TEAM, state: str = "Todo"
     ) -> Issue:
         owner = self.teams[team]
@@ -170,19 +180,19 @@ class FakeLinearState(FakeTracker):
             now,
             now,
         )
+        issue.labels_of = self.labels
         owner.next_number += 1
         self.issues[issue.id] = issue
-        self.clock.advance_ms(1)
         return issue
 
-    def bulk_issues(self, count: int, *, team: str = TEAM, spacing_s: float = 0) -> list[Issue]:
-        """``count`` issues, ``spacing_s`` apart (else a millisecond)."""
+    def bulk_issues(self, team: str, count: int, *, spacing_s: float = 0) -> list[Issue]:
+        """``count`` issues in ``team``, ``spacing_s`` apart (else a millisecond)."""
         rng = random.Random(count)
         made = []
         for k in range(count):
             title, body = bulk_text(k, rng)
-            made.append(self.add_issue(title, body, team=team))
-            self.clock.advance(spacing_s)
+            made.append(self.new_issue(title, body, team=team))
+            self.clock.advance_ms(round(spacing_s * 1000) or 1)
         return made
 
     def issue(self, identifier: str) -> Issue:
@@ -195,42 +205,46 @@ class FakeLinearState(FakeTracker):
         return self.clock.advance(seconds)
 
     def touch(self, issue: Issue) -> None:
-        self.clock.advance_ms(1)
         issue.updated_ms = self.clock.ms
 
     # -- what a person does in Linear ----------------------------------------------------
+    def edited(self, issue: Issue) -> None:
+        """A person's edit, a moment after whatever came before it."""
+        self.clock.advance_ms(1)
+        self.touch(issue)
+
     def move(self, issue: Issue, state: str) -> None:
         issue.state = self.state(issue.team.key, state)
-        self.touch(issue)
+        self.edited(issue)
 
     def set_title(self, issue: Issue, title: str) -> None:
         issue.title = title
-        self.touch(issue)
+        self.edited(issue)
 
     def assign(self, issue: Issue, user: User | None) -> None:
         issue.assignee = None if user is None else user.id
-        self.touch(issue)
+        self.edited(issue)
 
     def delegate_to(self, issue: Issue, agent: User | None) -> None:
         issue.delegate = None if agent is None else agent.id
-        self.touch(issue)
+        self.edited(issue)
 
     def label(self, issue: Issue, name: str) -> None:
         (label,) = [x for x in self.labels.values() if x.name == name]
         issue.label_ids.append(label.id)
-        self.touch(issue)
+        self.edited(issue)
 
     def attach(self, issue: Issue, url: str, title: str = "linked") -> None:
         issue.attachments.append(Attachment(new_id(), url, title, self.clock.ms))
-        self.touch(issue)
+        self.edited(issue)
 
     def trash(self, issue: Issue) -> None:
         issue.trashed, issue.archived_ms = True, self.clock.ms
-        self.touch(issue)
+        self.edited(issue)
 
     def archive(self, issue: Issue) -> None:
         issue.archived_ms = self.clock.ms
-        self.touch(issue)
+        self.edited(issue)
 
     def to_team(self, issue: Issue, key: str) -> None:
         """A team move: a new identifier, the old one kept in ``previousIdentifiers``."""
@@ -239,17 +253,19 @@ class FakeLinearState(FakeTracker):
         issue.team, issue.number = team, team.next_number
         team.next_number += 1
         issue.state = next(s for s in team.states if s.type == issue.state.type)
-        self.touch(issue)
+        self.edited(issue)
 
     def delete(self, issue: Issue) -> None:
         del self.issues[issue.id]
         self.deleted.add(issue.identifier)
 
     def set_rate_limit(
-        self, requests: int, complexity: int = 3_000_000, reset_in_s: int = 60
+        self, requests: int, *, complexity: int = 3_000_000, reset_in: int = 60
     ) -> None:
+        """``requests`` (and ``complexity`` points) until ``now + reset_in`` s; past them,
+        ``RATELIMITED`` until then."""
         self.requests_left, self.complexity_left = requests, complexity
-        self.reset_ms = self.clock.ms + reset_in_s * 1000
+        self.reset_ms = self.clock.ms + reset_in * 1000
 
     # -- rendering, as the schema's types ----------------------------------------------
     def render(self, issue: Issue) -> dict[str, Any]:

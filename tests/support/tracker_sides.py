@@ -176,8 +176,16 @@ class Side(ABC):
         """The assignees a claim by ``local.<actor>`` leaves on an issue."""
         return [login for login, principal in self.seats.items() if principal == f"local.{actor}"]
 
+    def ref(self, n: int) -> str:
+        """The task id of issue ``n``."""
+        return f"{self.prefix}#{n}"
+
+    def number_in(self, task_id: str) -> int:
+        """The issue number a task id of this tracker names."""
+        return int(task_id.rsplit("#", 1)[1])
+
     def task_id(self, issue: Any) -> str:
-        return f"{self.prefix}#{self.number(issue)}"
+        return self.ref(self.number(issue))
 
     def issue_titled(self, fake: Any, title: str) -> Any:
         (issue,) = [i for i in self.issues(fake) if i.title == title]

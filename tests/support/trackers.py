@@ -25,6 +25,7 @@ from cotal_tasks.providers.jira import adf
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
 from tests.providers.jira import _support as jr
+from tests.providers.linear import _support as ln
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github import iso as github_iso
 from tests.support.fake_gitlab import FakeGitLab
@@ -32,6 +33,9 @@ from tests.support.fake_gitlab import iso as gitlab_iso
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT as JIRA_PROJECT
 from tests.support.fake_jira_state import STATUSES as JIRA_STATUSES
+from tests.support.fake_linear import FakeLinear
+from tests.support.fake_linear_state import TEAM as LINEAR_TEAM
+from tests.support.fake_linear_state import iso as linear_iso
 from tests.support.fake_tracker import RecordedRequest, serve_on_loopback, unmarked
 from tests.support.tracker_sides import Side as Side
 from tests.support.tracker_sides import Tracker as Tracker
@@ -249,7 +253,119 @@ class JiraSide(Side):
         return (issue.status, issue.resolution) == ("Done", "Done")
 
 
-SIDES: dict[str, Side] = {"github": GitHubSide(), "gitlab": GitLabSide(), "jira": JiraSide()}
+class LinearSide(Side):
+    """Linear names an issue by identifier (``ENG-3``), lists and reads with GraphQL
+    queries (the fake logs each as ``/graphql/<operation>``), writes each change as one
+    ``issueUpdate`` (logged under the issue, ``/issues/ENG-3/issueUpdate``), and claims by
+    delegating to the seat's agent (``worker``, ``holder``) or assigning its user account
+    (``w``) and moving the issue to a started state: its claim mark is that state."""
+
+    name, prefix, issues_path = "Linear", LINEAR_TEAM, "/issues"
+    listing = ("POST", "/graphql/Issues")
+    provider, place = "linear", "teams"
+    seats: ClassVar[dict[str, str]] = {
+        "00000000-0000-4000-8000-0000000000a1": "local.worker",
+        "00000000-0000-4000-8000-0000000000a2": "local.w",
+        "00000000-0000-4000-8000-0000000000a3": "local.holder",
+    }
+    agents = frozenset({"local.worker", "local.holder"})
+    claimed, blocked, open_state, closed_source = "In Progress", "Blocked", "open", "Done"
+    token_env, revoked_token = ln.TOKEN_ENV, "lin_api_" + "r" * 40
+
+    def __init__(self) -> None:
+        super().__init__(
+            lambda api_url: ln.linear_config(api_url, seats=self.seats),
+            ln.linear_mesh,
+            ln.open_linear,
+        )
+
+    def section(self, api_url: str) -> str:
+        seats = "".join(f'"{account}" = "{who}"\n' for account, who in self.seats.items())
+        return (
+            f'provider = "linear"\n[endpoints.linear]\nteams = ["{LINEAR_TEAM}"]\n'
+            f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
+            f"[endpoints.linear.seats]\n{seats}"
+        )
+
+    def make_fake(self) -> FakeLinear:
+        fake = FakeLinear()
+        for account, who in self.seats.items():
+            fake.add_user(who, app=who in self.agents, user_id=account)
+        return fake
+
+    def issues(self, fake: FakeLinear) -> list[Any]:
+        return list(fake.issues.values())
+
+    def number(self, issue: Any) -> int:
+        return int(issue.number)
+
+    def ref(self, n: int) -> str:
+        return f"{LINEAR_TEAM}-{n}"
+
+    def number_in(self, task_id: str) -> int:
+        return int(task_id.rsplit("-", 1)[1])
+
+    def issue_path(self, n: int) -> str:
+        return f"{self.issues_path}/{self.ref(n)}"
+
+    def probe_path(self) -> str:
+        return "/graphql/Teams"
+
+    def notes(self, issue: Any) -> list[str]:
+        return [unmarked(c.body) for c in issue.comments]
+
+    def body(self, issue: Any) -> str | None:
+        return unmarked(issue.description)  # type: ignore[no-any-return]
+
+    def assignees(self, issue: Any) -> list[str]:
+        return [a for a in (issue.assignee, issue.delegate) if a]
+
+    def marks(self, issue: Any) -> list[str]:
+        started = [issue.state.name] if issue.state.type == "started" else []
+        return [*issue.label_names, *started]
+
+    def state(self, issue: Any) -> str:
+        return "closed" if issue.state.type in ("completed", "canceled", "duplicate") else "open"
+
+    def claim_writes(self, n: int, actor: str) -> list[tuple[str, str]]:
+        return [("POST", f"/{self.ref(n)}/issueUpdate")]  # delegate or assign, and the state
+
+    def add_issue(self, fake: FakeLinear, title: str, body: str) -> int:
+        return fake.new_issue(title, body).number
+
+    def retitle(self, fake: FakeLinear, issue: Any, title: str) -> None:
+        fake.set_title(issue, title)
+
+    def touch(self, fake: FakeLinear, n: int) -> None:
+        fake.edited(fake.issue(self.ref(n)))
+
+    def updated(self, fake: FakeLinear, n: int, back_s: int = 0) -> str:
+        return linear_iso(fake.issue(self.ref(n)).updated_ms - back_s * 1000)
+
+    def remove(self, fake: FakeLinear, n: int) -> None:
+        fake.delete(fake.issue(self.ref(n)))
+
+    def drop(self, fake: FakeLinear, issue: Any) -> str:
+        fake.move(issue, "Canceled")
+        return "Canceled"
+
+    def closed_as_done(self, fake: FakeLinear, issue: Any) -> bool:
+        return bool(issue.state.name == "Done")
+
+    def page_args(self, request: RecordedRequest) -> dict[str, str]:
+        """The walk's start (``updatedAt >= since``) and its Relay cursor (``after``)."""
+        variables = request.body.get("variables", {}) if isinstance(request.body, dict) else {}
+        since = ((variables.get("filter") or {}).get("updatedAt") or {}).get("gte")
+        args = {"since": since} if since else {}
+        return {**args, "after": variables["after"]} if variables.get("after") else args
+
+
+SIDES: dict[str, Side] = {
+    "github": GitHubSide(),
+    "gitlab": GitLabSide(),
+    "jira": JiraSide(),
+    "linear": LinearSide(),
+}
 
 
 @pytest.fixture(params=list(SIDES))

@@ -114,9 +114,15 @@ class LinearClient:
     async def query(self, document: str, variables: Mapping[str, Any]) -> Mapping[str, Any]:
         """The answer's ``data``; ``LinearRefused`` (``NotFound``) when it has none."""
         self.requests += 1
-        response = await self.http.request(
-            "POST", self.path, json={"query": document, "variables": dict(variables)}
-        )
+        try:
+            response = await self.http.request(
+                "POST", self.path, json={"query": document, "variables": dict(variables)}
+            )
+        except TrackerHttpError as exc:
+            if exc.status == 400 and "authenticat" in exc.message.casefold():
+                # Linear refuses a bad key as a GraphQL error: it is a 401 all the same.
+                raise TrackerHttpError(401, exc.message, method="POST", path=self.path) from exc
+            raise
         cost = as_str(response.headers.get("x-complexity")) or ""
         self.complexity += int(cost) if cost.isdigit() and len(cost) < 10 else 0
         try:

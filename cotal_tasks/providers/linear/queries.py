@@ -24,11 +24,14 @@ fragment IssueFields on Issue {
 ISSUES = (
     """
 query Issues($filter: IssueFilter, $first: Int, $after: String, $orderBy: PaginationOrderBy,
-             $evidence: Boolean!) {
+             $evidence: Boolean!, $keys: [String!], $withTeams: Boolean = false) {
   issues(filter: $filter, first: $first, after: $after, orderBy: $orderBy,
          includeArchived: true) {
     nodes { ...IssueFields }
     pageInfo { hasNextPage endCursor }
+  }
+  teams(filter: { key: { in: $keys } }, first: 50) @include(if: $withTeams) {
+    nodes { id key }
   }
 }
 """

@@ -108,7 +108,9 @@ class LinearTracker(Tracker):
         evidence: bool,
         first: int | None = None,
     ) -> tuple[list[Any], str | None]:
-        """One page of ``issues``: its nodes, and the cursor of the next (``None``: last)."""
+        """One page of ``issues``: its nodes, and the cursor of the next (``None``: last).
+        The first page this tracker reads also asks for its teams (``_learn_teams``)."""
+        learn = not self._team_ids
         data = await self.client.query(
             queries.ISSUES,
             {
@@ -117,8 +119,12 @@ class LinearTracker(Tracker):
                 "after": after,
                 "orderBy": order,
                 "evidence": evidence,
+                "keys": list(self.teams),
+                "withTeams": learn,
             },
         )
+        if learn:
+            self._learn_teams(data)
         connection = as_dict(data.get("issues"))
         nodes = self.boundary.page(connection.get("nodes"), "the issue listing")
         info = as_dict(connection.get("pageInfo"))
@@ -211,7 +217,10 @@ class LinearTracker(Tracker):
         try:
             data = await self.client.query(queries.ISSUE, {"id": identifier, "evidence": True})
         except NotFound:
-            await self.team_id(identifier.split("-")[0])  # the team reads: the issue is gone
+            # Gone only while its team still reads (else: a token that lost access).
+            data = await self.client.query(queries.TEAMS, {"keys": [identifier.split("-")[0]]})
+            if not as_list(at_path(data, "teams", "nodes")):
+                raise
             return TrackedIssue.vanished(number, identifier, "deleted")
         node = data.get("issue")
         return None if not isinstance(node, dict) else self._tracked(node, asked=number)
@@ -219,19 +228,27 @@ class LinearTracker(Tracker):
     async def team_id(self, key: str) -> str:
         """The team's id (read once for every synced team); refused when it does not read."""
         if key not in self._team_ids:
-            data = await self.client.query(queries.TEAMS, {"keys": list(self.teams)})
-            for node in as_list(at_path(data, "teams", "nodes")):
-                node = as_dict(node)
-                if (k := as_str(node.get("key"))) and (tid := as_str(node.get("id"))):
-                    self._team_ids[k] = tid
-        if key not in self._team_ids:
+            self._learn_teams(await self.client.query(queries.TEAMS, {"keys": list(self.teams)}))
+        return self._team_ids[key]
+
+    def _learn_teams(self, data: Mapping[str, Any]) -> None:
+        """Keep the synced teams' ids; a team that does not read is refused (404), since
+        Linear's filter would answer an empty board for it, never an error."""
+        for node in as_list(at_path(data, "teams", "nodes")):
+            node = as_dict(node)
+            if (k := as_str(node.get("key"))) and (tid := as_str(node.get("id"))):
+                self._team_ids[k] = tid
+        missing = [key for key in self.teams if key not in self._team_ids]
+        if missing:
+            self._team_ids.clear()
             raise NotFound(
                 404,
-                f"the team {key} does not read with this token. Check teams and the token's access",
+                f"the team(s) {', '.join(missing)} do not read with this token. Check teams "
+                "(keys as Linear shows them, ENG of ENG-123) and that the token's user is "
+                "a member",
                 method="POST",
                 path=self.client.path,
             )
-        return self._team_ids[key]
 
     # -- writing ---------------------------------------------------------------------
     async def create(self, issue: NewIssue) -> TrackedIssue:

@@ -49,9 +49,9 @@ token_env = "{TOKEN_ENV}"
 async def test_preview_shows_the_mapping_and_writes_nothing(
     linear: FakeLinear, config_file: Path, tmp_path: Path
 ) -> None:
-    linear.add_issue("Write the parser", "In **full**.")
+    linear.new_issue("Write the parser", "In **full**.")
     linear.advance(60)
-    dropped = linear.add_issue("Ship it", state="Canceled")
+    dropped = linear.new_issue("Ship it", state="Canceled")
     linear.attach(dropped, "https://github.com/acme/app/pull/4")
     code, out, err = await run_wide("check-config", "--config", str(config_file), "--preview", "2")
     assert code == 0, err
@@ -77,7 +77,7 @@ async def test_sync_imports_and_an_unchanged_sync_reads_nothing(
     linear: FakeLinear, config_file: Path
 ) -> None:
     for k in range(5):
-        linear.add_issue(f"Issue {k}")
+        linear.new_issue(f"Issue {k}")
     code, out, err = await run_wide("sync", "--config", str(config_file))
     assert code == 0, err
     assert "5 issue(s) read" in out

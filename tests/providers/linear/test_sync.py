@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from tests.providers.linear._support import BUILDER, LinearEndpoint, open_linear
 from tests.support.fake_linear import FakeLinear
-from tests.support.fake_linear_state import User
+from tests.support.fake_linear_state import TEAM, User
 
 
 def queries(fake: FakeLinear, since: int = 0, name: str = "Issues") -> list[str]:
@@ -21,7 +22,7 @@ def queries(fake: FakeLinear, since: int = 0, name: str = "Issues") -> list[str]
 async def test_an_import_walks_relay_pages_and_maps_every_issue(
     linear: FakeLinear, ln: LinearEndpoint
 ) -> None:
-    linear.bulk_issues(120)  # three pages of 50
+    linear.bulk_issues(TEAM, 120)  # three pages of 50
     report = await ln.poll()
     assert (report.pages, report.issues) == (3, 120)
     tasks = await ln.all_tasks()
@@ -38,7 +39,7 @@ async def test_an_import_walks_relay_pages_and_maps_every_issue(
 async def test_an_unchanged_poll_costs_one_small_query(
     linear: FakeLinear, ln: LinearEndpoint
 ) -> None:
-    linear.bulk_issues(60, spacing_s=1)  # the last few are within the overlap
+    linear.bulk_issues(TEAM, 60, spacing_s=1)  # the last few are within the overlap
     await ln.poll()
     linear.clock.advance(120)
     mark = len(linear.requests)
@@ -62,7 +63,7 @@ async def test_state_types_map_to_the_five_statuses_with_the_state_name(
         "Canceled": ("dropped", "Canceled"),
         "Duplicate": ("dropped", "Duplicate"),
     }
-    made = {name: linear.add_issue(f"in {name}", state=name) for name in cases}
+    made = {name: linear.new_issue(f"in {name}", state=name) for name in cases}
     await ln.poll()
     for name, issue in made.items():
         task = await ln.get(issue.number)
@@ -72,7 +73,7 @@ async def test_state_types_map_to_the_five_statuses_with_the_state_name(
 async def test_a_delegated_agent_binds_its_seat_while_a_person_stays_assigned(
     linear: FakeLinear, ln: LinearEndpoint, agent: User, person: User
 ) -> None:
-    issue = linear.add_issue("agent work")
+    issue = linear.new_issue("agent work")
     linear.assign(issue, person)
     linear.delegate_to(issue, agent)
     linear.move(issue, "In Progress")
@@ -93,7 +94,7 @@ async def test_a_delegated_agent_binds_its_seat_while_a_person_stays_assigned(
 async def test_a_person_assigned_alone_is_never_a_binding(
     linear: FakeLinear, ln: LinearEndpoint, person: User
 ) -> None:
-    issue = linear.add_issue("people work")
+    issue = linear.new_issue("people work")
     linear.assign(issue, person)
     linear.move(issue, "In Progress")
     await ln.poll()
@@ -104,9 +105,9 @@ async def test_a_person_assigned_alone_is_never_a_binding(
 async def test_blocked_by_label_or_state_needs_a_bound_seat(
     linear: FakeLinear, ln: LinearEndpoint, agent: User
 ) -> None:
-    labelled = linear.add_issue("labelled")
+    labelled = linear.new_issue("labelled")
     linear.label(labelled, "Blocked")
-    stuck = linear.add_issue("stuck", state="Blocked")
+    stuck = linear.new_issue("stuck", state="Blocked")
     linear.delegate_to(stuck, agent)
     await ln.poll()
     assert (await ln.get(labelled.number))["status"] == "open"
@@ -117,7 +118,7 @@ async def test_blocked_by_label_or_state_needs_a_bound_seat(
 async def test_attachments_of_github_and_gitlab_are_evidence_of_their_repositories(
     linear: FakeLinear, ln: LinearEndpoint
 ) -> None:
-    issue = linear.add_issue("linked")
+    issue = linear.new_issue("linked")
     linear.attach(issue, "https://github.com/acme/widgets/pull/12")
     linear.attach(issue, "https://github.com/acme/widgets/commit/" + "a" * 40)
     linear.attach(issue, "https://gitlab.com/acme/infra/-/merge_requests/3")
@@ -135,7 +136,7 @@ async def test_trashed_archived_moved_and_deleted_issues_become_visible_states(
     linear: FakeLinear, ln: LinearEndpoint
 ) -> None:
     linear.add_team("OPS")
-    trashed, archived, moved, deleted = (linear.add_issue(f"issue {k}") for k in range(4))
+    trashed, archived, moved, deleted = (linear.new_issue(f"issue {k}") for k in range(4))
     await ln.poll()
     linear.trash(trashed)
     linear.move(archived, "Done")
@@ -167,7 +168,7 @@ async def test_a_move_between_synced_teams_drops_the_old_id_and_adds_the_new(
     linear: FakeLinear, linear_url: str, tmp_path: Path
 ) -> None:
     linear.add_team("OPS")
-    issue = linear.add_issue("wandering")
+    issue = linear.new_issue("wandering")
     async with open_linear(linear, linear_url, tmp_path / "b", teams=["ENG", "OPS"]) as both:
         await both.poll()
         linear.to_team(issue, "OPS")
@@ -181,8 +182,8 @@ async def test_a_move_between_synced_teams_drops_the_old_id_and_adds_the_new(
 async def test_a_rate_limited_answer_waits_for_the_spent_budgets_reset(
     linear: FakeLinear, ln: LinearEndpoint
 ) -> None:
-    linear.add_issue("one")
-    linear.set_rate_limit(0, reset_in_s=30)
+    linear.new_issue("one")
+    linear.set_rate_limit(0, reset_in=30)
     clock = ln.virtual_time()
     await ln.poll()
     assert clock.waits
@@ -201,3 +202,38 @@ def test_a_team_key_outside_linears_shape_is_refused(key: str) -> None:
 
     with pytest.raises(ValidationError):
         LinearConfig.model_validate({"teams": [key]})
+
+
+async def test_a_team_that_does_not_read_is_refused_never_an_empty_board(
+    linear: FakeLinear, linear_url: str, tmp_path: Path
+) -> None:
+    linear.new_issue("one")
+    async with open_linear(linear, linear_url, tmp_path / "b", teams=["ENG", "NOPE"]) as ep:
+        with pytest.raises(TrackerHttpError) as failed:
+            await ep.poll()
+        assert failed.value.status == 404
+        assert "NOPE" in failed.value.message
+        page = await ep.client.list_tasks()
+        assert page["stale"]["reason"].startswith("Linear sync is failing")
+
+
+async def test_a_walk_cut_short_by_a_rate_limit_resumes_at_its_next_page(
+    linear: FakeLinear, linear_url: str, tmp_path: Path
+) -> None:
+    linear.bulk_issues(TEAM, 120)
+    async with open_linear(linear, linear_url, tmp_path / "b", max_rate_limit_wait_s=60) as ep:
+        ep.virtual_time()
+        linear.set_rate_limit(2, reset_in=3600)
+        with pytest.raises(RateLimited):
+            await ep.poll()
+        saved = await ep.sync.checkpoint()
+        assert saved.get("cursor") is None  # newest first: the cursor waits for the end
+        assert len(await ep.all_tasks()) == 100
+        linear.advance(3600)
+        mark = len(linear.requests)
+        report = await ep.poll()
+        (resumed,) = [r.body["variables"] for r in linear.requests[mark:]]
+        assert resumed["after"] == saved["walk"]["after"]  # its next page, not the first
+        assert report.issues == 20
+        assert len(await ep.all_tasks()) == 120
+        assert (await ep.sync.checkpoint())["cursor"] is not None

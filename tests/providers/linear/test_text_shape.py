@@ -9,7 +9,7 @@ from tests.support.fake_tracker import unmarked
 
 
 async def test_a_description_keeps_its_line_structure_both_ways(ln: LinearEndpoint) -> None:
-    issue = ln.fake.add_issue("It fails on 7", BODY)
+    issue = ln.fake.new_issue("It fails on 7", BODY)
 
     def written() -> tuple[str | None, str | None]:
         return unmarked(issue.description), unmarked(issue.comments[-1].body)

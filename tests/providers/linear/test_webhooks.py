@@ -52,7 +52,7 @@ async def running(
     monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
     linear.add_team("OPS")
     for k in range(3):
-        linear.add_issue(f"issue {k + 1}")
+        linear.new_issue(f"issue {k + 1}")
         linear.advance(60)
     endpoint = endpoint_config(linear_url, webhook_secret_env=SECRET_ENV)
     async with hooked_bridge(endpoint, tmp_path / "bridge") as (bridge, http):
@@ -103,7 +103,7 @@ async def test_a_redelivery_is_acknowledged_once(running: Running) -> None:
 
 
 async def test_an_issue_of_a_team_no_endpoint_syncs_is_404(running: Running) -> None:
-    other = running.fake.add_issue("elsewhere", team="OPS")
+    other = running.fake.new_issue("elsewhere", team="OPS")
     reply = await running.deliver(other)
     assert reply.status_code == 404
     assert "team" in reply.json()["message"]

@@ -22,7 +22,7 @@ async def imported(ln: LinearEndpoint, n: int = 1) -> list[Issue]:
     made = []
     for k in range(n):
         ln.fake.advance(60)
-        made.append(ln.fake.add_issue(f"Issue {k + 1}", f"Body {k + 1}"))
+        made.append(ln.fake.new_issue(f"Issue {k + 1}", f"Body {k + 1}"))
     await ln.poll()
     return made
 
