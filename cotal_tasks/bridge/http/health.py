@@ -9,8 +9,9 @@ and ``degraded`` (counts by reason and the latest few) when the endpoint counts 
 tracker items it mapped without a refused part or skipped (its ``Built.degradations``).
 The status is 200 when every endpoint is ready and 503 otherwise; a stale endpoint is
 ready (it serves labelled reads), and says so; an endpoint whose source refuses the sync
-for good (a wrong token, no access, no such repository: ``SyncState.refused``) is not
-ready, and ``notReady`` says why. A hosted endpoint also says whether this
+until the operator acts (a wrong token, no access, no such repository; a tower-do board
+that is a link, a FIFO or unreadable: ``SyncState.refused``) is not ready, and
+``notReady`` says why. A hosted endpoint also says whether this
 instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are ready, and
 exactly one instance per endpoint should say leader. Where the provider reads its
 tracker's rate-limit headers (``Built.rate_budgets``), ``sync.rateLimits`` lists the budget
@@ -61,7 +62,7 @@ async def _probe(
         if synced is not None and synced.last_success_ms is not None:
             entry["lastSync"] = synced.last_success_ms
         if synced is not None and synced.refused:
-            refused = f"the tracker refuses the sync: {synced.failing}"
+            refused = f"the source refuses the sync: {synced.failing}"
         if endpoint.degradations is not None:
             entry["degraded"] = endpoint.degradations()
         readable = True

@@ -36,6 +36,13 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from cotal_tasks.providers.tower_do.fold import Fold
+from cotal_tasks.providers.tower_do.folder import (
+    Folder,
+    NotARealDirectory,
+    NotARegularFile,
+    OverTheBound,
+    kind_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -46,30 +53,47 @@ _PROBE = 4096  # bytes of the file's head compared to notice an in-place rewrite
 _CHUNK = 1 << 20  # bytes read at a time
 
 
-class NotARegularFile(OSError):
-    """The board path is a link, or not a regular file: refused, never followed."""
+MAX_BOARD_BYTES = 512 << 20  # tower-do itself reads the board whole into one string
+MAX_LOCK_ENTRIES = 64  # a lease holds one token; a few orphans at most
+MAX_LIVE_RECORDS = 1024  # liveness records listed; past it none is trusted
+MAX_LIVE_RECORD_BYTES = 64 << 10  # one liveness record (a few short fields)
 
 
-def _open_board(path: Path, flags: int, mode: int = 0o600) -> int:
-    """``os.open`` of the board itself: never through a link, and only a regular file."""
-    try:
-        fd = os.open(path, flags | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), mode)
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
+@contextlib.contextmanager
+def _board_fd(path: Path, flags: int) -> Iterator[int]:
+    """The board itself, opened in its folder without following a link or blocking on a
+    FIFO, and only if it is a regular file within ``MAX_BOARD_BYTES``."""
+    with Folder.opened(path.parent) as folder:
+        try:
+            fd = folder.open_file(path.name, flags)
+        except NotARegularFile as exc:
             raise NotARegularFile(
-                errno.ELOOP,
-                "it is a symbolic link, and the bridge never reads or writes a board through "
-                "one. Point the endpoint's board at the file itself, or replace the link "
-                "with the file",
+                exc.errno,
+                f"{exc.strerror}, and the bridge reads and writes a board only as a regular "
+                "file, never through a link. Point the endpoint's board at the file itself, "
+                "or replace it with the file",
             ) from exc
-        raise
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise NotARegularFile(
-            errno.EINVAL,
-            "it is not a regular file. Point the endpoint's board at the board file",
+        try:
+            if os.fstat(fd).st_size > MAX_BOARD_BYTES:
+                raise OverTheBound(
+                    errno.EFBIG,
+                    f"it is over {MAX_BOARD_BYTES >> 20} MiB, more than tower-do itself reads. "
+                    "Compact it with tower-do",
+                )
+            yield fd
+        finally:
+            os.close(fd)
+
+
+class LockNotADirectory(Exception):
+    """``<board>.lock`` is not a real directory: never listed, reaped or followed."""
+
+    def __init__(self, lock: Path, why: str) -> None:
+        super().__init__(
+            f"{lock} is not tower-do's write lease ({why}; the lease is a directory holding "
+            f"one token file), so the bridge neither lists nor removes anything through it. "
+            f"Remove it (rm {lock}) and retry; tower-do makes the lease again on its next write"
         )
-    return fd
 
 
 class BoardMoved(Exception):
@@ -90,7 +114,7 @@ class BoardFile:
     identity: tuple[int, int] | None = None  # (device, inode) of the file folded
     head: bytes = b""  # the first bytes folded, to notice a rewrite in place
     replaced: int = 0  # how many times the view was rebuilt from the start
-    held: Path | None = None  # the token file of the lease held, if any
+    held: tuple[Folder, str] | None = None  # the lease held: its directory and token
     long_lines: int = 0  # lines over MAX_LINE_BYTES skipped, in this view
     _skipping: bool = False  # the offset is inside a long line being skipped
 
@@ -101,8 +125,11 @@ class BoardFile:
         ``NotARegularFile`` when the path is a link or not a regular file. A missing file
         is an empty board (tower-do reads it the same way)."""
         try:
-            with os.fdopen(_open_board(self.path, os.O_RDONLY), "rb") as handle:
-                info = os.fstat(handle.fileno())
+            with (
+                _board_fd(self.path, os.O_RDONLY) as fd,
+                os.fdopen(fd, "rb", closefd=False) as handle,
+            ):
+                info = os.fstat(fd)
                 who = (info.st_dev, info.st_ino)
                 head = handle.read(min(self.offset, _PROBE)) if self.offset else b""
                 if who != self.identity or info.st_size < self.offset or head != self.head:
@@ -186,11 +213,10 @@ class BoardFile:
             json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in events
         ).encode("utf-8")
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self.held is not None and _entries(self.held.parent) != [self.held.name]:
+        if self.held is not None and _entries(self.held[0]) != [self.held[1]]:
             # A peer judged this holder dead and took the lease: never write beside it.
             raise LeaseTimeout(f"the write lease on {self.path} was taken over. Retry")
-        fd = _open_board(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT)
-        try:
+        with _board_fd(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT) as fd:
             info = os.fstat(fd)
             if self.identity not in (None, (info.st_dev, info.st_ino)) or (
                 info.st_size < self.offset
@@ -206,91 +232,128 @@ class BoardFile:
             written = os.write(fd, payload)
             if written != len(payload):  # a short write: finish it, the line must be whole
                 os.write(fd, payload[written:])
-        finally:
-            os.close(fd)
 
     @contextlib.contextmanager
     def lease(self) -> Iterator[None]:
-        """tower-do's write lease for the duration of a fold-decide-append."""
-        lock = Path(f"{self.path}.lock")
-        token = secrets.token_hex(16)
-        deadline = time.monotonic() + LOCK_WAIT_S
+        """tower-do's write lease for the duration of a fold-decide-append. Every step
+        goes through the board folder's descriptor and the lease directory's own, so a
+        lock swapped for a link is refused (``LockNotADirectory``), never followed."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        held = False
-        while not held:
-            if time.monotonic() > deadline:
-                raise LeaseTimeout(str(lock))
+        with Folder.opened(self.path.parent) as folder:
+            lock = f"{self.path.name}.lock"
+            with _acquired(folder, lock) as held:
+                self.held = held
+                try:
+                    yield
+                finally:
+                    self.held = None
+
+
+@contextlib.contextmanager
+def _acquired(folder: Folder, lock: str) -> Iterator[tuple[Folder, str] | None]:
+    """Take the lease ``lock`` in ``folder`` as tower-do takes it: ``mkdir``, a token file
+    inside, proven exclusive (a reaper may have replaced the directory in between). Yields
+    the directory and token held, or ``None`` where the folder is read-only (the append
+    then goes unlocked, as tower-do's does); releases only its own token."""
+    token = secrets.token_hex(16)
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        if time.monotonic() > deadline:
+            raise LeaseTimeout(str(folder.path / lock))
+        try:
+            folder.mkdir(lock)
+        except FileExistsError:
+            _reap(folder, lock)
+            time.sleep(0.025)
+            continue
+        except PermissionError:
+            yield None  # a read-only directory: append unlocked, as tower-do does
+            return
+        with contextlib.ExitStack() as stack:
             try:
-                lock.mkdir()
-            except FileExistsError:
-                _reap(lock)
-                time.sleep(0.025)
-                continue
-            except PermissionError:
-                break  # a read-only directory: append unlocked, as tower-do does
-            try:
-                (lock / token).write_text(token, encoding="utf-8")
+                directory = stack.enter_context(folder.sub(lock))
+                directory.write_new(token, token.encode())
             except FileNotFoundError:
                 continue  # reaped between mkdir and the token write: try again
-            held = _entries(lock) == [token]
-            if not held:
-                with contextlib.suppress(OSError):
-                    (lock / token).unlink()
-        self.held = lock / token if held else None
-        try:
-            yield
-        finally:
-            self.held = None
-            if held:
-                with contextlib.suppress(OSError):
-                    (lock / token).unlink()
-                with contextlib.suppress(OSError):
-                    lock.rmdir()
+            except NotARealDirectory as exc:  # swapped for a link since the mkdir
+                raise LockNotADirectory(folder.path / lock, exc.strerror or "") from exc
+            if _entries(directory) == [token]:
+                try:
+                    yield directory, token
+                finally:
+                    with contextlib.suppress(OSError):
+                        directory.unlink(token)
+                    with contextlib.suppress(OSError):
+                        folder.rmdir(lock)  # refused while a peer's token is in it
+                return
+            with contextlib.suppress(OSError):  # a peer's directory: drop the orphan
+                directory.unlink(token)
 
 
-def _entries(lock: Path) -> list[str] | None:
+def _entries(directory: Folder) -> list[str] | None:
+    """The lease directory's token names; ``None`` when they cannot be listed."""
     try:
-        return os.listdir(lock)
+        return directory.entries(MAX_LOCK_ENTRIES)
+    except OverTheBound as exc:
+        raise LockNotADirectory(
+            directory.path, f"it holds more than {MAX_LOCK_ENTRIES} entries"
+        ) from exc
     except OSError:
         return None
 
 
-def _reap(lock: Path) -> None:
-    """Remove token files that stopped heartbeating, then the directory if empty."""
+def _reap(folder: Folder, lock: str) -> None:
+    """Remove token files that stopped heartbeating, then the directory if empty. A lock
+    that is not a real directory is refused, never listed or followed."""
     now = time.time()
-    entries = _entries(lock)
-    if entries is None:
+    try:
+        info = folder.lstat(lock)
+    except FileNotFoundError:
+        return  # released meanwhile
+    if not stat.S_ISDIR(info.st_mode):
+        raise LockNotADirectory(folder.path / lock, f"it is {kind_of(info.st_mode)}")
+    try:
+        with folder.sub(lock) as directory:
+            entries = _entries(directory)
+            if entries is None:
+                return
+            if not entries:
+                with contextlib.suppress(OSError):
+                    if now - os.fstat(directory.fd).st_mtime > STALE_LOCK_S:
+                        folder.rmdir(lock)
+                return
+            reaped = False
+            for name in entries:
+                with contextlib.suppress(OSError):
+                    if now - directory.lstat(name).st_mtime > STALE_LOCK_S:
+                        directory.unlink(name)
+                        reaped = True
+    except FileNotFoundError:
         return
-    if not entries:
-        with contextlib.suppress(OSError):
-            if now - lock.stat().st_mtime > STALE_LOCK_S:
-                lock.rmdir()
-        return
-    reaped = False
-    for name in entries:
-        with contextlib.suppress(OSError):
-            if now - (lock / name).stat().st_mtime > STALE_LOCK_S:
-                (lock / name).unlink()
-                reaped = True
+    except NotARealDirectory as exc:  # swapped for a link since the lstat
+        raise LockNotADirectory(folder.path / lock, exc.strerror or "") from exc
     if reaped:  # never remove a live holder's directory, not even one between its steps
         with contextlib.suppress(OSError):
-            lock.rmdir()
+            folder.rmdir(lock)
 
 
 def live_owners(board: Path, now: int, window_ms: int) -> set[str] | None:
     """Identities with a fresh record in tower-do's liveness sidecar beside the board
     (``live/<identity>.<session>.json``, aliases included); ``None`` when the records
-    cannot be read, and then no claim may go stale (tower-do's strict reading)."""
+    cannot be read, and then no claim may go stale (tower-do's strict reading).
+
+    ``live`` must be a real directory of at most ``MAX_LIVE_RECORDS`` entries; a record
+    that is a link, a FIFO, a device or over ``MAX_LIVE_RECORD_BYTES`` is skipped unread."""
     owners: set[str] = set()
     try:
-        paths = [p for p in (board.parent / "live").iterdir() if p.name.endswith(".json")]
-    except OSError:
+        with Folder.opened(board.parent) as folder, folder.sub("live") as live:
+            names = [n for n in live.entries(MAX_LIVE_RECORDS) if n.endswith(".json")]
+            records = [_live_record(live, name) for name in names]
+    except OSError as exc:
+        if not isinstance(exc, FileNotFoundError):
+            log.warning("tower-do liveness records beside %s not read: %s", board, exc)
         return None
-    for path in paths:
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
+    for record in records:
         if not isinstance(record, dict) or not isinstance(record.get("identity"), str):
             continue
         at = record.get("at")
@@ -301,3 +364,10 @@ def live_owners(board: Path, now: int, window_ms: int) -> set[str] | None:
         if isinstance(aliases, list):
             owners.update(a for a in aliases if isinstance(a, str))
     return owners
+
+
+def _live_record(live: Folder, name: str) -> object:
+    try:
+        return json.loads(live.read_small(name, MAX_LIVE_RECORD_BYTES).decode("utf-8"))
+    except (OSError, ValueError):
+        return None

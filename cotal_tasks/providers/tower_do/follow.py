@@ -23,6 +23,7 @@ class Follower:
         self.poll_interval_s = poll_interval_s
         self.wake = asyncio.Event()
         self.watching = False  # a watcher is running (else only the poll)
+        self._failing: str | None = None  # the refresh failure last logged
 
     async def run(self, stop: asyncio.Event) -> None:
         """Refresh on every change the watcher reports, and on every poll, until ``stop``."""
@@ -35,9 +36,15 @@ class Follower:
                 try:
                     await self.store.refresh()
                 except ContractError as exc:
-                    log.warning("tower-do refresh failed: %s", exc.message)
+                    if exc.message != self._failing:  # once per failure, not once per poll
+                        log.warning("tower-do refresh failed: %s", exc.message)
+                    self._failing = exc.message
                 except Exception:
                     log.exception("tower-do refresh failed unexpectedly")
+                else:
+                    if self._failing is not None:
+                        log.warning("tower-do board %s read again", self.store.board.path)
+                    self._failing = None
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(_either(stop, self.wake), self.poll_interval_s)
         finally:

@@ -16,7 +16,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, Task
+from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task
 from cotal_tasks.providers.hosted.mapping import same_record
 from cotal_tasks.providers.hosted.store import MirroredReads, SyncHealth
 from cotal_tasks.providers.provider import SeatUids, no_uids
@@ -33,10 +33,12 @@ from cotal_tasks.providers.tower_do.boardfile import (
     BoardFile,
     BoardMoved,
     LeaseTimeout,
+    LockNotADirectory,
     live_owners,
 )
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 from cotal_tasks.providers.tower_do.fold import TOWER, Fold, Row
+from cotal_tasks.providers.tower_do.worker import FileWorker, StillBusy
 
 log = logging.getLogger(__name__)
 ChangeHook = Callable[[int], Awaitable[None]]
@@ -79,6 +81,7 @@ class TowerDoStore(MirroredReads):
         self.seat_uids = seat_uids
         self.health = SyncHealth()
         self.lock = asyncio.Lock()
+        self.files = FileWorker(str(self.board.path))  # the board's file work, off the loop
         self._on_change: list[ChangeHook] = []
         self._live_keys: set[str] | None = None  # mirror keys not dropped, once loaded
         self._mirrored: tuple[int, int] | None = None  # (rebuilds, offset) last mirrored
@@ -112,15 +115,7 @@ class TowerDoStore(MirroredReads):
     async def refresh(self) -> int:
         """Fold what the board file gained and mirror it; how many records changed."""
         async with self.lock:
-            try:
-                await asyncio.to_thread(self.board.refresh)
-            except OSError as exc:
-                self.health.failed(f"{self.board.path}: {exc.strerror or exc}", self.clock())
-                raise ContractError(
-                    ErrorCode.UNAVAILABLE,
-                    f"the tower-do board {self.board.path} cannot be read ({exc.strerror}). "
-                    "Check the file's permissions",
-                ) from exc
+            await self._read_board("the endpoint reads it again at its next poll")
             count = await self._mirror_fold() if self._behind() else 0
             self.health.succeeded(self.clock())
         if count:
@@ -227,17 +222,29 @@ class TowerDoStore(MirroredReads):
             return committed
 
     async def _catch_up(self) -> None:
-        try:
-            await asyncio.to_thread(self.board.refresh)
-        except OSError as exc:
-            raise ContractError(
-                ErrorCode.UNAVAILABLE,
-                f"the tower-do board {self.board.path} cannot be read ({exc.strerror}). "
-                "Check the file's permissions, then retry",
-                outcome="not-executed",
-            ) from exc
+        await self._read_board("then retry", outcome="not-executed")
         if self._behind():
             await self._mirror_fold()
+
+    async def _read_board(self, then: str, outcome: Outcome | None = None) -> None:
+        """Fold what the board gained. A board that cannot be read (a link, a FIFO, no
+        permission, a hung read) leaves the endpoint stale and not ready until a read
+        succeeds again; the error names the file and what to do."""
+        try:
+            await self.files.run(self.board.refresh)
+        except (OSError, StillBusy) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.health.failed(f"{self.board.path}: {why}", self.clock(), refused=True)
+            remedy = (
+                f"Check the file's permissions, then {then}"
+                if isinstance(exc, PermissionError)
+                else then[:1].upper() + then[1:]
+            )
+            raise ContractError(
+                ErrorCode.UNAVAILABLE,
+                f"the tower-do board {self.board.path} cannot be read ({why}). {remedy}",
+                outcome=outcome,
+            ) from exc
 
     def _final(self, write: Write, key: str, landed: Landed) -> Task:
         data = write.task.model_dump()
@@ -260,12 +267,13 @@ class TowerDoStore(MirroredReads):
         self, write: Write, old: Task | None, expected: Row | None
     ) -> tuple[Landed, str]:
         caller = self._caller(write)
-        live = await asyncio.to_thread(
-            live_owners, self.board.path, self.clock(), rules.LIVE_WINDOW_MS
-        )
+        now = self.clock()
         try:
-            return await asyncio.to_thread(
-                self._decide_and_append, write, old, expected, caller, live
+            live = await self.files.run(
+                lambda: live_owners(self.board.path, now, rules.LIVE_WINDOW_MS)
+            )
+            return await self.files.run(
+                lambda: self._decide_and_append(write, old, expected, caller, live)
             )
         except rules.WriteRefused as exc:
             code = _REFUSED.get(exc.rule)
@@ -276,7 +284,10 @@ class TowerDoStore(MirroredReads):
                     else (ErrorCode.PERMISSION_DENIED)
                 )
             raise ContractError(code, exc.message, outcome="not-executed") from exc
-        except (OSError, LeaseTimeout) as exc:
+        except LockNotADirectory as exc:
+            log.warning("tower-do write refused: %s", exc)
+            raise ContractError(ErrorCode.UNAVAILABLE, str(exc), outcome="not-executed") from exc
+        except (OSError, LeaseTimeout, StillBusy) as exc:
             raise ContractError(
                 ErrorCode.UNAVAILABLE,
                 f"the tower-do board {self.board.path} could not be written ({exc}). Retry",

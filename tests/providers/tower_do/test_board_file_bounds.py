@@ -15,7 +15,8 @@ from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
 from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.tower_do import TowerDoConfig
-from cotal_tasks.providers.tower_do.boardfile import MAX_LINE_BYTES, BoardFile, NotARegularFile
+from cotal_tasks.providers.tower_do.boardfile import MAX_LINE_BYTES, BoardFile
+from cotal_tasks.providers.tower_do.folder import NotARegularFile
 from tests.bridge._support import Client, DictPresence
 from tests.conftest import seat
 from tests.providers.tower_do._support import agent_event

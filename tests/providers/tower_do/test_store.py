@@ -18,6 +18,7 @@ from cotal_tasks.core import ContractError, Task
 from cotal_tasks.providers.store import PageQuery, RevisionConflict, Write
 from cotal_tasks.providers.tower_do import TowerDoConfig, boardfile
 from cotal_tasks.providers.tower_do.fold import fold_text
+from cotal_tasks.providers.tower_do.folder import Folder
 from tests.bridge._support import Client
 from tests.providers.tower_do._support import (
     READER,
@@ -330,13 +331,15 @@ def test_a_waiting_writer_never_removes_a_live_holders_lease(
     again before it writes its token; an unconditional remove took the new holder's lease."""
     lock = tmp_path / "board.jsonl.lock"
     lock.mkdir()  # the next holder, between its mkdir and its token write
-    monkeypatch.setattr(boardfile, "_entries", lambda _lock: ["released-token"])
-    boardfile._reap(lock)  # listed while the previous holder's token was still there
+    monkeypatch.setattr(boardfile, "_entries", lambda _directory: ["released-token"])
+    with Folder.opened(tmp_path) as folder:
+        boardfile._reap(folder, lock.name)  # listed while the previous token was there
     assert lock.is_dir()
     monkeypatch.undo()
     stale = lock / "stale"
     stale.write_text("stale", encoding="utf-8")
     old = time.time() - boardfile.STALE_LOCK_S - 1
     os.utime(stale, (old, old))
-    boardfile._reap(lock)
+    with Folder.opened(tmp_path) as folder:
+        boardfile._reap(folder, lock.name)
     assert not lock.exists()
