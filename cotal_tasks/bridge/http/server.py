@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import uvicorn
 from starlette.types import ASGIApp
@@ -17,6 +17,18 @@ from cotal_tasks.bridge.http.listener import ShedLog, bounded_protocol, uvicorn_
 
 # Open responses (event streams) get this long to end after the listener is told to stop.
 GRACEFUL_S = 5
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server without its signal handling: the bridge's lifecycle owns SIGINT and
+    SIGTERM. uvicorn's own handlers record a signal and, once it has shut down, raise it
+    again; the bridge took that for a second signal and cancelled its clean stop halfway
+    (a subscription's drain cancelled mid-flush, whose late PONG nats-py then logged as an
+    ERROR with a traceback)."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 @asynccontextmanager
@@ -59,7 +71,7 @@ async def serve_http(
         timeout_graceful_shutdown=GRACEFUL_S,
         **uvicorn_options(bounds),
     )
-    server = uvicorn.Server(config)
+    server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     try:
         while not server.started:
