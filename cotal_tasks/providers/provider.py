@@ -284,7 +284,9 @@ class Provider(Generic[S]):
     (``None``: the provider has no settings of its own). ``describe`` gives the lines
     ``check-config`` prints; ``preview`` maps the ``count`` most recently updated items,
     writing nothing (``None``: nothing to preview, the endpoint is its own source);
-    ``access`` asks the tracker what the token may do (``check-config --online``).
+    ``access`` asks the tracker what the token may do (``check-config --online``);
+    ``reach`` is the first contact at start: one listing request, nothing else read, and
+    how many items it listed (``None``: the preview of one item is the contact).
     """
 
     name: str
@@ -295,6 +297,7 @@ class Provider(Generic[S]):
     describe: Callable[[S], list[str]] = field(default=lambda settings: [])
     preview: Callable[[S, str, int], Awaitable[list[tuple[int, Task]]]] | None = None
     access: Callable[[S], Awaitable[Access]] | None = None  # the token's capabilities
+    reach: Callable[[S], Awaitable[int]] | None = None  # one listing request
 
     @property
     def mirrors(self) -> bool:

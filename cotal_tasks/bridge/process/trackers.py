@@ -1,5 +1,7 @@
 """The first contact with each tracker at start: one listing request (the provider's
-preview of one item, which writes nothing), within ``tracker_connect_timeout_s``.
+``reach``: the newest page of its listing, no issue read on its own and no evidence asked;
+a provider without one, a tower-do board, previews one item), within
+``tracker_connect_timeout_s``.
 
 A tracker that does not answer in time stops the start with one line naming the endpoint's
 ``api_url``; one that answers with a refusal (a wrong token, no such repository) does not:
@@ -25,15 +27,17 @@ def api_url_key(config: BridgeConfig, endpoint: EndpointConfig) -> str:
 
 
 async def first_contact(config: BridgeConfig, endpoint: EndpointConfig) -> int:
-    """Read one item of ``endpoint``'s tracker; the items read. ``unavailable`` naming
-    ``api_url`` when the tracker does not answer within the deadline; a refusal raises
-    the source's ``SourceRefused`` with its status."""
-    show = provider(endpoint.provider).preview
-    if show is None:
-        return 0
+    """One listing request to ``endpoint``'s tracker; the items it listed. ``unavailable``
+    naming ``api_url`` when the tracker does not answer within the deadline; a refusal
+    raises the source's ``SourceRefused`` with its status."""
+    entry = provider(endpoint.provider)
     deadline = config.tracker_connect_timeout_s
     try:
-        shown = await asyncio.wait_for(show(endpoint.settings, config.space, 1), deadline)
+        if entry.reach is not None:
+            return await asyncio.wait_for(entry.reach(endpoint.settings), deadline)
+        if entry.preview is None:
+            return 0
+        shown = await asyncio.wait_for(entry.preview(endpoint.settings, config.space, 1), deadline)
     except TimeoutError as exc:
         raise _unreached(config, endpoint, f"no answer within {deadline:g} s") from exc
     except SourceRefused as exc:

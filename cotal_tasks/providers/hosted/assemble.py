@@ -337,6 +337,13 @@ def provider(
         tracker, _, http = opened(config)
         return await preview(tracker, config, http, space=space, count=count)
 
+    async def reach(config: C) -> int:
+        tracker, _, http = opened(config)
+        try:
+            return len(await tracker.recent(1))  # the newest page, no issue or evidence read
+        finally:
+            await http.client.aclose()
+
     async def ask(config: C) -> Access:
         assert access is not None
         _, _, http = opened(config)
@@ -354,4 +361,5 @@ def provider(
         describe=lambda config: describe(name, config),
         preview=show,
         access=None if access is None else ask,
+        reach=reach,
     )
