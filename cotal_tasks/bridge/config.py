@@ -142,8 +142,12 @@ class HttpLimits(Closed):
     header_timeout_s: Annotated[float, Field(gt=0, le=300)] = 10.0  # a request's head, whole
     idle_timeout_s: Annotated[int, Field(ge=1, le=300)] = 5  # keep-alive between requests
     body_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0  # a webhook body, whole
+    write_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0  # an answer, whole, to a peer
     max_connections: Annotated[int, Field(ge=1, le=100_000)] = 256  # open at once, in all
+    max_connections_per_peer: Annotated[int, Field(ge=1, le=100_000)] = 64  # of one address
     max_requests: Annotated[int, Field(ge=1, le=10_000)] = 64  # answered at once (no streams)
+    max_probe_requests: Annotated[int, Field(ge=1, le=10_000)] = 16  # /healthz, /metrics
+    max_webhook_requests: Annotated[int, Field(ge=1, le=10_000)] = 32  # /webhooks/…
     max_streams: Annotated[int, Field(ge=0, le=10_000)] = 100  # open event streams, in all
     max_streams_per_token: Annotated[int, Field(ge=0, le=10_000)] = 4  # per caller
     webhook_max_body_bytes: Annotated[int, Field(ge=1024, le=100 * 2**20)] = 25 * 2**20

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import resource
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
@@ -56,12 +57,20 @@ class Serving:
 
 
 @asynccontextmanager
-async def serving(config: Path) -> AsyncIterator[Serving]:
+async def serving(
+    config: Path, *, open_files: tuple[int, int] | None = None
+) -> AsyncIterator[Serving]:
     """``cotal-tasks serve --config <config>``, up once its first line says it serves,
-    stopped with SIGTERM (as an operator stops it) when the block ends."""
+    stopped with SIGTERM (as an operator stops it) when the block ends; ``open_files``:
+    the (soft, hard) open-file limit it is started with (``ulimit -n``), when given."""
+
+    def limited() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+
     process = await asyncio.create_subprocess_exec(
         str(CLI), "serve", "--config", str(config),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, preexec_fn=limited,
     )  # fmt: skip
     served = Serving(process)
     try:

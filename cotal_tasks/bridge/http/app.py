@@ -35,9 +35,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cotal_tasks.bridge.http import api, health
 from cotal_tasks.bridge.http.context import HttpContext
-from cotal_tasks.bridge.http.listener import Shed
 from cotal_tasks.bridge.http.openapi import openapi_document
 from cotal_tasks.bridge.http.responses import error_answer
+from cotal_tasks.bridge.http.shed import Shed
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ContractError, ErrorCode
 

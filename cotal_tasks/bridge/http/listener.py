@@ -2,19 +2,30 @@
 
 uvicorn closes a keep-alive connection idle between requests (``idle_timeout_s``, its
 ``timeout_keep_alive``) and h11 bounds a request head's size (16 KiB), but nothing of
-uvicorn bounds the time a head takes to arrive, nor the connections open at once: a
-client sending a byte every few seconds holds its connection, and a few hundred of them
-exhaust the process's files (the board then cannot open its database). So:
+uvicorn bounds the time a head takes to arrive, the time a peer takes to read its answer,
+nor the connections open at once: a client sending a byte every few seconds holds its
+connection, one that never reads holds its answer (and, pipelining, a request slot), and
+a few hundred of either exhaust the process's files. ``BoundedH11`` is uvicorn's h11
+protocol with:
 
-- ``BoundedH11`` is uvicorn's h11 protocol with a head deadline (``header_timeout_s``,
-  from the connection's start or the previous response's end: a head not whole by then
-  closes the connection) and a connection cap (``max_connections``, lowered to half the
-  process's open-file limit when that is smaller): a connection past it is answered 503
-  with ``Retry-After`` and closed at once, before anything of it is read.
-- ``Shed`` caps the requests answered at once (``max_requests``; the event streams have
-  their own caps, ``events``): past it, 503 with ``Retry-After``, in the usual error shape.
+- a head deadline (``header_timeout_s``, from the connection's start or the previous
+  answer's end): a head not whole by then closes the connection;
+- a write deadline (``write_timeout_s``). The transport says when a byte first waits for
+  the peer and when the peer has taken them all (its write buffer's high-water mark is
+  0). A peer that falls behind must have taken the whole answer within the deadline (an
+  event stream, which never ends: caught up within it, each time it falls behind); past
+  it the connection is dropped, what it did not take with it. Until the peer has taken
+  an answer, the next pipelined request is not read: a peer that does not read holds its
+  connection, for at most the deadline, and no request slot;
+- connection caps: ``max_connections_per_peer`` from one address, and ``max_connections``
+  in all (lowered to half the process's open-file limit when that is smaller). Past the
+  first, the connection is refused; past the second, the connection idle longest
+  (waiting for a head, or for its peer to take an answer; never one whose request runs)
+  is dropped to make room, and the newcomer is refused only when none is idle. A
+  refusal is 503 with ``Retry-After``, written before anything of the connection is
+  read, and the connection closed.
 
-Shedding is logged at most once a minute, with the count, never per request.
+What is shed is counted and logged at most once a minute (``ShedLog``), never per peer.
 """
 
 from __future__ import annotations
@@ -22,40 +33,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
-import time
+from collections.abc import Callable
 from typing import Any
 
 import h11
-from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from cotal_tasks.bridge.config import HttpLimits
-from cotal_tasks.bridge.http.responses import error_answer
-from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.bridge.http.shed import EVENTS_PATH, ShedLog
 
 log = logging.getLogger(__name__)
 
-EVENTS_PATH = "/v1/events"  # streams: capped by count, not as requests in flight
-LOG_EVERY_S = 60.0
-
-
-class ShedLog:
-    """Counts what was shed, and says so at most once every ``LOG_EVERY_S``."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-        self._said = 0.0
-
-    def shed(self, what: str, remedy: str) -> None:
-        self.counts[what] = self.counts.get(what, 0) + 1
-        now = time.monotonic()
-        if now - self._said >= LOG_EVERY_S:
-            self._said = now
-            log.warning(
-                "HTTP: shedding load (503 with Retry-After): %s so far; %s",
-                ", ".join(f"{n} {kind}" for kind, n in sorted(self.counts.items())),
-                remedy,
-            )
+MAX_ACCEPT_BATCH = 128
 
 
 def connection_cap(limits: HttpLimits) -> int:
@@ -75,6 +64,43 @@ def connection_cap(limits: HttpLimits) -> int:
     return capped
 
 
+def accept_batch(cap: int) -> int:
+    """The listen backlog, which is also how many connections asyncio accepts in one go,
+    before any of them is counted against the cap (and, out of files, it logs every
+    failed accept of the batch): small enough that the cap, two batches and the process's
+    other files fit in the open-file limit."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return MAX_ACCEPT_BATCH
+    return max(1, min(MAX_ACCEPT_BATCH, (soft - cap) // 4))
+
+
+class Deadline:
+    """One of a connection's deadlines: ``late`` runs ``seconds`` after ``start``, unless
+    ``clear`` comes first."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, seconds: float, late: Callable[[], None]):
+        self.loop, self.seconds, self.late = loop, seconds, late
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def running(self) -> bool:
+        return self._timer is not None
+
+    def start(self) -> None:
+        self.clear()
+        self._timer = self.loop.call_later(self.seconds, self._fire)
+
+    def clear(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _fire(self) -> None:
+        self._timer = None
+        self.late()
+
+
 def _refusal(retry_after_s: int) -> bytes:
     body = (
         b'{"error":{"code":"unavailable","message":"the bridge has as many connections open '
@@ -87,89 +113,132 @@ def _refusal(retry_after_s: int) -> bytes:
     )
 
 
-def bounded_protocol(limits: HttpLimits, shed: ShedLog) -> type[H11Protocol]:
-    """uvicorn's h11 protocol with the head deadline and the connection cap."""
-    cap = connection_cap(limits)
+def bounded_protocol(limits: HttpLimits, shed: ShedLog, cap: int) -> type[H11Protocol]:
+    """uvicorn's h11 protocol within the head and write deadlines and the connection caps
+    (``cap``: ``connection_cap``)."""
     refusal = _refusal(limits.retry_after_s)
+    per_peer: dict[str, int] = {}  # open connections, by the peer's address
 
     class BoundedH11(H11Protocol):
-        _head_timer: asyncio.TimerHandle | None = None
+        _peer: str | None = None  # counted in per_peer
+        _taken_first = False  # an answer is whole, its peer has not taken it: the next waits
+        _idle_since = 0.0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
-            if len(self.connections) > cap:
-                shed.shed("connections", "raise [http.limits] max_connections if it is real")
-                transport.write(refusal)
-                transport.close()
+            self._head = Deadline(self.loop, limits.header_timeout_s, self._head_late)
+            self._write = Deadline(self.loop, limits.write_timeout_s, self._write_late)
+            self._idle_since = self.loop.time()
+            transport.set_write_buffer_limits(high=0)  # told of the first byte that waits
+            peer = self.client[0] if self.client else ""
+            if per_peer.get(peer, 0) >= limits.max_connections_per_peer:
+                self._refuse(
+                    "connections of one peer",
+                    "raise [http.limits] max_connections_per_peer if one address opens "
+                    "them for many clients (a proxy in front)",
+                )
                 return
-            self._arm_head()
+            per_peer[peer] = per_peer.get(peer, 0) + 1
+            self._peer = peer
+            if not self._room():
+                self._refuse("connections", "raise [http.limits] max_connections if it is real")
+                return
+            self._head.start()
 
-        def _arm_head(self) -> None:
-            self._disarm_head()
-            self._head_timer = self.loop.call_later(limits.header_timeout_s, self._head_late)
+        def _refuse(self, what: str, remedy: str) -> None:
+            shed.shed(what, remedy)
+            self.transport.write(refusal)
+            self.transport.close()
 
-        def _disarm_head(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
+        def _room(self) -> bool:
+            """Whether this connection fits under the cap, once the connection idle
+            longest is dropped if need be."""
+            if len(self.connections) <= cap:
+                return True
+            open_ = [p for p in self.connections if not p.transport.is_closing()]
+            if len(open_) <= cap:
+                return True
+            idle = [p for p in open_ if isinstance(p, BoundedH11) and p is not self and p._idle()]
+            if not idle:
+                return False
+            shed.shed("idle connections dropped", "raise [http.limits] max_connections if real")
+            min(idle, key=lambda p: p._idle_since).transport.abort()
+            return True
+
+        def _idle(self) -> bool:
+            """No request of this connection runs."""
+            return self.cycle is None or self.cycle.response_complete
 
         def _head_late(self) -> None:
-            self._head_timer = None
             if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
                 shed.shed("slow request heads", "a client sends its head too slowly")
                 self.transport.close()
 
+        def pause_writing(self) -> None:
+            """A byte waits for the peer: the deadline runs (uvicorn holds the next write)."""
+            super().pause_writing()
+            if not self._write.running:
+                self._write.start()
+
+        def resume_writing(self) -> None:
+            """The peer has taken every byte written."""
+            super().resume_writing()
+            if not self._idle() and self.scope.get("path") != EVENTS_PATH:
+                return  # within an answer: the deadline is the whole answer's
+            self._write.clear()
+            if self._taken_first:
+                self._taken_first = False
+                self._next_request()
+
+        def _write_late(self) -> None:
+            if self.transport.get_write_buffer_size() == 0:
+                return  # the peer has caught up; the answer itself is slow, not the peer
+            shed.shed("slow readers", "a peer does not read its answers")
+            self.transport.abort()
+
         def handle_events(self) -> None:
             super().handle_events()
             if self.conn.their_state is not h11.IDLE:
-                self._disarm_head()  # the head is in: the request runs
+                self._head.clear()  # the head is in: the request runs
 
         def on_response_complete(self) -> None:
-            super().on_response_complete()
+            self._idle_since = self.loop.time()
+            if self.transport.get_write_buffer_size() > 0:
+                self._taken_first = True  # the next request once the peer took this answer
+                return
+            self._write.clear()
+            self._next_request()
+
+        def _next_request(self) -> None:
+            super().on_response_complete()  # the keep-alive timer, the next pipelined request
             if not self.transport.is_closing() and self.conn.their_state is h11.IDLE:
-                self._arm_head()  # the next head, whole, within the deadline
+                self._head.start()  # the next head, whole, within the deadline
+
+        def shutdown(self) -> None:
+            if self.transport.get_write_buffer_size() > 0:
+                self.transport.abort()  # its peer is behind: the stop does not wait on it
+                return
+            super().shutdown()
 
         def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm_head()
+            self._head.clear()
+            self._write.clear()
+            if self._peer is not None:
+                left = per_peer.pop(self._peer) - 1
+                if left:
+                    per_peer[self._peer] = left
+                self._peer = None
             super().connection_lost(exc)
 
     return BoundedH11
 
 
-class Shed:
-    """ASGI middleware: at most ``max_requests`` requests answered at once (event streams
-    aside); past it, 503 with ``Retry-After``."""
-
-    def __init__(self, app: ASGIApp, limits: HttpLimits, shed: ShedLog | None = None) -> None:
-        self.app = app
-        self.limits = limits
-        self.log = shed or ShedLog()
-        self.in_flight = 0
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") == EVENTS_PATH:
-            await self.app(scope, receive, send)
-            return
-        if self.in_flight >= self.limits.max_requests:
-            self.log.shed("requests", "raise [http.limits] max_requests if the load is real")
-            answer = error_answer(
-                ContractError(
-                    ErrorCode.UNAVAILABLE,
-                    f"the bridge is answering {self.limits.max_requests} requests already "
-                    "([http.limits] max_requests). Retry after the Retry-After seconds",
-                )
-            )
-            answer.headers["Retry-After"] = str(self.limits.retry_after_s)
-            await answer(scope, receive, send)
-            return
-        self.in_flight += 1
-        try:
-            await self.app(scope, receive, send)
-        finally:
-            self.in_flight -= 1
-
-
-def uvicorn_options(limits: HttpLimits) -> dict[str, Any]:
-    """What uvicorn itself bounds: the keep-alive idle time. Its own concurrency limit
-    stays off: it answers 503 without ``Retry-After`` and logs every refusal."""
-    return {"timeout_keep_alive": limits.idle_timeout_s, "limit_concurrency": None}
+def uvicorn_options(limits: HttpLimits, cap: int) -> dict[str, Any]:
+    """What uvicorn itself bounds: the keep-alive idle time, and the listen backlog
+    (``accept_batch``). Its own concurrency limit stays off: it answers 503 without
+    ``Retry-After`` and logs every refusal."""
+    return {
+        "timeout_keep_alive": limits.idle_timeout_s,
+        "limit_concurrency": None,
+        "backlog": accept_batch(cap),
+    }

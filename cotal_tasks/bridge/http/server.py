@@ -13,7 +13,8 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from cotal_tasks.bridge.config import HttpLimits
-from cotal_tasks.bridge.http.listener import ShedLog, bounded_protocol, uvicorn_options
+from cotal_tasks.bridge.http.listener import bounded_protocol, connection_cap, uvicorn_options
+from cotal_tasks.bridge.http.shed import ShedLog
 
 # Open responses (event streams) get this long to end after the listener is told to stop.
 GRACEFUL_S = 5
@@ -58,18 +59,20 @@ async def serve_http(
             f"cannot listen on {host}:{port} ({exc.strerror}). Choose another [http] port, "
             "or port = 0 for any free one"
         ) from exc
-    sock.listen(128)
+    bounds = limits or HttpLimits()
+    cap = connection_cap(bounds)
+    options = uvicorn_options(bounds, cap)
+    sock.listen(options["backlog"])
     sock.setblocking(False)
     bound_port = sock.getsockname()[1]
-    bounds = limits or HttpLimits()
     config = uvicorn.Config(
         app,
-        http=bounded_protocol(bounds, ShedLog()),
+        http=bounded_protocol(bounds, ShedLog(), cap),
         lifespan="off",
         log_level="warning",
         access_log=False,  # never log request lines: nothing of a request is echoed
         timeout_graceful_shutdown=GRACEFUL_S,
-        **uvicorn_options(bounds),
+        **options,
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))

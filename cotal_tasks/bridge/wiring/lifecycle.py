@@ -1,7 +1,8 @@
 """The bridge process's life: start the bridge the config describes, run it until SIGINT
 or SIGTERM, then stop it cleanly. What is started is assembled in ``bridge.wiring``.
 
-The start first reaches every tracker (``trackers``: a tracker that does not answer within
+The start first raises the soft open-file limit to the hard one (``process.openfiles``),
+then reaches every tracker (``trackers``: a tracker that does not answer within
 ``tracker_connect_timeout_s`` stops it). A signal is honoured in every phase. During
 start-up it abandons the start at once (what was started is stopped, in reverse order).
 While serving it begins a clean stop: the background loops get ``STOP_GRACE_S`` to finish
@@ -17,6 +18,7 @@ import signal
 from collections.abc import Callable
 
 from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.process.openfiles import raise_open_files
 from cotal_tasks.bridge.process.trackers import reach_trackers
 from cotal_tasks.bridge.wiring.process import Bridge, running_bridge
 
@@ -31,6 +33,7 @@ async def serve_until_signalled(
 ) -> str | None:
     """Run the bridge until SIGINT or SIGTERM, then stop it cleanly. ``None`` after a stop
     while serving; the signal's name when it came during start-up."""
+    raise_open_files()
     stop = asyncio.Event()
     started = asyncio.Event()
     loop = asyncio.get_running_loop()

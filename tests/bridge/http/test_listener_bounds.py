@@ -1,6 +1,8 @@
 """The listener's bounds on a real bridge (``[http.limits]``): slow request heads cut at
-the head deadline, connections past the cap answered 503 with ``Retry-After`` at once,
-requests past the concurrency cap shed the same way, and event streams capped per token
+the head deadline; past the connection cap the connection idle longest dropped to make
+room, and a newcomer answered 503 with ``Retry-After`` at once when every connection has
+a request running; one peer's connections capped; each kind of request within its own
+budget (reads shed while probes and webhooks answer); event streams capped per token
 and in all; the wire and the store keep working throughout. The hostile clients are raw
 sockets on loopback, bounded in count and time."""
 
@@ -15,7 +17,7 @@ import httpx
 import pytest
 
 from cotal_tasks.bridge.config import HttpLimits
-from cotal_tasks.providers.store import Page, PageQuery, TaskStore
+from cotal_tasks.providers.store import Page, PageQuery, RecordPage, TaskStore
 from tests.bridge.http._support import (
     ACME,
     NO_UID_ENV,
@@ -27,9 +29,17 @@ from tests.bridge.http._support import (
     set_secrets,
 )
 from tests.conftest import seat
+from tests.support.peers import peer_address
 
 OPERATOR = seat("operator", 9)
-LIMITS = HttpLimits(header_timeout_s=1.0, max_connections=20, max_requests=2, retry_after_s=7)
+LIMITS = HttpLimits(
+    header_timeout_s=1.0,
+    max_connections=6,
+    max_connections_per_peer=8,
+    max_requests=6,
+    max_probe_requests=2,
+    retry_after_s=7,
+)
 
 
 @pytest.fixture
@@ -38,10 +48,14 @@ async def mesh(tmp_path: Path) -> AsyncIterator[HttpMesh]:
         yield opened
 
 
-async def connect(mesh: HttpMesh) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def connect(
+    mesh: HttpMesh, peer: int | None = None
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to the listener, from the ``peer``-th loopback address when given."""
     url = httpx.URL(mesh.url)
     assert url.port is not None
-    return await asyncio.open_connection(url.host, url.port)
+    source = None if peer is None else (peer_address(peer), 0)
+    return await asyncio.open_connection(url.host, url.port, local_addr=source)
 
 
 async def the_wire_answers(mesh: HttpMesh) -> None:
@@ -53,7 +67,7 @@ async def the_wire_answers(mesh: HttpMesh) -> None:
 
 async def test_slow_heads_are_cut_at_the_head_deadline(mesh: HttpMesh) -> None:
     """Before: 200 connections sending a byte every 15 s all stayed open."""
-    slow = [await connect(mesh) for _ in range(10)]
+    slow = [await connect(mesh) for _ in range(LIMITS.max_connections - 1)]
     loop = asyncio.get_running_loop()
     started = loop.time()
 
@@ -81,12 +95,52 @@ async def test_slow_heads_are_cut_at_the_head_deadline(mesh: HttpMesh) -> None:
     assert (await mesh.get("/healthz")).status_code == 200
 
 
-async def test_connections_past_the_cap_are_refused_with_retry_after(
+class HeldReads:
+    """The endpoint's real store, its reads of more than one task held until ``gate``
+    opens (the health probe reads one, and is answered)."""
+
+    def __init__(self, inner: TaskStore, gate: asyncio.Event) -> None:
+        self.inner, self.gate = inner, gate
+
+    async def page(self, query: PageQuery) -> Page:
+        if query.limit != 1:
+            await self.gate.wait()
+        return await self.inner.page(query)
+
+    async def page_records(self, query: PageQuery) -> RecordPage:
+        await self.gate.wait()
+        return await self.inner.page_records(query)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+def hold_reads(mesh: HttpMesh) -> asyncio.Event:
+    """Hold the endpoint's list reads until the returned event is set."""
+    service = mesh.endpoint(ACME).service
+    gate = asyncio.Event()
+    service.store = HeldReads(service.store, gate)  # type: ignore[assignment]
+    service.json_reads = None  # its reads go through the store
+    return gate
+
+
+async def reading(mesh: HttpMesh, peer: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection from the ``peer``-th address whose list read is in (and held, under
+    ``hold_reads``)."""
+    reader, writer = await connect(mesh, peer)
+    writer.write(f"GET /v1/endpoints/{ACME}/tasks HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode())
+    await writer.drain()
+    return reader, writer
+
+
+async def test_connections_past_the_cap_are_refused_when_none_is_idle(
     mesh: HttpMesh, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Before: no cap; under a 256 open-file limit 300 idle connections broke the board
     (``unable to open database file``) and ``/healthz``, and wrote 130 MB of log in 45 s."""
-    held = [await connect(mesh) for _ in range(LIMITS.max_connections)]
+    gate = hold_reads(mesh)
+    held = [await reading(mesh, n) for n in range(LIMITS.max_connections)]
+    await asyncio.sleep(0.3)  # every read is in, waiting on the store
     refusals = []
     for _ in range(30):
         reader, writer = await connect(mesh)
@@ -101,43 +155,82 @@ async def test_connections_past_the_cap_are_refused_with_retry_after(
     shed = [r for r in caplog.records if "shedding load" in r.getMessage()]
     assert len(shed) == 1  # once a minute, with the count, never once per refusal
     await the_wire_answers(mesh)  # the wire and the store keep working meanwhile
-    for _, held_writer in held:
-        held_writer.close()
+    gate.set()
+    for reader, writer in held:  # the held reads are answered, none was dropped
+        assert (await asyncio.wait_for(reader.readuntil(b"\r\n"), 5)).startswith(b"HTTP/1.1 200")
+        writer.close()
     await asyncio.sleep(0.2)
     assert (await mesh.get("/healthz")).status_code == 200
 
 
-class GatedStore:
-    """The endpoint's real store, its page reads held until ``gate`` opens."""
-
-    def __init__(self, inner: TaskStore, gate: asyncio.Event) -> None:
-        self.inner, self.gate = inner, gate
-
-    async def page(self, query: PageQuery) -> Page:
-        await self.gate.wait()
-        return await self.inner.page(query)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.inner, name)
+async def closed(reader: asyncio.StreamReader) -> bool:
+    """Whether the listener closed (or dropped) the connection: nothing more comes."""
+    try:
+        return await asyncio.wait_for(reader.read(), 5) == b""
+    except ConnectionResetError:
+        return True
 
 
-async def test_requests_past_the_concurrency_cap_are_shed(mesh: HttpMesh) -> None:
-    service = mesh.endpoint(ACME).service
-    gate = asyncio.Event()
-    service.store = GatedStore(service.store, gate)  # type: ignore[assignment]
-    path = "/healthz"  # its probe reads a page of the store
-    held = [asyncio.create_task(mesh.get(path)) for _ in range(LIMITS.max_requests)]
-    await asyncio.sleep(0.3)  # both are in, waiting on the store
+async def test_past_the_cap_the_connection_idle_longest_makes_room(tmp_path: Path) -> None:
+    """Before: idle connections up to the cap refused every newcomer, a probe's too, until
+    the head deadline cut them."""
+    async with open_http_mesh(tmp_path, limits=HttpLimits(max_connections=6)) as mesh:
+        idle = [await connect(mesh, n) for n in range(6)]
+        await asyncio.sleep(0.05)
+        closing = {"Connection": "close"}
+        assert (await mesh.http.get("/healthz", headers=closing)).status_code == 200
+        assert await closed(idle[0][0])  # the oldest made room
+        assert not any(reader.at_eof() for reader, _ in idle[1:])
+        for _, writer in idle:
+            writer.close()
+
+
+async def test_one_peers_connections_are_capped(tmp_path: Path) -> None:
+    """Before: one address could take every connection there was."""
+    limits = HttpLimits(max_connections_per_peer=3, retry_after_s=7)
+    async with open_http_mesh(tmp_path, limits=limits) as mesh:
+        held = [await connect(mesh) for _ in range(3)]
+        reader, writer = await connect(mesh)
+        refused = await asyncio.wait_for(reader.read(), 5)
+        assert refused.startswith(b"HTTP/1.1 503")
+        assert b"retry-after: 7" in refused
+        writer.close()
+        other = [await connect(mesh, n) for n in range(3)]  # other addresses: let in
+        assert not any(r.at_eof() for r, _ in other)
+        for _, held_writer in held + other:
+            held_writer.close()
+        await asyncio.sleep(0.2)  # their places are given back
+        assert (await mesh.get("/healthz")).status_code == 200
+
+
+async def test_reads_are_shed_while_probes_and_webhooks_are_answered(tmp_path: Path) -> None:
+    """Before: one budget for every route; held reads made ``/healthz`` and the webhook
+    routes answer 503 too."""
+    limits = HttpLimits(max_requests=3, retry_after_s=7)
+    async with open_http_mesh(tmp_path, limits=limits) as mesh:
+        await reads_shed_alone(mesh, limits)
+
+
+async def reads_shed_alone(mesh: HttpMesh, limits: HttpLimits) -> None:
+    gate = hold_reads(mesh)
+    path = f"/v1/endpoints/{ACME}/tasks"
+    held = [asyncio.create_task(mesh.get(path)) for _ in range(limits.max_requests)]
+    await asyncio.sleep(0.3)  # all are in, waiting on the store
     assert not any(h.done() for h in held)
 
-    shed = await asyncio.wait_for(mesh.get(f"/v1/endpoints/{ACME}/tasks"), 5)
+    shed = await asyncio.wait_for(mesh.get(path), 5)
+    probe = await asyncio.wait_for(mesh.get("/healthz"), 5)
+    hook = await asyncio.wait_for(mesh.http.post("/webhooks/github", content=b"{}"), 5)
 
     assert shed.status_code == 503
     assert shed.headers["retry-after"] == "7"
     assert shed.headers["x-content-type-options"] == "nosniff"
     assert shed.json()["error"]["code"] == "unavailable"
+    assert "max_requests" in shed.json()["error"]["message"]
+    assert probe.status_code == 200
+    assert hook.status_code == 401  # answered (unsigned): the route has its own budget
     gate.set()
-    assert [r.status_code for r in await asyncio.gather(*held)] == [200, 200]
+    assert {r.status_code for r in await asyncio.gather(*held)} == {200}
     assert (await mesh.get(path)).status_code == 200
 
 
