@@ -24,7 +24,9 @@ Some edits change what issues map to without moving their ``updated_at`` (a labe
 or deleted on a repository with more of its issues than a webhook refreshes): a delivery
 then asks for a full re-read (``ask_reread``, kept beside the checkpoint, so the leader
 on another instance takes it too), and the next poll walks the listing from the start,
-asking no validator; the request is cleared once that poll has read it through.
+asking no validator; the request is cleared once that poll has read it through. So does
+a mirror written by an older mapping (``MAPPING_REVISION``, kept beside the checkpoint):
+an issue no one touched since would otherwise keep the old mapping's record for good.
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ log = logging.getLogger(__name__)
 
 OWED = "owed"  # the checkpoint's issues whose evidence is still to be read
 REREAD = ":reread"  # beside the checkpoint (its key and this): a full re-read is asked
+MAPPING = ":mapping"  # beside the checkpoint: the mapping revision the mirror was read with
+# The mapping's revision: raised when the same issue maps to another record (2: a brief
+# keeps its line structure), so a mirror read with an older one is read again in full.
+MAPPING_REVISION = 2
 
 Progress = Callable[[int, int | None], None]  # (pages done, total pages if known)
 
@@ -91,6 +97,7 @@ class SyncEngine:
     _deferred: set[int] = field(default_factory=set)  # to read again: a write was in flight
     _owed: set[int] = field(default_factory=set)  # to read again: evidence did not answer
     _wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _mapping_checked: bool = False  # the mirror's mapping revision was checked this run
     # Told of each reconcile sweep (listing requests, unlisted tasks read): the metrics.
     sweep_observers: list[Callable[[int, int], None]] = field(default_factory=list)
 
@@ -114,9 +121,25 @@ class SyncEngine:
         """Ask the next poll to read every issue again (see the module's description)."""
         await self.checkpoints.save(self.key + REREAD, {"at": self.clock()}, self.clock())
 
+    async def _mapped_anew(self, saved: Mapping[str, Any]) -> None:
+        """Ask a full re-read when the mirror was read with an older mapping revision (a
+        first import reads everything anyway), and record the current one."""
+        if self._mapping_checked:
+            return
+        held = await self.checkpoints.load(self.key + MAPPING)
+        if held is None or held.get("revision") != MAPPING_REVISION:
+            if saved:
+                log.info("%s: the mapping changed since the mirror was read; reading all", self.key)
+                await self.ask_reread()
+            await self.checkpoints.save(
+                self.key + MAPPING, {"revision": MAPPING_REVISION}, self.clock()
+            )
+        self._mapping_checked = True
+
     async def _poll(self, progress: Progress | None) -> SyncReport:
         tracker = self.tracker
         saved = await self.checkpoint()
+        await self._mapped_anew(saved)
         asked = await self.checkpoints.load(self.key + REREAD)
         cursor: str | None = None if asked else saved.get("cursor")
         report = SyncReport()
