@@ -23,6 +23,7 @@ from bench import (
     hostile,
     hostile_wire,
     jira,
+    linear,
     profile,
     scale,
     twoway,
@@ -40,6 +41,7 @@ PARTS = (
     "github",
     "gitlab",
     "jira",
+    "linear",
     "twoway",
     "cli",
 )
@@ -67,6 +69,8 @@ async def main() -> None:
     parser.add_argument("--gitlab-rounds", type=int, default=3)
     parser.add_argument("--jira-issues", type=int, default=2_000)
     parser.add_argument("--jira-rounds", type=int, default=3)
+    parser.add_argument("--linear-issues", type=int, default=2_000)
+    parser.add_argument("--linear-rounds", type=int, default=3)
     parser.add_argument("--twoway-seconds", type=float, default=60.0)
     opts = parser.parse_args()
     parts = opts.parts or list(PARTS)
@@ -97,6 +101,8 @@ async def main() -> None:
         await gitlab.main(issues=opts.gitlab_issues, rounds=opts.gitlab_rounds)
     if "jira" in parts:
         await jira.main(issues=opts.jira_issues, rounds=opts.jira_rounds)
+    if "linear" in parts:
+        await linear.main(issues=opts.linear_issues, rounds=opts.linear_rounds)
     if "twoway" in parts:
         await twoway.main(seconds=opts.twoway_seconds)
     if "cli" in parts:

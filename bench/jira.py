@@ -17,9 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
-from cotal_tasks.bridge.wiring import open_endpoint
-from cotal_tasks.providers.hosted.assemble import Hosted
+from bench.endpoints import hosted_sync
+from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.providers.jira.config import JiraConfig
 from tests.support.fake_jira import FakeJira
 from tests.support.fake_jira_state import PROJECT
@@ -57,13 +56,7 @@ async def import_and_polls(
         mutation_spacing_s=0,
     )
     endpoint = EndpointConfig(name="com.acme.bench", settings=settings)
-    config = BridgeConfig(data_dir=data_dir, http=HttpConfig(enabled=False), endpoints=(endpoint,))
-    from tests.bridge._support import DictPresence
-
-    async with open_endpoint(config, endpoint, DictPresence(), serve=True) as opened:
-        hosted = Hosted.of(opened.parts)
-        assert hosted is not None
-        sync = hosted.sync
+    async with hosted_sync(endpoint, data_dir) as sync:
         mark = len(fake.requests)
         start = time.perf_counter()
         report = await sync.poll_once()

@@ -37,7 +37,8 @@ class Side(Protocol):
         ...
 
     def read_path(self, number: int) -> str:
-        """The path of the one-issue read of issue ``number``."""
+        """The path of the one-issue read of issue ``number`` (a GET, unless the side says
+        otherwise in ``read_method``: a GraphQL read is a POST)."""
         ...
 
 
@@ -90,8 +91,9 @@ async def during_write(
     and (``poll_while_held``) a poll runs, or (``wake_while_held``) a webhook's wake is
     refreshed; then the write goes on."""
     if landed:
+        method = getattr(side, "read_method", "GET")
         held: Held = side.fake.hold_next(
-            method="GET", path=side.read_path(number), after_a_write=True
+            method=method, path=side.read_path(number), after_a_write=True
         )
     else:
         held = side.fake.hold_next(path=side.write_path(number), a_write=True)
