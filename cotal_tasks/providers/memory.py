@@ -17,8 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import orjson
-
 from cotal_tasks.core import ContractError, ErrorCode, StaleMarker, TaskSummary
 from cotal_tasks.providers.store import (
     Committed,
@@ -34,6 +32,7 @@ from cotal_tasks.providers.store import (
     StoredTask,
     SyncState,
     Write,
+    result_reference,
     task_not_found,
 )
 
@@ -145,7 +144,8 @@ class MemoryStore:
                 held = results.get(key.key)
                 if held is not None and held.created_at >= key.expired_before:
                     raise IdempotencyKeyTaken(key.key)
-                text = orjson.dumps(task.to_json()).decode()
+                made = 1 if write.expected_revision is None else write.expected_revision + 1
+                text = result_reference(task.taskId, made)
                 record = IdempotencyRecord(key.key, key.command, key.args_digest, text)
                 results[key.key] = _Recorded(record, task.updatedAt)
             current = rows.get(task.taskId)

@@ -22,6 +22,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import orjson
+
 from cotal_tasks.core import (
     ContractError,
     ErrorCode,
@@ -123,9 +125,16 @@ class IdempotencyKey:
     expired_before: int = 0
 
 
+def result_reference(task_id: str, revision: int) -> str:
+    """What an envelope id's result records: the task and the revision the write made, as
+    JSON text (a replay reads the task; the record is never copied into the result)."""
+    return orjson.dumps({"taskId": task_id, "revision": revision}).decode()
+
+
 @dataclass(frozen=True, slots=True)
 class IdempotencyRecord:
-    """A recorded result: the committed record as JSON text, kept for the retention window."""
+    """A recorded result, kept for the retention window: ``result_reference``'s JSON text
+    (or, recorded before it, the committed record itself)."""
 
     key: str
     command: str

@@ -5,6 +5,7 @@ the change listener and the task history."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -67,9 +68,9 @@ async def test_update_task_replays_its_result_without_a_second_effect(
     assert await client.change_seq() == seq
     assert len(await store.history(task_id)) == 3
 
-    # The stored result is the answer even after the task moved on.
+    # After the task moved on, a replay answers the task as it is: no second effect.
     done = await client.update(ALICE, task_id, status="done")
-    assert await client.call("update-task", ALICE, args, mode="self", envelope_id="u-1") == blocked
+    assert await client.call("update-task", ALICE, args, mode="self", envelope_id="u-1") == done
     assert await client.get(task_id) == done
     assert len(done["evidence"]) == 1
     await client.refused(
@@ -91,7 +92,7 @@ async def test_administer_task_replay_does_not_unbind_a_second_time(client: Clie
     assert freed["status"] == "open"
     reclaimed = await client.claim(BOB, task_id)
     seq = await client.change_seq()
-    assert await client.call("administer-task", OPERATOR, args, envelope_id="a-1") == freed
+    assert await client.call("administer-task", OPERATOR, args, envelope_id="a-1") == reclaimed
     assert await client.get(task_id) == reclaimed
     assert await client.change_seq() == seq
     await client.refused(
@@ -120,10 +121,13 @@ async def test_replays_survive_a_restart(board: BoardStore, board_url: str, cloc
     try:
         clock.advance_ms(60_000)
         again = Client.over(reopened, clock)
+        # Each replay answers the task as the last write left it, and changes nothing.
         replay = await again.call("create-task", OPERATOR, {"title": "durable"}, envelope_id="c-1")
-        assert replay == created
+        assert replay == freed
+        assert replay["taskId"] == created["taskId"]
         replay = await again.call("update-task", ALICE, update_args, mode="self", envelope_id="u-1")
-        assert replay == updated
+        assert replay == freed
+        assert updated["status"] == "done"
         assert await again.call("administer-task", OPERATOR, admin_args, envelope_id="a-1") == freed
         await again.refused(
             ErrorCode.CONFLICT, "create-task", OPERATOR, {"title": "other"}, envelope_id="c-1"
@@ -389,3 +393,26 @@ async def test_history_lists_each_write_in_order_with_its_caller_and_note(
     ]
     assert str(ALICE) == f"local.alice/{ALICE.lifecycleUid}"
     assert {e.task_id for e in entries} == {task_id}
+
+
+async def test_a_result_records_the_task_and_revision_not_a_copy_of_the_record(
+    client: Client, store: TaskStore
+) -> None:
+    """Before: every result held the whole record (a 4 KB brief and 32 evidence refs made
+    each one over 20 KB, one per note-only update). Now it names the task and the revision
+    the write made; a replay reads the task."""
+    evidence = [{"kind": "commit", "ref": f"{n:03d}" + "r" * 500} for n in range(32)]
+    created = await client.call(
+        "create-task", OPERATOR, {"title": "big", "brief": "b" * 4096}, envelope_id="c-big"
+    )
+    task_id = created["taskId"]
+    await client.claim(ALICE, task_id)
+    args = {"taskId": task_id, "note": "n" * 4096, "evidence": evidence}
+    updated = await client.call("update-task", ALICE, args, mode="self", envelope_id="u-big")
+    for key, revision in ((f"{OPERATOR}:c-big", 1), (f"{ALICE}:u-big", 3)):
+        record = await store.recall(key, 0)
+        assert record is not None
+        assert json.loads(record.result) == {"taskId": task_id, "revision": revision}
+    assert (
+        await client.call("update-task", ALICE, args, mode="self", envelope_id="u-big") == updated
+    )

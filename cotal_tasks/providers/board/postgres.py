@@ -38,6 +38,7 @@ from cotal_tasks.providers.store import (
     IdempotencyKeyTaken,
     RevisionConflict,
     Write,
+    result_reference,
 )
 
 ERRORS: tuple[type[BaseException], ...] = (
@@ -71,7 +72,7 @@ _UPDATE = (
 # the answer says which parts ran. A refused swap leaves the result for ``_write`` to undo.
 _REMEMBERED_UPDATE = (
     "WITH remember AS (INSERT INTO ct_idempotency (key, command, args_digest, result, "
-    "created_at) VALUES ($17, $18, $19, $13, $15) ON CONFLICT (key) DO NOTHING RETURNING 1), "
+    "created_at) VALUES ($17, $18, $19, $20, $15) ON CONFLICT (key) DO NOTHING RETURNING 1), "
     "put AS (UPDATE ct_tasks SET revision = $16, status = $9, bound_owner = $10, "
     "bound_actor = $11, bound_uid = $12, body = $13, summary = $14, updated_at = $15 "
     "WHERE task_id = $7 AND revision = $8 AND EXISTS (SELECT 1 FROM remember) RETURNING 1), "
@@ -115,7 +116,8 @@ _TOGETHER = (
     "done AS MATERIALIZED (SELECT ord FROM put UNION ALL "
     "SELECT i.ord FROM made JOIN input i USING (task_id)), "
     "remember AS (INSERT INTO ct_idempotency (key, command, args_digest, result, created_at) "
-    "SELECT i.key, i.key_command, i.args_digest, i.body, i.updated_at FROM input i "
+    "SELECT i.key, i.key_command, i.args_digest, json_build_object('taskId', i.task_id, "
+    "'revision', COALESCE(i.expected + 1, 1))::text, i.updated_at FROM input i "
     "JOIN done USING (ord) WHERE i.key IS NOT NULL "
     "ON CONFLICT (key) DO UPDATE SET command = excluded.command, "
     "args_digest = excluded.args_digest, result = excluded.result, "
@@ -406,7 +408,7 @@ async def _write(conn: asyncpg.Connection, write: Write, row: Columns) -> int:
     if key is not None and write.expected_revision is not None:
         return await _remembered_update(conn, write, key, history, values)
     if key is not None:
-        await _remember(conn, key, row.body, task.updatedAt)
+        await _remember(conn, key, result_reference(task.taskId, 1), task.updatedAt)
     if write.expected_revision is None:
         done = await conn.fetchval(_CREATE, *history, *values)
         revision = 1
@@ -431,7 +433,8 @@ async def _remembered_update(
     (then its expired result is forgotten and the write tried once more, or refused)."""
     assert write.expected_revision is not None
     revision = write.expected_revision + 1
-    args = (*history, *values, revision, key.key, key.command, key.args_digest)
+    result = result_reference(write.task.taskId, revision)
+    args = (*history, *values, revision, key.key, key.command, key.args_digest, result)
     remembered, swapped = await conn.fetchrow(_REMEMBERED_UPDATE, *args)
     if not remembered:
         if await conn.execute(_FORGET_EXPIRED, key.key, key.expired_before) == "DELETE 0":
@@ -445,9 +448,9 @@ async def _remembered_update(
     return revision
 
 
-async def _remember(conn: asyncpg.Connection, key: IdempotencyKey, body: str, at: int) -> None:
+async def _remember(conn: asyncpg.Connection, key: IdempotencyKey, result: str, at: int) -> None:
     """The envelope id's result, or ``IdempotencyKeyTaken`` (an expired one is replaced)."""
-    remember = (key.key, key.command, key.args_digest, body, at)
+    remember = (key.key, key.command, key.args_digest, result, at)
     if await conn.fetchval(_REMEMBER, *remember) is None:
         # Taken, unless the result there has expired (an id is forgotten in time).
         if await conn.execute(_FORGET_EXPIRED, key.key, key.expired_before) == "DELETE 0":

@@ -30,6 +30,7 @@ from cotal_tasks.providers.store import (
     IdempotencyKeyTaken,
     RevisionConflict,
     Write,
+    result_reference,
 )
 
 log = logging.getLogger(__name__)
@@ -263,7 +264,9 @@ def _write_one(conn: sqlite3.Connection, write: Write, row: Columns) -> int:
     task = write.task
     key = write.idempotency
     if key is not None:
-        remember = (key.key, key.command, key.args_digest, row.body, task.updatedAt)
+        made = 1 if write.expected_revision is None else write.expected_revision + 1
+        result = result_reference(task.taskId, made)
+        remember = (key.key, key.command, key.args_digest, result, task.updatedAt)
         if conn.execute(_REMEMBER, (*remember, key.expired_before)).rowcount != 1:
             raise IdempotencyKeyTaken(key.key)
     try:
