@@ -243,10 +243,10 @@ class Built:
     subscribes to the changes the store commits from its source; ``catch_up`` brings
     the store up to date once, with its report; ``degradations`` counts what the source
     gave that did not map in full; ``rate_budgets`` the rate-limit budget the source's
-    answers last reported; ``webhook`` the endpoint's receiver for its
-    provider's route; ``close`` releases what ``build`` opened besides the store (an HTTP
-    client). ``parts`` are the provider's own parts, for its tools and tests: the bridge
-    never reads them.
+    answers last reported; ``webhooks`` the endpoint's receivers for its provider's
+    route (one per source it reads: a repository, a project); ``close`` releases what
+    ``build`` opened besides the store (an HTTP client). ``parts`` are the provider's own
+    parts, for its tools and tests: the bridge never reads them.
     """
 
     store: TaskStore
@@ -257,7 +257,7 @@ class Built:
     catch_up: CatchUp | None = None
     degradations: Degradations | None = None
     rate_budgets: RateBudgets | None = None
-    webhook: WebhookReceiver | None = None
+    webhooks: tuple[WebhookReceiver, ...] = ()
     parts: object | None = None
     close: Callable[[], Awaitable[None]] = field(default=_nothing)
 

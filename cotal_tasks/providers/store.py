@@ -102,6 +102,28 @@ class SyncState:
     # The source refuses the bridge for good (a wrong token, no access, no such
     # repository): retrying cannot help until the operator acts, so it is not ready.
     refused: bool = False
+    # An endpoint over several sources (repositories, projects): each one's own state.
+    sources: tuple[SourceState, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SourceState:
+    """How one source of an endpoint over several last synced (``SyncState``'s terms)."""
+
+    source: str
+    last_success_ms: int | None
+    failing: str | None = None
+    failing_since_ms: int | None = None
+    refused: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "lastSync": self.last_success_ms,
+            "failing": self.failing,
+            "failingSince": self.failing_since_ms,
+            "refused": self.refused,
+        }
 
 
 @dataclass(frozen=True, slots=True)

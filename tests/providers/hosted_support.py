@@ -138,7 +138,9 @@ class HostedEndpoint(Generic[F]):
         return self.hosted.store
 
     async def poll(self) -> SyncReport:
-        return await self.sync.poll_once()
+        """One poll of every source; the first source's report (an endpoint over one
+        source: its only one)."""
+        return await poll_every_source(self.hosted)
 
     async def get(self, number: int) -> Json:
         """The task of issue ``number``."""
@@ -274,8 +276,17 @@ class HostedMesh(Mesh, Generic[F]):
         return hosted_parts(self.endpoint)
 
     async def poll(self) -> SyncReport:
-        """One poll now (the bridge's own loop waits out its long interval meanwhile)."""
-        return await self.hosted.sync.poll_once()
+        """One poll now (the bridge's own loop waits out its long interval meanwhile), of
+        every source; the first source's report."""
+        return await poll_every_source(self.hosted)
+
+
+async def poll_every_source(hosted: Hosted) -> SyncReport:
+    """A poll of each source of ``hosted`` in turn; the first one's report."""
+    report = await hosted.sync.poll_once()
+    for source in hosted.sources[1:]:
+        await source.sync.poll_once()
+    return report
 
 
 @asynccontextmanager

@@ -201,6 +201,8 @@ def _answer(
         writes = method in WRITE_METHODS and not path.endswith("/graphql")
         if writes and fake.refusal is not None:
             raise _refused(*fake.refusal)
+        if writes and (repo := fake.repos.get(_repo_of(path))) is not None and repo.archived:
+            raise ApiError(403, "Repository was archived so is read-only.")
         ctx = Ctx(fake, request, params, parsed)
         reply = endpoint.handler(ctx)
         if ctx.link:
@@ -216,6 +218,12 @@ def _answer(
     if endpoint is None or not endpoint.free:
         fake.rate_remaining = max(0, fake.rate_remaining - 1)
     return _with_rate(fake, reply)
+
+
+def _repo_of(path: str) -> str:
+    """``owner/name`` of a ``/repos/owner/name/…`` path, else ``""``."""
+    parts = path.strip("/").split("/")
+    return "/".join(parts[1:3]) if len(parts) >= 3 and parts[0] == "repos" else ""
 
 
 def _authorized(fake: FakeGitHub, header: str | None) -> bool:

@@ -90,6 +90,7 @@ def list_issues(ctx: Ctx) -> Reply:
     creator = ctx.query("creator")
     if creator:
         items = [i for i in items if i.user == creator]
+    items = _by_milestone_and_type(ctx, items)
     key: Callable[[Issue], tuple[int, int]] = {
         "created": lambda i: (i.created_at, i.number),
         "updated": lambda i: (i.updated_at, i.number),
@@ -98,6 +99,34 @@ def list_issues(ctx: Ctx) -> Reply:
     items.sort(key=key, reverse=direction == "desc")
     shapes = ctx.shapes
     return Reply(200, [shapes.issue(i) for i in ctx.page(items)])
+
+
+def _by_milestone_and_type(ctx: Ctx, items: list[Issue]) -> list[Issue]:
+    """``milestone``: a number, ``*`` (any) or ``none``; ``type``: a name, ``*`` or
+    ``none`` (GitHub's issue listing filters)."""
+    milestone = ctx.query("milestone")
+    if milestone == "none":
+        items = [i for i in items if i.milestone is None]
+    elif milestone == "*":
+        items = [i for i in items if i.milestone is not None]
+    elif milestone:
+        if not milestone.isdigit():
+            raise validation_failed({"field": "milestone", "code": "invalid", "value": milestone})
+        items = [i for i in items if i.milestone == int(milestone)]
+    kind = ctx.query("type")
+    if kind == "none":
+        items = [i for i in items if i.issue_type is None]
+    elif kind == "*":
+        items = [i for i in items if i.issue_type is not None]
+    elif kind:
+        items = [i for i in items if (i.issue_type or "").lower() == kind.lower()]
+    return items
+
+
+def list_milestones(ctx: Ctx) -> Reply:
+    repo = ctx.repo()
+    shapes = ctx.shapes
+    return Reply(200, [shapes.milestone(repo, n) for n in ctx.page(sorted(repo.milestones))])
 
 
 def get_issue(ctx: Ctx) -> Reply:
@@ -216,7 +245,12 @@ def create_issue(ctx: Ctx) -> Reply:
     text = parse_text(body.get("body"), "body")
     labels = parse_names(body.get("labels"), "labels") or []
     assignees = parse_assignees(ctx, body) or []
+    milestone = body.get("milestone")
+    if milestone is not None and milestone not in repo.milestones:
+        raise validation_failed({"field": "milestone", "code": "invalid", "value": milestone})
+    kind = parse_text(body.get("type"), "type")
     issue = ctx.fake.create_issue(repo.full_name, title, text, labels, assignees, ctx.fake.login)
+    issue.milestone, issue.issue_type = milestone, kind
     out = ctx.shapes.issue(issue, single=True)
     return Reply(201, out, {"location": out["url"]})
 
@@ -337,5 +371,6 @@ ENDPOINTS: list[Endpoint[Ctx, Reply]] = [
     endpoint("DELETE", _ISSUE + r"/labels/(?P<name>.+)", remove_label),
     endpoint("GET", _REPO + r"/assignees/(?P<login>[^/]+)", check_assignee),
     endpoint("GET", _REPO + r"/pulls", list_pulls),
+    endpoint("GET", _REPO + r"/milestones", list_milestones),
     endpoint("GET", _REPO + r"/pulls/(?P<number>\d+)", get_pull),
 ]

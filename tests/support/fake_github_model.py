@@ -146,6 +146,8 @@ class Issue:
     deleted: bool = False
     moved_to: tuple[str, int] | None = None  # set when transferred away
     project_status: str | None = None  # its card's Projects v2 "Status" (None: no card)
+    milestone: int | None = None  # the number of its repository's milestone
+    issue_type: str | None = None  # its issue type's name (an organisation's types)
 
     @property
     def visible(self) -> bool:
@@ -162,6 +164,8 @@ class Repo:
     issues: dict[int, Issue] = field(default_factory=dict)
     next_number: int = 1
     default_branch: str = "main"
+    milestones: dict[int, str] = field(default_factory=dict)  # number -> title
+    archived: bool = False  # reads answer; writes are refused (403)
 
     @property
     def owner(self) -> str:

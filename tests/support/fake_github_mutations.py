@@ -108,6 +108,34 @@ class FakeGitHubMutations(FakeTracker):
                 issue.timeline.append(self._event("unassigned", actor, assignee=login))
         issue.updated_at = self.clock.seconds
 
+    def add_milestone(self, repo: str, title: str) -> int:
+        """A milestone of ``repo`` (idempotent by title); its number."""
+        milestones = self.repos[repo].milestones
+        for number, held in milestones.items():
+            if held == title:
+                return number
+        number = max(milestones, default=0) + 1
+        milestones[number] = title
+        return number
+
+    def set_milestone(self, issue: Issue, title: str | None, actor: str) -> None:
+        """Put the issue in the milestone titled ``title`` (made if new), or in none; the
+        ``milestoned``/``demilestoned`` events GitHub records."""
+        if issue.milestone is not None:
+            old = self.repos[issue.repo].milestones[issue.milestone]
+            issue.timeline.append(self._event("demilestoned", actor, milestone={"title": old}))
+            issue.milestone = None
+        if title is not None:
+            issue.milestone = self.add_milestone(issue.repo, title)
+            issue.timeline.append(self._event("milestoned", actor, milestone={"title": title}))
+        issue.updated_at = self.clock.seconds
+
+    def set_issue_type(self, issue: Issue, name: str | None, actor: str) -> None:
+        kind = "issue_type_removed" if name is None else "issue_type_changed"
+        issue.issue_type = name
+        issue.timeline.append(self._event(kind, actor))
+        issue.updated_at = self.clock.seconds
+
     def comment(self, issue: Issue, user: str, body: str) -> Comment:
         now = self.clock.seconds
         comment = Comment(self._next_id(), user, body, now, now)

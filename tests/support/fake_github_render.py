@@ -121,6 +121,46 @@ class Shapes:
             "description": label.description,
         }
 
+    def milestone(self, repo: Repo, number: int | None) -> JSON | None:
+        """A milestone as GitHub shows it on an issue and in the milestone listing."""
+        if number is None or number not in repo.milestones:
+            return None
+        m = f"{self.api}/repos/{repo.full_name}/milestones/{number}"
+        count = [i for i in repo.issues.values() if i.visible and i.milestone == number]
+        return {
+            "url": m,
+            "html_url": f"{self.html}/{repo.full_name}/milestone/{number}",
+            "labels_url": f"{m}/labels",
+            "id": repo.id * 1000 + number,
+            "node_id": node_id("MI", repo.id, number),
+            "number": number,
+            "title": repo.milestones[number],
+            "description": None,
+            "creator": self.user(repo.owner),
+            "open_issues": sum(1 for i in count if i.state == "open"),
+            "closed_issues": sum(1 for i in count if i.state == "closed"),
+            "state": "open",
+            "created_at": iso(repo.created_at),
+            "updated_at": iso(repo.created_at),
+            "due_on": None,
+            "closed_at": None,
+        }
+
+    def issue_type(self, name: str | None) -> JSON | None:
+        """An issue type as GitHub shows it on an issue (an organisation's types)."""
+        if name is None:
+            return None
+        return {
+            "id": 400 + sum(name.encode()),
+            "node_id": node_id("IT", sum(name.encode())),
+            "name": name,
+            "description": None,
+            "color": "gray",
+            "created_at": "2024-01-01T00:00:00Z",
+            "updated_at": "2024-01-01T00:00:00Z",
+            "is_enabled": True,
+        }
+
     # -- issues and pull requests ----------------------------------------------------
 
     def issue(self, issue: Issue, *, single: bool = False, with_repo: bool = False) -> JSON:
@@ -147,13 +187,13 @@ class Shapes:
             "locked": issue.locked,
             "assignee": self.user(issue.assignees[0]) if issue.assignees else None,
             "assignees": [self.user(a) for a in issue.assignees],
-            "milestone": None,
+            "milestone": self.milestone(repo, issue.milestone),
             "comments": len(issue.comments),
             "created_at": iso(issue.created_at),
             "updated_at": iso(issue.updated_at),
             "closed_at": iso(issue.closed_at) if issue.closed_at is not None else None,
             "author_association": self._association(repo, issue.user),
-            "type": None,
+            "type": self.issue_type(issue.issue_type),
             "active_lock_reason": None,
             "sub_issues_summary": {"total": 0, "completed": 0, "percent_completed": 0},
             "issue_dependencies_summary": {

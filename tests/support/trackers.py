@@ -22,12 +22,14 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from cotal_tasks.providers.jira import adf
+from tests.providers import hosted_support as hosted
 from tests.providers.github import _support as gh
 from tests.providers.gitlab import _support as gl
 from tests.providers.jira import _support as jr
 from tests.providers.linear import _support as ln
 from tests.support.fake_github import FakeGitHub
 from tests.support.fake_github import iso as github_iso
+from tests.support.fake_github_model import Issue, Label
 from tests.support.fake_gitlab import FakeGitLab
 from tests.support.fake_gitlab import iso as gitlab_iso
 from tests.support.fake_jira import FakeJira
@@ -89,6 +91,62 @@ class GitHubSide(Side):
 
     def closed_as_done(self, fake: FakeGitHub, issue: Any) -> bool:
         return (issue.state, issue.state_reason) == ("closed", "completed")
+
+
+# The GitHub endpoint over two repositories through a label scope: every shared check runs
+# on it too. Created tasks go to the first repository (``route``) with the scope's label,
+# and every issue a check makes there carries it (``ScopedFakeGitHub``), as a team labels
+# the issues it gives its agents; the second repository's issues are outside the slice.
+GADGETS, READY = "octo-org/gadgets", "agent-ready"
+SOURCES: dict[str, Any] = {
+    "repository": None,
+    "repositories": [gh.REPO, GADGETS],
+    "route": gh.REPO,
+    "scope": {"labels": [READY]},
+}
+
+
+def _sources_config(api_url: str, **overrides: Any) -> Any:
+    return gh.github_config(api_url, **{**SOURCES, **overrides})
+
+
+class ScopedFakeGitHub(FakeGitHub):
+    """The fake GitHub where every issue made in the first repository carries ``READY``."""
+
+    def _new_issue(self, repo_name: str, title: str, body: str | None, *rest: Any) -> Issue:
+        issue = super()._new_issue(repo_name, title, body, *rest)
+        if repo_name == gh.REPO and READY not in issue.labels:
+            issue.labels.append(READY)
+            self.repos[repo_name].labels.setdefault(READY, Label.make(READY, 7_000_001))
+        return issue
+
+
+class GitHubSourcesSide(GitHubSide):
+    """GitHub, the endpoint reading two repositories through a label scope."""
+
+    def __init__(self) -> None:
+        Side.__init__(
+            self,
+            _sources_config,
+            hosted.mesh_opener(gh.GitHubMesh, _sources_config),
+            hosted.endpoint_opener(
+                gh.GitHubEndpoint, hosted.endpoint_maker(gh.ENDPOINT_NAME, _sources_config)
+            ),
+        )
+
+    def make_fake(self) -> FakeGitHub:
+        return ScopedFakeGitHub(repos=(gh.REPO, GADGETS), assignable=list(self.seats))
+
+    def marks(self, issue: Any) -> list[str]:
+        return [label for label in issue.labels if label != READY]
+
+    def section(self, api_url: str) -> str:
+        return (
+            f'provider = "github"\n[endpoints.github]\n'
+            f'repositories = ["{gh.REPO}", "{GADGETS}"]\nroute = "{gh.REPO}"\n'
+            f'scope = {{ labels = ["{READY}"] }}\n'
+            f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
+        )
 
 
 class GitLabSide(Side):
@@ -362,6 +420,7 @@ class LinearSide(Side):
 
 SIDES: dict[str, Side] = {
     "github": GitHubSide(),
+    "github-sources": GitHubSourcesSide(),
     "gitlab": GitLabSide(),
     "jira": JiraSide(),
     "linear": LinearSide(),

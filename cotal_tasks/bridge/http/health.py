@@ -19,7 +19,10 @@ each pool last reported (``remaining`` of ``limit``, ``resetAt``, ``readAt``; em
 tracker reported none). Where the endpoint's provider takes webhooks, ``webhooks`` counts
 the deliveries its route refused as unauthenticated (no secret verifies them: a wrong
 secret on the tracker, or a stranger) since the bridge started, with the latest one's time
-and reason (``refused``, ``lastRefusedAt``, ``lastRefusal``).
+and reason (``refused``, ``lastRefusedAt``, ``lastRefusal``). An endpoint over several
+sources (repositories, projects) lists each one's state under ``sync.sources``
+(``source``, ``lastSync``, ``failing``, ``failingSince``, ``refused``): a source the
+tracker refuses for good is shown there and leaves the endpoint ready on the others.
 
 All of that is for a caller holding ``tasks.read`` (a bearer token, or the local reader):
 it names files and quotes tracker errors. A caller without one (a load balancer's probe,
@@ -52,6 +55,7 @@ async def _probe(
     store = endpoint.service.store
     entry: dict[str, Any] = {"provider": endpoint.config.provider}
     refused: str | None = None  # a permanent refusal of the source: not ready, and why
+    sources: list[dict[str, Any]] = []  # an endpoint over several sources: each one's state
     try:
         await asyncio.wait_for(store.page(PageQuery(limit=1)), PROBE_TIMEOUT_S)
         entry["changeSeq"] = await asyncio.wait_for(store.change_seq(), PROBE_TIMEOUT_S)
@@ -63,6 +67,8 @@ async def _probe(
             entry["lastSync"] = synced.last_success_ms
         if synced is not None and synced.refused:
             refused = f"the source refuses the sync: {synced.failing}"
+        if synced is not None:
+            sources = [source.to_json() for source in synced.sources]
         if endpoint.degradations is not None:
             entry["degraded"] = endpoint.degradations()
         readable = True
@@ -81,6 +87,8 @@ async def _probe(
         sync |= {"role": endpoint.sync.role, "since": endpoint.sync.since_ms}
     if endpoint.rate_budgets is not None:
         sync["rateLimits"] = [budget.to_json() for budget in endpoint.rate_budgets()]
+    if sources:
+        sync["sources"] = sources
     if sync:
         entry["sync"] = sync
     if refusals is not None:

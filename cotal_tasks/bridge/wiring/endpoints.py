@@ -55,7 +55,8 @@ class Endpoint:
     service: CommandService
     location: str
     runner: Runner | None = None  # run while serving: a sync loop (elected), a file follower
-    webhook: WebhookReceiver | None = None  # its side of the provider's webhook route
+    # its side of the provider's webhook route: one receiver per source it reads
+    webhooks: tuple[WebhookReceiver, ...] = ()
     parts: object | None = None  # the provider's own parts (for its tools and tests)
     catch_up: CatchUp | None = None  # bring the store up to date once (the CLI's sync)
     degradations: Degradations | None = None  # what the source gave that did not map
@@ -168,7 +169,7 @@ async def open_endpoint(
             service,
             board.label,
             runner=built.runner,
-            webhook=built.webhook,
+            webhooks=built.webhooks,
             parts=built.parts,
             catch_up=built.catch_up,
             degradations=built.degradations,

@@ -75,7 +75,7 @@ def build_http_app(
         tokens,
         events,
         webhook_routes=webhook_routes(
-            [(ep.config.provider, ep.webhook) for ep in endpoints if ep.webhook is not None],
+            [(ep.config.provider, hook) for ep in endpoints for hook in ep.webhooks],
             config.http.limits,
             refused,
         ),

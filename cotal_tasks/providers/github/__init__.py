@@ -22,10 +22,12 @@ __all__ = ["PROVIDER", "GitHubConfig", "open_tracker"]
 
 
 def open_tracker(config: GitHubConfig, boundary: ItemBoundary) -> tuple[GitHubTracker, TrackerHttp]:
-    """The tracker over the repository (its HTTP client is the caller's to close)."""
+    """The tracker over the first repository (``sibling`` gives the others); its HTTP
+    client, shared by every repository of the endpoint, is the caller's to close."""
     http = assemble.tracker_http(config, "GitHub", github_http_client, github_retry)
     http.allow_origin(config.graphql_endpoint())
-    return GitHubTracker(GitHubClient(http, config.repository), config, boundary), http
+    repo = config.location
+    return GitHubTracker(GitHubClient(http, repo), config, boundary, repo), http
 
 
 def write_plan(config: GitHubConfig) -> WritePlan:

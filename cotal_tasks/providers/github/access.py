@@ -13,15 +13,15 @@ from cotal_tasks.providers.provider import Access
 
 
 async def access(config: GitHubConfig, http: TrackerHttp) -> Access:
-    body: Any = (await http.request("GET", f"repos/{config.repository}")).json()
+    body: Any = (await http.request("GET", f"repos/{config.routed}")).json()
     permissions = body.get("permissions") if isinstance(body, dict) else None
     if not isinstance(permissions, dict):
-        return Access(None, f"GitHub did not say what the token may do on {config.repository}")
+        return Access(None, f"GitHub did not say what the token may do on {config.routed}")
     granted = sorted(key for key, value in permissions.items() if value is True)
     writes = permissions.get("push") is True
     return Access(
         writes,
-        f"permissions on {config.repository}: {', '.join(granted) or 'none'}",
+        f"permissions on {config.routed}: {', '.join(granted) or 'none'}",
         "Give the token write access to the repository (a fine-grained token: Issues read "
         "and write; a classic token: the repo scope and a user with push access)",
     )

@@ -5,13 +5,13 @@ Enterprise Server, tests); the token comes from the environment and is never log
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
-from cotal_tasks.providers.github import graphql
+from cotal_tasks.providers.github import events, graphql
+from cotal_tasks.providers.github.events import EventsRead
 from cotal_tasks.providers.github.mapping import is_pull_request
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list
 from cotal_tasks.providers.hosted.http import (
@@ -45,19 +45,7 @@ query($id: ID!) {
 }
 """
 API_VERSION = "2022-11-28"
-EVENT_PAGES = 10  # newest pages of the issue events feed read past the last event seen
 GONE = {301: "transferred", 410: "deleted"}  # what GitHub's answer for one issue says
-
-
-@dataclass(frozen=True, slots=True)
-class EventsRead:
-    """What a read of the repository's issue events feed found: the issues a commit
-    referenced since the last event seen, the newest event id, the feed's ETag."""
-
-    referenced: frozenset[int] = frozenset()
-    newest: int | None = None
-    etag: str | None = None
-    not_modified: bool = False
 
 
 def github_retry(response: httpx.Response, attempt: int, now_s: float) -> float | None:
@@ -92,15 +80,22 @@ def github_http_client(api_url: str, token: str, timeout_s: float) -> httpx.Asyn
 
 
 class GitHubClient:
-    def __init__(self, http: TrackerHttp, repository: str) -> None:
+    """One repository's endpoints. ``filters`` are the scope's filters GitHub's issue
+    listing takes (``labels``, ``type``, ``assignee``): every listing asks them."""
+
+    def __init__(
+        self, http: TrackerHttp, repository: str, filters: Mapping[str, str] | None = None
+    ) -> None:
         self.http = http
         self.repo = repository
+        self.filters = dict(filters or {})
+        self._milestones: dict[str, int] | None = None  # title (casefolded) -> number
 
     def _path(self, tail: str = "") -> str:
         return f"repos/{self.repo}{tail}"
 
     async def issue_pages(
-        self, since: str | None, etag: tuple[str, str] | None
+        self, since: str | None, etag: tuple[str, str] | None, state: str = "all"
     ) -> AsyncIterator[httpx.Response]:
         """Pages of ``state=all`` issues (and pull requests) updated since, oldest first.
 
@@ -126,7 +121,7 @@ class GitHubClient:
             if probe.status_code == 304:
                 yield probe
                 return
-        url: str | None = self._listing_url(since)
+        url: str | None = self._listing_url(since, state)
         steps = Steps("number")
         cap = PageCap(self.http)
         while url is not None:
@@ -139,17 +134,18 @@ class GitHubClient:
                 url = following  # a page of one timestamp: step through it by number
             elif following is not None and last is not None:
                 since = last
-                url = self._listing_url(since)
+                url = self._listing_url(since, state)
             else:
                 since = steps.restart()
-                url = self._listing_url(since) if since is not None else None
+                url = self._listing_url(since, state) if since is not None else None
 
-    def _listing_url(self, since: str | None) -> str:
+    def _listing_url(self, since: str | None, state: str = "all") -> str:
         params: dict[str, Any] = {
-            "state": "all",
+            "state": state,
             "sort": "updated",
             "direction": "asc",
             "per_page": PER_PAGE,
+            **self.filters,
         }
         if since is not None:
             params["since"] = since
@@ -193,46 +189,11 @@ class GitHubClient:
         body: dict[str, Any] = response.json()
         return body
 
-    async def referenced_since(self, seen: int | None, etag: str | None) -> EventsRead:
-        """The issues a commit referenced (``referenced`` events: a commit pushed with
-        ``#12`` in its message, with or without a pull request) since event ``seen``,
-        from ``GET /repos/{owner}/{repo}/issues/events`` (newest first).
-
-        The first page is asked conditionally with ``etag``: a 304 says no issue event
-        happened and is not counted by GitHub's rate limit. Pages are read only until the
-        event ``seen`` (at most ``EVENT_PAGES``); without one (the first read) the feed is
-        only marked, since an import reads every issue's timeline anyway."""
-        headers = {"If-None-Match": etag} if etag else None
-        params = {"per_page": PER_PAGE}
-        response = await self.http.request(
-            "GET", self._path("/issues/events"), params=params, headers=headers
-        )
-        if response.status_code == 304:
-            return EventsRead(not_modified=True)
-        first_etag = response.headers.get("etag")
-        referenced: set[int] = set()
-        newest = seen
-        for page in range(EVENT_PAGES):
-            reached = False
-            for item in as_list(response.json()):
-                event_id = as_int(as_dict(item).get("id"))
-                if event_id is None:
-                    continue
-                if seen is not None and event_id <= seen:
-                    reached = True
-                    break
-                newest = max(newest or 0, event_id)
-                issue = as_dict(as_dict(item).get("issue"))
-                number = as_int(issue.get("number"))
-                if item.get("event") == "referenced" and number and not is_pull_request(issue):
-                    referenced.add(number)
-            following = response.links.get("next", {}).get("url")
-            if reached or following is None or seen is None or page + 1 == EVENT_PAGES:
-                break
-            response = await self.http.request("GET", following)
-        if seen is None:  # the first read: a mark, even of an empty feed
-            return EventsRead(frozenset(), newest or 0, first_etag)
-        return EventsRead(frozenset(referenced), newest, first_etag)
+    async def referenced_since(
+        self, seen: int | None, etag: str | None, scoped: bool = False
+    ) -> EventsRead:
+        """The repository's issue events feed since event ``seen`` (``events.read``)."""
+        return await events.read(self.http, self._path("/issues/events"), seen, etag, scoped)
 
     async def _repository_in_place(self) -> None:
         """Tell a transferred issue from a renamed repository: both answer 301 for the
@@ -274,7 +235,7 @@ class GitHubClient:
     async def open_numbers(self) -> tuple[set[int], int]:
         """The numbers of the open issues (pull requests, which the listing carries too,
         left out) and the requests it took. The REST listing has no ids-only form."""
-        items, requests = await self.every_page("/issues", {"state": "open"})
+        items, requests = await self.every_page("/issues", {"state": "open", **self.filters})
         numbers = {
             item["number"]
             for item in items
@@ -326,6 +287,19 @@ class GitHubClient:
         """The ``data`` of a GraphQL answer (``graphql.query``): ``RateLimited``,
         ``GraphQLUnavailable`` or ``GraphQLRefused`` otherwise."""
         return await graphql.query(self.http, url, query, variables)
+
+    async def milestone_number(self, title: str) -> int | None:
+        """The number of the repository's milestone titled ``title`` (any state,
+        case-insensitive), read once; ``None`` when there is none."""
+        if self._milestones is None:
+            items, _ = await self.every_page("/milestones", {"state": "all"})
+            self._milestones = {
+                str(item["title"]).casefold(): number
+                for item in items
+                if isinstance(item, dict) and isinstance(item.get("title"), str)
+                if (number := as_int(item.get("number"))) is not None
+            }
+        return self._milestones.get(title.casefold())
 
     async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         response = await self.http.request("POST", self._path("/issues"), json=dict(payload))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, model_validator
 
@@ -50,14 +50,24 @@ def github_default_rules(
     )
 
 
+Repository = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
+MAX_SOURCES = 500  # repositories one endpoint reads
+
+
 class GitHubConfig(ReadsBackWrites):
-    """``[endpoints.github]``: the repository and how its issues map."""
+    """``[endpoints.github]``: the repositories, the scope, and how their issues map."""
 
     OPENED = "open"
     CLOSE_REASONS = CLOSE_REASONS
+    SCOPE_KEYS: ClassVar[frozenset[str]] = ReadsBackWrites.SCOPE_KEYS | {
+        "milestone",
+        "issue_type",
+    }
 
     provider: Literal["github"] = "github"
-    repository: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
+    # One repository (``owner/name``), or several; ``repository`` is a list of one.
+    repository: Repository | None = None
+    repositories: Annotated[tuple[Repository, ...], Field(max_length=MAX_SOURCES)] = ()
     api_url: str = "https://api.github.com"
     token_env: str = "GITHUB_TOKEN"
     claimed_label: str | None = CLAIMED_LABEL
@@ -80,6 +90,25 @@ class GitHubConfig(ReadsBackWrites):
 
     @model_validator(mode="before")
     @classmethod
+    def _one_list_of_sources(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            one, many = data.get("repository"), data.get("repositories")
+            if one is None and not many:
+                raise ValueError(
+                    'no repository. Set repository = "owner/name", or repositories = '
+                    '["owner/a", "owner/b"]'
+                )
+            if one is not None and many:
+                raise ValueError(
+                    "both repository and repositories are set. Keep one: repositories "
+                    "lists every repository, repository names a single one"
+                )
+            if many and len({str(name).lower() for name in many}) != len(many):
+                raise ValueError("repositories names a repository twice. Name each once")
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _rules_read_the_labels(cls, data: Any) -> Any:
         """Default rules read the configured labels, not the default ones."""
         if isinstance(data, dict) and "status_rules" not in data:
@@ -93,6 +122,23 @@ class GitHubConfig(ReadsBackWrites):
         """Status -> the label write-back writes for it."""
         return status_labels(claimed=self.claimed_label, blocked=self.blocked_label)
 
+    def listing_filters(self) -> dict[str, str]:
+        """The scope's filters GitHub's issue listing takes: ``labels`` (all of, comma
+        separated: a name with a comma is checked locally only), ``type`` (by name) and an
+        ``assignee`` account. The milestone filter takes a number, not a title, and the
+        excluded labels and "no assignee but the seats" have none: those are checked locally
+        (``hosted.scope``), like every filter."""
+        scope = self.scope
+        filters: dict[str, str] = {}
+        labels = [name for name in scope.labels if "," not in name]
+        if labels:
+            filters["labels"] = ",".join(labels)
+        if scope.issue_type:
+            filters["type"] = scope.issue_type
+        if scope.account is not None:
+            filters["assignee"] = scope.account
+        return filters
+
     def graphql_endpoint(self) -> str:
         if self.graphql_url is not None:
             return self.graphql_url
@@ -102,13 +148,20 @@ class GitHubConfig(ReadsBackWrites):
         return base + "/graphql"
 
     @property
+    def sources(self) -> tuple[str, ...]:
+        return self.repositories or (self.repository or "",)
+
+    @property
     def location(self) -> str:
-        return self.repository
+        return self.sources[0]
 
     @property
     def task_link(self) -> str:
-        """The web page of a task's issue, ``{number}`` standing for the issue number (the
-        dashboard links each card to it). github.com, or GitHub Enterprise Server's host."""
+        """The web page of a task's issue, ``{number}`` standing for the issue number and,
+        with several repositories, ``{path}`` for the repository (the task id before
+        ``#``); the dashboard links each card to it. github.com, or GitHub Enterprise
+        Server's host."""
         base = self.api_url.rstrip("/")
         web = "https://github.com" if base == "https://api.github.com" else base
-        return f"{web.removesuffix('/api/v3')}/{self.repository}/issues/{{number}}"
+        path = self.sources[0] if len(self.sources) == 1 else "{path}"
+        return f"{web.removesuffix('/api/v3')}/{path}/issues/{{number}}"

@@ -70,6 +70,9 @@ def tracked(
         updated_at=as_ms(item.get("updated_at")),
         evidence=tuple(evidence),
         mark=mark_in(item.get("body")),
+        milestone=as_str(as_dict(item.get("milestone")).get("title")),
+        issue_type=as_str(as_dict(item.get("type")).get("name")),
+        closed_at=as_ms(item.get("closed_at")) or None,
     )
 
 

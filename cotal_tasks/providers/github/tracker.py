@@ -6,7 +6,7 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Self
 
 import httpx
 
@@ -14,9 +14,11 @@ from cotal_tasks.providers.github import evidence, mapping, sweep
 from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.github.graphql import GraphQLRefused, GraphQLUnavailable
+from cotal_tasks.providers.github.steps import write_steps
 from cotal_tasks.providers.github.walk import Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
+from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     IssueGone,
@@ -33,6 +35,7 @@ from cotal_tasks.providers.hosted.writeback import mark_in
 log = logging.getLogger(__name__)
 
 ETAG = "etag"  # the checkpoint's (URL, ETag) of the last listing page
+OPEN_PHASE = "open"  # an import's listing of the open issues, before the horizon's
 MARKS = "marks"  # the checkpoint's marks of the issue events feed:
 EVENTS_MARK = "issue_events"  # the newest issue event read
 EVENTS_ETAG = "issue_events_etag"  # the ETag of the issue events feed's first page
@@ -48,14 +51,26 @@ class GitHubTracker(Tracker):
 
     name = "GitHub"
 
-    def __init__(self, client: GitHubClient, config: GitHubConfig, boundary: ItemBoundary) -> None:
-        super().__init__(
-            boundary, path=config.repository, mutation_spacing_s=config.mutation_spacing_s
-        )
+    def __init__(
+        self,
+        client: GitHubClient,
+        config: GitHubConfig,
+        boundary: ItemBoundary,
+        repo: str | None = None,  # default: the first repository
+    ) -> None:
+        repo = repo or config.location
+        super().__init__(boundary, path=repo, mutation_spacing_s=config.mutation_spacing_s)
+        client.filters = config.listing_filters()
         self.client = client
         self.config = config
-        self.repo = config.repository
+        self.repo = repo
         self._owed: set[int] = set()  # issues whose evidence GraphQL did not answer for
+
+    def sibling(self, source: str) -> Self:
+        if source == self.repo:
+            return self
+        client = GitHubClient(self.client.http, source)
+        return type(self)(client, self.config, self.boundary, source)
 
     async def list_changed(
         self, cursor: str | None, remembered: Mapping[str, Any]
@@ -74,7 +89,8 @@ class GitHubTracker(Tracker):
         walk = Walk(
             self.repo, cursor, self._links, self._project_statuses, self._tracked, self.boundary
         )
-        async for response in self.client.issue_pages(since, etag):
+        horizon = remembered.get(HORIZON)
+        async for response, phase in self._listings(since, etag, horizon):
             if response.status_code == 304:
                 if referenced := await self._referenced(marks, set()):
                     yield referenced
@@ -90,7 +106,8 @@ class GitHubTracker(Tracker):
             # A page with room to spare is the last one: remember its ETag, so the next
             # poll can learn with one conditional request that nothing changed.
             if (
-                len(raw) < PER_PAGE
+                phase != OPEN_PHASE
+                and len(raw) < PER_PAGE
                 and "next" not in response.links
                 and response.headers.get("etag")
             ):
@@ -100,7 +117,7 @@ class GitHubTracker(Tracker):
             yield ListPage(
                 read.issues,
                 frozenset(read.linked),
-                read.highest,
+                read.highest if phase != OPEN_PHASE else None,
                 total_pages=total,
                 remember={ETAG: list(page_etag)} if page_etag else None,
                 evidenced=frozenset(read.evidenced),
@@ -113,6 +130,21 @@ class GitHubTracker(Tracker):
             yield swept
         if self._owed:
             yield ListPage((), pages=0, owed=self._take_owed())
+
+    async def _listings(
+        self, since: str | None, etag: tuple[str, str] | None, horizon: Any
+    ) -> AsyncIterator[tuple[httpx.Response, str]]:
+        """The listing pages of one poll, each with its phase. With an import horizon, an
+        import (no cursor yet) reads the open issues, then every issue changed since the
+        horizon (open or closed): closed issues older than it are never listed. The open
+        issues' pages move no cursor: an interrupted import starts over from the
+        horizon's listing, which the open issues changed since also fall in."""
+        if since is None and etag is None and isinstance(horizon, int):
+            async for response in self.client.issue_pages(None, None, state="open"):
+                yield response, OPEN_PHASE
+            since = _iso(datetime.fromtimestamp(horizon / 1000, UTC))
+        async for response in self.client.issue_pages(since, etag):
+            yield response, "all"
 
     def _take_owed(self) -> frozenset[int]:
         owed, self._owed = frozenset(self._owed), set()
@@ -127,11 +159,12 @@ class GitHubTracker(Tracker):
         nor any listing, so the walk need not see it), each read with its evidence,
         ``BATCH`` to a GraphQL request, except those whose evidence the walk ``read``.
         ``None`` when the feed is left unread or unchanged."""
+        scoped = bool(self.config.scope.keys() - {"horizon_days"})
         if not self.config.reference_events:
             return None
         seen = marks.get(EVENTS_MARK)
         found = await self.client.referenced_since(
-            int(seen) if seen and seen.isdigit() else None, marks.get(EVENTS_ETAG)
+            int(seen) if seen and seen.isdigit() else None, marks.get(EVENTS_ETAG), scoped
         )
         if found.not_modified:
             return None
@@ -146,6 +179,7 @@ class GitHubTracker(Tracker):
             remember={MARKS: {**marks, **mark}},
             evidenced=frozenset(numbers),
             fetched=len(issues),
+            rescoped=found.rescoped - set(numbers),
         )
 
     async def _swept(self, saved: Any) -> ListPage | None:
@@ -309,6 +343,21 @@ class GitHubTracker(Tracker):
             payload["body"] = issue.body
         if issue.labels:
             payload["labels"] = list(issue.labels)
+        if issue.assignees:
+            payload["assignees"] = list(issue.assignees)
+        if issue.issue_type:
+            payload["type"] = issue.issue_type
+        if issue.milestone:
+            number = await self.client.milestone_number(issue.milestone)
+            if number is None:
+                raise TrackerHttpError(
+                    422,
+                    f"{self.repo} has no milestone {issue.milestone!r}, which the endpoint's "
+                    "scope asks of every task. Create the milestone, or change the scope",
+                    method="POST",
+                    path=f"/repos/{self.repo}/issues",
+                )
+            payload["milestone"] = number
         return mapping.tracked(self.repo, await self.client.create_issue(payload))
 
     async def comment_marks(self, number: int) -> set[str]:
@@ -317,48 +366,7 @@ class GitHubTracker(Tracker):
         }
 
     async def steps(self, number: int, change: TrackerChange) -> list[Step]:
-        client = self.client
-        steps: list[Step] = []
-        patch: dict[str, Any] = {}
-        if change.body is not None:
-            patch["body"] = change.body
-        if change.state is not None:
-            patch["state"] = change.state
-            if change.state_reason is not None:
-                patch["state_reason"] = change.state_reason
-        if change.assign:
-            logins = list(change.assign)
-
-            async def assign() -> None:
-                issue = await client.add_assignees(number, logins)
-                held = {user.get("login") for user in issue.get("assignees") or ()}
-                missing = [login for login in logins if login not in held]
-                if missing:
-                    raise TrackerHttpError(
-                        422,
-                        f"GitHub did not assign {', '.join(missing)} (not a collaborator "
-                        "with access to the repository?)",
-                        method="POST",
-                        path=f"/repos/{self.repo}/issues/{number}/assignees",
-                    )
-
-            steps.append(("assign", assign))
-        if change.unassign:
-            steps.append(
-                ("unassign", lambda: client.remove_assignees(number, list(change.unassign)))
-            )
-        if change.add_labels:
-            steps.append(("labels", lambda: client.add_labels(number, list(change.add_labels))))
-        for label in change.remove_labels:
-            steps.append((f"unlabel {label}", _bind(client.remove_label, number, label)))
-        if change.reclose and change.state == "closed":
-            # GitHub takes a state_reason only with a change of state: reopen, then close.
-            steps.append(("reopen", lambda: client.update_issue(number, {"state": "open"})))
-        if patch:
-            steps.append(("update", lambda: client.update_issue(number, patch)))
-        if change.comment:
-            steps.append(("comment", lambda: client.comment(number, change.comment or "")))
-        return steps
+        return write_steps(self.client, number, change)
 
 
 def _last_page(response: httpx.Response) -> int | None:
@@ -367,7 +375,3 @@ def _last_page(response: httpx.Response) -> int | None:
         return 1 if "next" not in response.links else None
     page = httpx.URL(last).params.get("page")
     return int(page) if page and page.isdigit() else None
-
-
-def _bind(fn: Any, *args: Any) -> Any:
-    return lambda: fn(*args)

@@ -7,12 +7,9 @@ the endpoint's runner; the bridge runs it under leader election (``Hosted``).
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import logging
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 import httpx
@@ -26,74 +23,33 @@ from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.leader import Election
 from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.mirroring import ChangeHook, MirrorSync, Projection
-from cotal_tasks.providers.hosted.store import HostedStore, SyncHealth, tracker_error
-from cotal_tasks.providers.hosted.sync import SyncEngine, SyncReport
+from cotal_tasks.providers.hosted.sources import Hosted as Hosted
+from cotal_tasks.providers.hosted.sources import (
+    Roles,
+    RoutedWrites,
+    Source,
+    SourcesHealth,
+)
+from cotal_tasks.providers.hosted.store import (
+    Health,
+    HostedStore,
+    SyncHealth,
+    tracker_error,
+)
+from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.hosted.tracker import Tracker
-from cotal_tasks.providers.hosted.webhook import MIN_SECRET_CHARS, HookTarget, Scheme
+from cotal_tasks.providers.hosted.webhook import ID_KEY, MIN_SECRET_CHARS, Scheme
 from cotal_tasks.providers.hosted.writeback import WritePlan
 from cotal_tasks.providers.hosted.writes import Writes
 from cotal_tasks.providers.provider import (
     Access,
     BuildContext,
     Built,
-    CatchUpReport,
-    Progress,
     Provider,
 )
 from cotal_tasks.providers.store import Mirror
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Hosted:
-    """A hosted endpoint's parts, for its tools and tests (the bridge reads ``Built``'s
-    declared fields, never these): the store over the mirror, the sync's side of the
-    mirror, the sync loop and its leader election, the tracker and its item boundary, the
-    tracker's HTTP client, its settings and its webhook receiver."""
-
-    store: HostedStore
-    mirroring: MirrorSync
-    sync: SyncEngine
-    election: Election
-    tracker: Tracker
-    boundary: ItemBoundary
-    http: TrackerHttp
-    tracker_config: HostedConfig
-    webhook: HookTarget | None
-
-    async def run(self, stop: asyncio.Event) -> None:
-        """Sync every poll interval until ``stop``, on the instance the election makes
-        leader (on SQLite, one instance: always this one)."""
-        await self.election.run(stop)
-
-    async def close(self) -> None:
-        await self.http.client.aclose()
-
-    @staticmethod
-    def of(parts: object) -> Hosted | None:
-        """``Built.parts`` as a hosted endpoint's parts, else ``None`` (tests and tools)."""
-        return parts if isinstance(parts, Hosted) else None
-
-    async def catch_up(self, progress: Progress | None = None) -> CatchUpReport:
-        """One poll to the tracker's present (the CLI's ``sync``), with its report."""
-        report = await self.sync.poll_once(progress)
-        return CatchUpReport(report_lines(report), dataclasses.asdict(report))
-
-
-def report_lines(report: SyncReport) -> tuple[str, ...]:
-    """What a poll did, as the CLI's ``sync`` prints it."""
-    state = "unchanged (conditional requests answered 304)" if report.not_modified else "synced"
-    lines = [
-        f"{state}: {report.pages} page(s), {report.issues} issue(s) read, "
-        f"{report.fetched} fetched with evidence, {report.changed} task(s) changed"
-    ]
-    if report.reconciled:
-        lines.append(
-            f"reconcile sweep: {report.sweep_requests} listing request(s), "
-            f"{report.swept} unlisted unfinished task(s) read one by one"
-        )
-    return tuple(lines)
 
 
 def sql_mirror(mirror: Mirror) -> BoardStore:
@@ -167,15 +123,96 @@ def assemble(
     key: str,
     scheme: Scheme[T] | None,
 ) -> Built:
-    """The endpoint over ``tracker``, each part handed what it uses: ``key`` names its
-    sync checkpoint, ``scheme`` its webhook route (``None``: it takes no deliveries)."""
+    """The endpoint over ``tracker`` and its siblings, one per source of ``cfg``, each
+    part handed what it uses: ``key`` (``<tracker>:``, then the source) names each
+    source's sync checkpoint, ``scheme`` the webhook route (``None``: no deliveries)."""
     metrics, name = ctx.metrics, ctx.name
     mirror = sql_mirror(ctx.mirror)
-    checkpoints = mirror.checkpoints()
     if metrics is not None:
         http.on_response = lambda status: metrics.tracker_request(name, status)
         http.on_wait = lambda seconds: metrics.rate_limit_wait(name, seconds)
         boundary.observers.append(lambda reason: metrics.degraded(name, reason))
+    hooks: list[ChangeHook] = []
+    secret = _webhook_secret(cfg, name) if scheme is not None else None
+    prefix = key.split(":", 1)[0]
+    sources: list[Source] = [
+        _source(
+            ctx,
+            mirror,
+            tracker if index == 0 else tracker.sibling(path),
+            boundary,
+            cfg,
+            plan=plan,
+            source=path,
+            key=f"{prefix}:{path}",
+            scheme=scheme,
+            secret=secret,
+            hooks=hooks,
+            id_key=ID_KEY if index == 0 else f"{ID_KEY}:{path}",
+        )
+        for index, path in enumerate(cfg.sources)
+    ]
+    first = sources[0]
+    routed = next(source for source in sources if source.path == cfg.routed)
+    several = len(sources) > 1
+    health: Health = SourcesHealth(sources) if several else first.health
+    store = HostedStore(
+        mirror,
+        first.writes,
+        health,
+        boundary,
+        tracker=tracker.name,
+        stale_after_s=cfg.stale_after_s,
+        clock=ctx.clock,
+        hooks=hooks,
+        routes=RoutedWrites(sources, routed) if several else None,
+    )
+    hosted = Hosted(
+        store,
+        first.mirroring,
+        first.sync,
+        first.election,
+        first.tracker,
+        boundary,
+        http,
+        cfg,
+        first.webhook,
+        tuple(sources),
+    )
+    return Built(
+        store,
+        runner=hosted,
+        sync_role=Roles(sources) if several else first.election,
+        on_change=store.on_change,
+        catch_up=hosted.catch_up,
+        degradations=store.degradations,
+        rate_budgets=lambda: tuple(http.rate_budgets.values()),
+        webhooks=tuple(source.webhook for source in sources if source.webhook is not None),
+        parts=hosted,
+        close=hosted.close,
+    )
+
+
+def _source(
+    ctx: BuildContext,
+    mirror: BoardStore,
+    tracker: T,
+    boundary: ItemBoundary,
+    cfg: HostedConfig,
+    *,
+    source: str,
+    plan: WritePlan,
+    key: str,
+    scheme: Scheme[T] | None,
+    secret: bytes | None,
+    hooks: list[ChangeHook],
+    id_key: str,
+) -> Source:
+    """The parts of ``source`` (as configured: what its webhook deliveries name) over the
+    endpoint's mirror (``hooks``: the store's ``on_change``, told of what any source's
+    sync commits)."""
+    metrics, name = ctx.metrics, ctx.name
+    checkpoints = mirror.checkpoints()
     projection = Projection(
         tracker,
         boundary,
@@ -195,18 +232,7 @@ def assemble(
         project=projection.record,
         error=lambda exc, outcome: tracker_error(tracker.name, exc, outcome),
     )
-    hooks: list[ChangeHook] = []
     health = SyncHealth()
-    store = HostedStore(
-        mirror,
-        writes,
-        health,
-        boundary,
-        tracker=tracker.name,
-        stale_after_s=cfg.stale_after_s,
-        clock=ctx.clock,
-        hooks=hooks,
-    )
     mirroring = MirrorSync(mirror, writes.ledger, projection, tracker, clock=ctx.clock, hooks=hooks)
     sync = SyncEngine(
         tracker,
@@ -218,6 +244,7 @@ def assemble(
         health,
         reconcile_interval_s=cfg.reconcile_interval_s,
         refreshes_per_minute=cfg.webhook_refreshes_per_minute,
+        scope=cfg.scope,
     )
     if metrics is not None:
         sync.sweep_observers.append(
@@ -225,41 +252,34 @@ def assemble(
         )
     target = None
     if scheme is not None:
-        secret = webhook_secret(cfg.webhook_secret_env)
-        if secret is None and cfg.webhook_secret_env is not None:
-            log.warning(
-                "%s: %s is not set, so every webhook delivery is refused (401); the poll "
-                "still syncs. Export it and restart to take deliveries",
-                name,
-                cfg.webhook_secret_env,
-            )
         target = scheme.target(
             tracker,
             name=name,
-            path=cfg.location,
-            secret=secret.encode() if secret is not None else None,
+            path=source,
+            secret=secret,
             checkpoints=checkpoints,
             sync=sync,
             boundary=boundary,
             clock=ctx.clock,
             max_issues=cfg.webhook_max_issues,
+            id_key=id_key,
         )
     election = Election(
         sync, mirroring, checkpoints, health, cfg.poll_interval_s, ctx.clock, sync.holder
     )
-    hosted = Hosted(store, mirroring, sync, election, tracker, boundary, http, cfg, target)
-    return Built(
-        store,
-        runner=hosted,
-        sync_role=election,
-        on_change=store.on_change,
-        catch_up=hosted.catch_up,
-        degradations=store.degradations,
-        rate_budgets=lambda: tuple(http.rate_budgets.values()),
-        webhook=target,
-        parts=hosted,
-        close=hosted.close,
-    )
+    return Source(source, tracker, writes, mirroring, sync, election, health, target)
+
+
+def _webhook_secret(cfg: HostedConfig, name: str) -> bytes | None:
+    secret = webhook_secret(cfg.webhook_secret_env)
+    if secret is None and cfg.webhook_secret_env is not None:
+        log.warning(
+            "%s: %s is not set, so every webhook delivery is refused (401); the poll "
+            "still syncs. Export it and restart to take deliveries",
+            name,
+            cfg.webhook_secret_env,
+        )
+    return secret.encode() if secret is not None else None
 
 
 def describe(provider: str, cfg: HostedConfig) -> list[str]:
@@ -268,6 +288,12 @@ def describe(provider: str, cfg: HostedConfig) -> list[str]:
         f"{provider} at {mask_credentials(cfg.api_url)}, token from ${cfg.token_env}, "
         f"poll every {cfg.poll_interval_s:g} s, stale after {cfg.stale_after_s:g} s",
         f"{len(cfg.status_rules)} status rules, {len(cfg.seats)} seats",
+        *(
+            [f"{len(cfg.sources)} sources: {', '.join(cfg.sources)}; created in {cfg.routed}"]
+            if len(cfg.sources) > 1
+            else []
+        ),
+        *(cfg.scope.lines() if cfg.scope.keys() else []),
     ]
 
 

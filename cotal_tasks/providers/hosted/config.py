@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Annotated
+from typing import Annotated, ClassVar, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from cotal_tasks.core import TaskStatus
 from cotal_tasks.core.identity import Principal
 from cotal_tasks.core.models import Settings
+from cotal_tasks.providers.hosted.scope import Scope
 
 Closed = Settings  # the settings base every provider shares (providers.provider)
 
@@ -71,6 +72,17 @@ class HostedConfig(Closed):
     # (deduplicated while they wait; more waiting than an hour's worth: one poll instead).
     # The regular poll runs on time whatever is waiting.
     webhook_refreshes_per_minute: Annotated[float, Field(gt=0, le=6000)] = 30.0
+    # Which issues of the sources are tasks (``hosted.scope``); default: every issue.
+    scope: Scope = Field(default_factory=Scope)
+    # The source created tasks go to (one of ``sources``); default: the first.
+    route: str | None = None
+
+    # The scope keys this tracker reads into its issues (``TrackedIssue``): labels,
+    # assignees and the horizon every tracker has; a tracker that fills the milestone or
+    # the issue type adds them. A scope naming another key is refused at load.
+    SCOPE_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {"labels", "exclude_labels", "assignee", "horizon_days"}
+    )
 
     @property
     def attempt_deadline_s(self) -> float:
@@ -83,4 +95,37 @@ class HostedConfig(Closed):
     @abstractmethod
     def location(self) -> str:
         """The repository or project the endpoint syncs, as configured: what names its sync
-        checkpoint and what its webhook deliveries name (a path, or a GitLab numeric id)."""
+        checkpoint and what its webhook deliveries name (a path, or a GitLab numeric id).
+        With several sources: the first."""
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        """Every source the endpoint reads, in order (a tracker with several sources
+        overrides it); each has its own checkpoint, ``<tracker>:<source>``."""
+        return (self.location,)
+
+    @property
+    def routed(self) -> str:
+        """The source created tasks go to."""
+        return self.route or self.sources[0]
+
+    @model_validator(mode="after")
+    def _scope_fits(self) -> Self:
+        unknown = sorted(self.scope.keys() - self.SCOPE_KEYS)
+        if unknown:
+            raise ValueError(
+                f"the scope's {', '.join(unknown)} is not read from this tracker's issues. "
+                f"Use {', '.join(sorted(self.SCOPE_KEYS))}"
+            )
+        account = self.scope.account
+        if account is not None and account not in self.seats:
+            raise ValueError(
+                f"the scope's assignee {account!r} is no account of the seat directory. "
+                'Name an account of `seats`, or "none", or "anyone"'
+            )
+        if self.route is not None and self.route not in self.sources:
+            raise ValueError(
+                f"route {self.route!r} is not one of the sources ({', '.join(self.sources)}). "
+                "Name one of them, or leave route out to create tasks in the first"
+            )
+        return self

@@ -185,6 +185,11 @@ def project(
     )
     if issue.gone is not None:
         status, source = "dropped", issue.gone
+    elif issue.out_of_scope is not None:
+        # Left the endpoint's scope (``hosted.scope``): a person's change; the seat that
+        # held it stays named, so its next write is answered about this task.
+        status, source = "dropped", issue.out_of_scope
+        binding = existing.binding if existing is not None else binding
     elif status in NEEDS_BINDING and binding is None:
         status = "open"  # the invariant: no seat is known to be working on it
     elif status == "open" and binding is not None:

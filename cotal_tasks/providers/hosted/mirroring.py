@@ -14,7 +14,7 @@ the echo. The sync loop (``hosted.sync``) holds its cursor and validators behind
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from cotal_tasks.core import (
@@ -32,6 +32,7 @@ from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.echo import is_echo
 from cotal_tasks.providers.hosted.ledger import Ledger
 from cotal_tasks.providers.hosted.mapping import project, same_record
+from cotal_tasks.providers.hosted.scope import beyond_horizon, outside
 from cotal_tasks.providers.hosted.store import every_task
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
 from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
@@ -85,8 +86,10 @@ class Projection:
         self.seat_uids = seat_uids
 
     async def record(self, issue: TrackedIssue, existing: Task | None) -> Task:
-        """The record ``issue`` maps to over ``existing`` (refused parts counted)."""
-        issue = replace(issue, body=strip_marker(issue.body))
+        """The record ``issue`` maps to over ``existing`` (refused parts counted); an issue
+        outside the endpoint's scope maps as having left it (``hosted.scope``)."""
+        why = outside(self.config.scope, issue, self.config.seats) if issue.gone is None else None
+        issue = replace(issue, body=strip_marker(issue.body), out_of_scope=why)
         seats = self._seats_for(issue, existing)
         uids: dict[tuple[str, str], str | None] = {}
         for login in issue.assignees:
@@ -108,14 +111,26 @@ class Projection:
 
     async def synced(self, issue: TrackedIssue, existing: Task | None) -> Task | None:
         """The record a synced issue maps to, through the item boundary: ``None`` for an
-        issue that left before it was ever mirrored, or one that does not map (counted)."""
-        if issue.gone is not None and existing is None:
+        issue that left before it was ever mirrored, one outside the scope or closed before
+        its import horizon that has no task (``hosted.scope``), or one that does not map
+        (counted)."""
+        if existing is None and self.left_out(issue) is not None:
             return None
         try:
             return await self.record(issue, existing)
         except Exception as exc:  # one item never costs the page its other issues
             self.boundary.note("item-unmappable", issue.task_id, where(exc))
             return None
+
+    def left_out(self, issue: TrackedIssue) -> str | None:
+        """Why an issue with no task is not taken (gone, outside the scope, closed before
+        the import horizon), or ``None``: it is."""
+        scope = self.config.scope
+        if issue.gone is not None:
+            return issue.gone
+        if beyond_horizon(scope, issue, self.clock()):
+            return f"closed before the last {scope.horizon_days:g} days"
+        return outside(scope, issue, self.config.seats)
 
     def _seats_for(self, issue: TrackedIssue, existing: Task | None) -> Mapping[str, str]:
         """The seat directory to read ``issue`` with. Where an issue keeps one assignee
@@ -171,6 +186,12 @@ class MirrorSync:
         tasks = every_task(self.mirror, UNFINISHED)
         numbers = {self.tracker.number_of(task.taskId) async for task in tasks}
         return {number for number in numbers if number is not None}
+
+    async def mirrored(self, numbers: Iterable[int]) -> set[int]:
+        """Those of ``numbers`` whose issue has a task in the mirror."""
+        ids = {self.tracker.task_id_of(number): number for number in numbers}
+        held = await self.mirror.get_many(list(ids)) if ids else {}
+        return {ids[task_id] for task_id in held}
 
     async def upsert(self, issue: TrackedIssue, read_mark: int | None = None) -> bool:
         """Mirror one tracked issue; ``True`` when the record changed."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cotal_tasks.core import (
     ContractError,
@@ -45,6 +45,28 @@ from cotal_tasks.providers.store import (
 log = logging.getLogger(__name__)
 
 ChangeHook = Callable[[int], Awaitable[None]]
+
+
+class Health(Protocol):
+    """What the store reads of a sync's health: one source's (``SyncHealth``), or an
+    endpoint's over several (``hosted.sources.SourcesHealth``)."""
+
+    @property
+    def last_success_ms(self) -> int | None: ...
+
+    @property
+    def failing(self) -> str | None: ...
+
+    def report(self) -> SyncState: ...
+
+
+class Routes(Protocol):
+    """The write paths of an endpoint over several sources, a write routed by its task
+    id (``hosted.sources.RoutedWrites``)."""
+
+    def writes_for(self, write: Write) -> Writes: ...
+
+    async def drain(self) -> None: ...
 
 
 @dataclass
@@ -120,7 +142,7 @@ class MirroredReads:
     read is the mirror's, never the source's. Hosted trackers and tower-do boards share it."""
 
     mirror: Mirror
-    health: SyncHealth
+    health: Health
     _on_change: list[ChangeHook]
 
     def on_change(self, hook: ChangeHook) -> None:
@@ -170,16 +192,18 @@ class HostedStore(MirroredReads):
         self,
         mirror: Mirror,
         writes: Writes,
-        health: SyncHealth,
+        health: Health,
         boundary: ItemBoundary,
         *,
         tracker: str,
         stale_after_s: float,
         clock: Callable[[], int],
         hooks: list[ChangeHook],
+        routes: Routes | None = None,
     ) -> None:
         self.mirror = mirror
-        self.writes = writes
+        self.writes = writes  # the first source's (one source: its only one)
+        self.routes = routes  # several sources: where each write goes
         self.health = health
         self.boundary = boundary
         self.tracker = tracker  # its name, in the stale marker's reason
@@ -193,7 +217,7 @@ class HostedStore(MirroredReads):
         return await super().prune(before, history_before)
 
     async def close(self) -> None:
-        await self.writes.drain()
+        await (self.routes or self.writes).drain()
         await super().close()
 
     def degradations(self) -> dict[str, Any]:
@@ -221,4 +245,5 @@ class HostedStore(MirroredReads):
 
     # -- writes: the tracker first, then the mirror (see ``writes``) --------------------
     async def commit(self, write: Write) -> Committed:
-        return await self.writes.commit(write)
+        writes = self.writes if self.routes is None else self.routes.writes_for(write)
+        return await writes.commit(write)

@@ -44,6 +44,7 @@ from cotal_tasks.providers.hosted.boundary import ItemBoundary, where
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.mirroring import MirrorSync
 from cotal_tasks.providers.hosted.refreshes import RefreshQueue
+from cotal_tasks.providers.hosted.scope import HORIZON, Scope, horizon_edge
 from cotal_tasks.providers.hosted.store import SyncHealth
 from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.hosted.wakes import process_holder
@@ -92,6 +93,7 @@ class SyncEngine:
     health: SyncHealth
     reconcile_interval_s: float  # the reconcile sweep's cadence (0: never)
     refreshes_per_minute: float  # webhook refreshes let out at most at this rate
+    scope: Scope = field(default_factory=Scope)  # its import horizon reaches the listing
     holder: str = field(default_factory=process_holder)  # this instance, among those sharing
     _woken: RefreshQueue = field(init=False)  # what webhooks asked for, let out at a rate
     _deferred: set[int] = field(default_factory=set)  # to read again: a write was in flight
@@ -149,7 +151,11 @@ class SyncEngine:
         total: int | None = None
         mark = await self.mirror.read_mark()
         held_back = False  # a page held an issue not applied: nothing moves past it
-        async for page in tracker.list_changed(cursor, {} if asked else saved):
+        rescoped: set[int] = set()
+        remembered = {} if asked else saved
+        if (edge := horizon_edge(self.scope, self.clock())) is not None:
+            remembered = {**remembered, HORIZON: edge}
+        async for page in tracker.list_changed(cursor, remembered):
             if page.not_modified:
                 report.not_modified = True
                 break
@@ -163,6 +169,7 @@ class SyncEngine:
             held_back = held_back or mirrored.held_back
             linked = (linked - page.evidenced) | (page.linked - page.evidenced)
             linked |= mirrored.deferred
+            rescoped |= page.rescoped
             self._owed |= page.owed
             if page.cursor is not None and not held_back:
                 cursor = page.cursor
@@ -177,6 +184,9 @@ class SyncEngine:
             if progress is not None:
                 progress(report.pages, total)
         numbers = linked | self._take_woken() | self._owed_to_read(self.boundary.unavailable)
+        # An event may have taken these out of the scope, where no scoped listing shows
+        # them: those with a task are read again and checked (``hosted.scope``).
+        numbers |= await self.mirror.mirrored(rescoped - numbers)
         fetched, changed = await self.refresh(numbers)
         report.fetched += fetched
         report.changed += changed

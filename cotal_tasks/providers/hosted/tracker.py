@@ -23,7 +23,7 @@ from collections.abc import (
     Sequence,
 )
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from cotal_tasks.core import MAX_EVIDENCE, TaskEvidence
 from cotal_tasks.core.models import EvidenceKind
@@ -32,7 +32,7 @@ from cotal_tasks.providers.hosted.boundary import ItemBoundary
 # The tracker folders read ``epoch_ms`` here; it lives with the other value readers.
 from cotal_tasks.providers.hosted.boundary import epoch_ms as epoch_ms
 from cotal_tasks.providers.hosted.http import TrackerHttpError
-from cotal_tasks.providers.hosted.taskids import number_in
+from cotal_tasks.providers.hosted.taskids import number_in, task_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,15 @@ class TrackedIssue:
     # The mark of the write through the endpoint that created it (``hosted.writeback``),
     # when it carries one: a retry of that create finds it by this.
     mark: str | None = None
+    # What the endpoint's scope reads besides labels and assignees (``hosted.scope``),
+    # where the tracker has it: the milestone's title, the issue type's name, and when
+    # the issue was closed (epoch ms; ``None``: open, or not said).
+    milestone: str | None = None
+    issue_type: str | None = None
+    closed_at: int | None = None
+    # Why the issue is outside the endpoint's scope (``hosted.scope``), as its task's
+    # ``statusSource`` says it; ``None``: inside. Set by the sync, never by a tracker.
+    out_of_scope: str | None = None
 
     @classmethod
     def vanished(cls, number: int, task_id: str, fate: str) -> TrackedIssue:
@@ -113,6 +122,10 @@ class ListPage:
     # Issues whose evidence could not be read (the evidence endpoint did not answer): the
     # sync reads them again, with their evidence, once it answers.
     owed: frozenset[int] = frozenset()
+    # Issues an event says may have left the scope (a label removed, a milestone changed)
+    # which a listing with the scope's filters no longer shows: the sync reads again
+    # those it mirrors, and checks them against the scope.
+    rescoped: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,9 +160,15 @@ class TrackerChange:
 
 @dataclass(frozen=True, slots=True)
 class NewIssue:
+    """An issue to create. Besides the status label, what the endpoint's scope needs for
+    the issue to stay in it (``hosted.scope``): its labels, milestone, type, assignee."""
+
     title: str
     body: str | None
     labels: tuple[str, ...] = field(default=())
+    milestone: str | None = None
+    issue_type: str | None = None
+    assignees: tuple[str, ...] = ()
 
 
 # One write step a tracker plans: its name (reported in ``TrackerRefused.applied`` once it
@@ -225,10 +244,22 @@ class Tracker(abc.ABC):
     async def comment_marks(self, number: int) -> Collection[str]:
         """The write marks the issue's recent comments carry."""
 
+    def sibling(self, source: str) -> Self:
+        """The same tracker over another of the endpoint's sources (a repository, a
+        project), sharing this one's HTTP client and item boundary. A tracker with several
+        sources writes it; one source: this tracker, for its own source only."""
+        if source != self.path:
+            raise ValueError(f"{self.name} reads one source here ({self.path}), not {source}")
+        return self
+
     # -- built on them, once for every tracker -------------------------------------------
     def number_of(self, task_id: str) -> int | None:
         """The issue number a task id of this tracker names, or ``None``."""
         return number_in(self.path, task_id)
+
+    def task_id_of(self, number: int) -> str:
+        """The task id of this tracker's issue ``number`` (the inverse of ``number_of``)."""
+        return task_id(self.path, number)
 
     async def apply(self, number: int, change: TrackerChange) -> None:
         """Apply ``change``, ``mutation_spacing_s`` between two writes (the trackers ask

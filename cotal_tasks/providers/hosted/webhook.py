@@ -74,6 +74,9 @@ class HookTarget:
     learned_id: Callable[[], int | None]  # the tracker's ``known_id``
     max_issues: int  # a delivery naming more wakes one poll instead (webhook_max_issues)
     route: str  # the route's name, in what the boundary records
+    # Where the id its deliveries carry is kept beside the checkpoint: ``ID_KEY`` for an
+    # endpoint's first source, one key per further source (they share the mirror).
+    id_key: str = ID_KEY
 
     async def first_delivery(self, delivery_id: str) -> bool:
         return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
@@ -94,11 +97,11 @@ class HookTarget:
         return self.learned_id()
 
     async def remembered_id(self) -> int | None:
-        saved = await self.checkpoints.load(ID_KEY)
+        saved = await self.checkpoints.load(self.id_key)
         return saved["id"] if saved and isinstance(saved.get("id"), int) else None
 
     async def remember_id(self, pid: int) -> None:
-        await self.checkpoints.save(ID_KEY, {"id": pid}, self.clock())
+        await self.checkpoints.save(self.id_key, {"id": pid}, self.clock())
 
     def named(self, event: str, payload: Mapping[str, Any]) -> set[int] | None:
         return self.boundary.map(
@@ -299,8 +302,9 @@ class Scheme(Generic[T]):
         boundary: ItemBoundary,
         clock: Callable[[], int],
         max_issues: int,
+        id_key: str = ID_KEY,
     ) -> HookTarget:
-        """The receiver of one endpoint over ``tracker``."""
+        """The receiver of one source of an endpoint, over its ``tracker``."""
         lookup = self.lookup
 
         async def looks_up(event: str, payload: Mapping[str, Any]) -> Looked | None:
@@ -319,6 +323,7 @@ class Scheme(Generic[T]):
             learned_id=lambda: tracker.known_id,
             max_issues=max_issues,
             route=self.tracker,
+            id_key=id_key,
         )
 
     def webhook(self) -> Webhook:

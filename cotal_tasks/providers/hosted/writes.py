@@ -34,8 +34,8 @@ from cotal_tasks.providers.hosted.echo import content_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.ledger import PENDING, Intent, Leases, Ledger, marker_of
 from cotal_tasks.providers.hosted.rereads import ErrorOf, Project, Rereads
+from cotal_tasks.providers.hosted.scope import left_scope, with_needs
 from cotal_tasks.providers.hosted.tracker import (
-    NewIssue,
     TrackedIssue,
     Tracker,
     TrackerChange,
@@ -211,6 +211,7 @@ class Writes:
     # -- the tracker ---------------------------------------------------------------------
     async def _create(self, task: Task, key: str, resume: Intent | None, job: _Job) -> Task:
         issue, follow = plan_new(task, self.plan)
+        issue = with_needs(issue, self.config.scope)
         marker = marker_of(key)
         await self.ledger.pending(
             key, None, None, self.instance, self.clock(), HOLD_MS, content_of(task)
@@ -222,7 +223,7 @@ class Writes:
             job.touched = True
             try:
                 created = await self.tracker.create(
-                    NewIssue(issue.title, with_marker(issue.body, marker), issue.labels)
+                    replace(issue, body=with_marker(issue.body, marker))
                 )
             except TrackerHttpError as exc:
                 raise await self._refused(exc, key, None) from exc
@@ -252,6 +253,15 @@ class Writes:
         stored = await self.mirror.get(task_id)
         if stored.revision != write.expected_revision:
             raise RevisionConflict(task_id)
+        if left_scope(stored.task.statusSource):
+            raise ContractError(
+                ErrorCode.FAILED_PRECONDITION,
+                f"{task_id} left this endpoint's scope on {self.tracker.name} "
+                f"({stored.task.statusSource}), so the bridge writes nothing to its issue. "
+                "A person puts it back in the scope on the tracker (the task comes back "
+                "with its history), or leaves it out",
+                outcome="not-executed",
+            )
         number = self.tracker.number_of(task_id)
         if number is None:
             raise ContractError(

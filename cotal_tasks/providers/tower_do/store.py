@@ -79,7 +79,7 @@ class TowerDoStore(MirroredReads):
         self.space = space
         self.clock = clock
         self.seat_uids = seat_uids
-        self.health = SyncHealth()
+        self.health: SyncHealth = SyncHealth()
         self.lock = asyncio.Lock()
         self.files = FileWorker(str(self.board.path))  # the board's file work, off the loop
         self._on_change: list[ChangeHook] = []

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from cotal_tasks.core import StaleMarker
-from cotal_tasks.providers.store import SyncState, TaskStore
+from cotal_tasks.providers.store import SourceState, SyncState, TaskStore
 from tests.bridge.http._support import (
     ACME,
     BUILDER,
@@ -108,6 +108,37 @@ async def test_health_reports_the_last_sync(mesh: HttpMesh) -> None:
     assert "stale" not in body["endpoints"][ACME]
     assert body["endpoints"][OPS]["lastSync"] == 1_780_000_000_500
     assert body["endpoints"][OPS]["stale"] == never.to_json()
+
+
+async def test_health_shows_each_source_of_an_endpoint_over_several(mesh: HttpMesh) -> None:
+    """One repository refused for good beside one that syncs: the endpoint is ready, its
+    reads stale naming the failing one, and ``sync.sources`` shows each one's state."""
+    marker = StaleMarker(staleAsOf=0, reason="GitHub sync is failing: acme/gone: 404")
+    widgets = SourceState("acme/widgets", 1_780_000_000_000)
+    gone = SourceState("acme/gone", None, "404 Not Found", 1_780_000_000_100, refused=True)
+    state = SyncState(None, "acme/gone: 404", 1_780_000_000_100, sources=(widgets, gone))
+    acme = mesh.endpoint(ACME).service
+    acme.store = SyncedStore(acme.store, marker, state)
+    body = (await mesh.get("/healthz")).json()
+    entry = body["endpoints"][ACME]
+    assert entry["ready"] is True
+    assert entry["stale"] == marker.to_json()
+    assert entry["sync"]["sources"] == [
+        {
+            "source": "acme/widgets",
+            "lastSync": 1_780_000_000_000,
+            "failing": None,
+            "failingSince": None,
+            "refused": False,
+        },
+        {
+            "source": "acme/gone",
+            "lastSync": None,
+            "failing": "404 Not Found",
+            "failingSince": 1_780_000_000_100,
+            "refused": True,
+        },
+    ]
 
 
 async def test_a_lost_broker_is_unready_and_the_liveness_view_goes_stale(

@@ -2,18 +2,30 @@
 
 Each case says who wins by the conflict rule in ``docs/github.md`` and checks it on
 GitHub (the fake) and in the mirror within one poll, with no lost update, no duplicate
-write and no write loop.
+write and no write loop; on an endpoint over one repository, and over two (the issues in
+the first, each repository its own source).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cotal_tasks.core import ErrorCode
-from tests.providers.github._support import BUILDER, HUMAN, ISSUES, REPO, GitHubEndpoint, task_id
+from tests.bridge._support import DictPresence
+from tests.providers.github._support import (
+    BUILDER,
+    HUMAN,
+    ISSUES,
+    REPO,
+    GitHubEndpoint,
+    open_github,
+    task_id,
+)
 from tests.providers.github.writeback_support import claimed_by_builder, synced
 from tests.providers.twoway.harness import (
     HOOKS,
@@ -27,6 +39,26 @@ from tests.providers.twoway.harness import (
 from tests.support.fake_github import FakeGitHub
 
 Json = dict[str, Any]
+SOURCES = {"repository": None, "repositories": [REPO, "octo-org/gadgets"]}
+
+
+@pytest.fixture(params=["one repository", "two repositories"])
+async def gh(
+    request: pytest.FixtureRequest,
+    fake: FakeGitHub,
+    github_url: str,
+    tmp_path: Path,
+    presence: DictPresence,
+) -> AsyncIterator[GitHubEndpoint]:
+    """The GitHub endpoint, over its repository alone or beside a second one."""
+    several = request.param == "two repositories"
+    if several:
+        fake.add_repo("octo-org/gadgets")
+    overrides = SOURCES if several else {}
+    async with open_github(
+        fake, github_url, tmp_path / "bridge", presence=presence, **overrides
+    ) as opened:
+        yield opened
 
 
 class GitHubSide:

@@ -86,9 +86,11 @@ export function httpUrl(text) {
 
 // The task's reference in its own tracker: the issue page when the endpoint names one.
 export function trackerRef(task, endpoint) {
-  const number = /#(\d{1,19})$/.exec(task.taskId);
+  const number = /^(.*)#(\d{1,19})$/.exec(task.taskId);
   const template = endpoint && endpoint.taskLink;
-  const href = number && template ? httpUrl(template.replace("{number}", number[1])) : null;
+  // {path}: the task id before "#" (an endpoint over several repositories or projects).
+  const link = number && template ? template.replace("{path}", number[1]).replace("{number}", number[2]) : null;
+  const href = link ? httpUrl(link) : null;
   const kind = { github: "GitHub issue", gitlab: "GitLab issue", "tower-do": "tower-do key" }[endpoint && endpoint.provider];
   return { text: task.taskId, href, kind: kind || "task id" };
 }
