@@ -26,6 +26,7 @@ from bench import (
     linear,
     profile,
     scale,
+    scope,
     twoway,
     wire,
     writes,
@@ -39,6 +40,7 @@ PARTS = (
     "hostile",
     "scale",
     "github",
+    "scope",
     "gitlab",
     "jira",
     "linear",
@@ -97,6 +99,8 @@ async def main() -> None:
         await scale.main(opts.cache, opts.scale_tasks, opts.rounds)
     if "github" in parts:
         await github.main(issues=opts.github_issues, rounds=opts.github_rounds)
+    if "scope" in parts:
+        await scope.main(rounds=opts.github_rounds)
     if "gitlab" in parts:
         await gitlab.main(issues=opts.gitlab_issues, rounds=opts.gitlab_rounds)
     if "jira" in parts:
