@@ -23,7 +23,15 @@ import pytest
 import pytest_asyncio
 
 from cotal_tasks.core import StaleMarker
-from tests.bridge.http._browser import STATUSES, card, chromium, lane, open_page, shoot
+from tests.bridge.http._browser import (
+    STATUSES,
+    card,
+    chromium,
+    lane,
+    open_page,
+    serious_violations,
+    shoot,
+)
 from tests.bridge.http._support import ACME, make_stale, open_http_mesh
 from tests.providers.github._support import (
     ENDPOINT_NAME,
@@ -156,6 +164,7 @@ async def test_the_board_and_detail_read_as_a_person_reads(
                 "the account is a seat's, but no lifecycle of that seat is known until the "
                 "seat claims the task or is bound to it"
             )
+            assert await serious_violations(page) == []
             await shoot(page, "reading-detail-unbound-1400.png")
             await shoot(page, "reading-detail-unbound-360.png", width=360)
             await page.set_viewport_size({"width": 1400, "height": 900})
@@ -202,6 +211,7 @@ async def test_the_board_and_detail_read_as_a_person_reads(
                 "items => items.map(item => item.dataset.status)"
             )
             assert legend == list(STATUSES)
+            assert await serious_violations(page) == []
             sync = page.locator(f'#flow .sync-tile[data-endpoint="{ENDPOINT_NAME}"]')
             await expect(sync.locator('[data-fact="webhooks-refused"]')).to_contain_text(
                 "1 delivery since the bridge started (no secret verifies them); the last"
