@@ -307,6 +307,21 @@ class Root:
             ]
         }
 
+    def projects(self, info: Any, **args: Any) -> dict[str, Any]:
+        name = (((args.get("filter") or {}).get("name") or {}).get("eqIgnoreCase") or "").casefold()
+        found = [pid for pid, n in self.fake.projects.items() if n.casefold() == name]
+        return {"nodes": [{"id": pid} for pid in found]}
+
+    def team(self, info: Any, id: str) -> dict[str, Any]:
+        (team,) = [t for t in self.fake.teams.values() if id in (t.id, t.key)]
+        active = team.active_cycle
+        return {
+            "id": team.id,
+            "key": team.key,
+            "activeCycle": None if active is None else {"id": f"cycle-{team.key}-{active}"},
+            "cycles": {"nodes": [{"id": f"cycle-{team.key}-{active}"}] if active else []},
+        }
+
     def user(self, info: Any, id: str) -> dict[str, Any]:
         if id not in self.fake.users:
             raise GraphQLError("Entity not found: User")
@@ -343,6 +358,15 @@ class Root:
         fake = self.fake
         (team,) = [t for t in fake.teams.values() if t.id == input["teamId"]]
         issue = fake.new_issue(input.get("title") or "", input.get("description"), team=team.key)
+        for label in input.get("labelIds") or []:
+            if label not in fake.labels:
+                raise GraphQLError("Entity not found: IssueLabel")
+            issue.label_ids.append(label)
+        if input.get("projectId") is not None:
+            issue.project = fake.projects[input["projectId"]]
+        if input.get("cycleId") is not None:
+            issue.cycle = int(input["cycleId"].rsplit("-", 1)[1])
+            issue.cycle_active = issue.cycle == team.active_cycle
         return {"success": True, "issue": fake.render(issue), "lastSyncId": 0.0}
 
     def commentCreate(self, info: Any, input: dict[str, Any]) -> dict[str, Any]:

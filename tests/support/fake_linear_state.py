@@ -47,6 +47,7 @@ class Team:
     key: str
     states: list[State]
     next_number: int = 1
+    active_cycle: int | None = None  # the number of the cycle running now
 
 
 @dataclass
@@ -127,6 +128,7 @@ class FakeLinearState(FakeTracker):
         self.users: dict[str, User] = {}
         self.labels: dict[str, Label] = {}
         self.issues: dict[str, Issue] = {}  # by id
+        self.projects: dict[str, str] = {}  # id -> name
         self.deleted: set[str] = set()  # identifiers deleted for good
         self.viewer = self.add_user("bridge")
         self.requests_left, self.complexity_left = 5000, 3_000_000
@@ -156,6 +158,11 @@ class FakeLinearState(FakeTracker):
         label = Label(new_id(), name, None if team is None else self.teams[team].id)
         self.labels[label.id] = label
         return label
+
+    def add_project(self, name: str) -> str:
+        project = new_id()
+        self.projects[project] = name
+        return project
 
     def state(self, team: str, name: str) -> State:
         (found,) = [s for s in self.teams[team].states if s.name == name]

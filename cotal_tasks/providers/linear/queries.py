@@ -83,6 +83,25 @@ query BeforeWrite($id: String!, $labels: [String!], $withLabels: Boolean!,
 }
 """
 
+# What a created issue needs to stay in the endpoint's scope: the scope's labels, its
+# project and its cycle, by id.
+SCOPE_NEEDS = """
+query ScopeNeeds($labels: [String!], $withLabels: Boolean!, $project: String!,
+                 $withProject: Boolean!, $team: String!, $number: Float, $withCycle: Boolean!,
+                 $active: Boolean!) {
+  issueLabels(filter: { name: { in: $labels } }, first: 50) @include(if: $withLabels) {
+    nodes { id name team { id } }
+  }
+  projects(filter: { name: { eqIgnoreCase: $project } }, first: 2) @include(if: $withProject) {
+    nodes { id }
+  }
+  team(id: $team) @include(if: $withCycle) {
+    activeCycle @include(if: $active) { id }
+    cycles(filter: { number: { eq: $number } }, first: 1) { nodes { id } }
+  }
+}
+"""
+
 UPDATE = """
 mutation Update($id: String!, $input: IssueUpdateInput!) {
   issueUpdate(id: $id, input: $input) { success }

@@ -253,9 +253,9 @@ class LinearTracker(Tracker):
     # -- writing ---------------------------------------------------------------------
     async def create(self, issue: NewIssue) -> TrackedIssue:
         team = await self.team_id(self.config.home_team)
+        wanted = {"teamId": team, "title": issue.title, "description": issue.body or ""}
         made = await self.client.query(
-            queries.CREATE,
-            {"input": {"teamId": team, "title": issue.title, "description": issue.body or ""}},
+            queries.CREATE, {"input": wanted | await self._scope_needs(team)}
         )
         identifier = as_str(at_path(made, "issueCreate", "issue", "identifier"))
         number = mapping.number_of(identifier)
@@ -275,6 +275,30 @@ class LinearTracker(Tracker):
                 path=self.client.path,
             )
         return found
+
+    async def _scope_needs(self, team: str) -> dict[str, Any]:
+        """What a created issue carries to stay in the scope (its labels, project and
+        cycle, by id), read before it is created; one that Linear does not have is
+        refused, nothing sent."""
+        cfg = self.config
+        by_id = cfg.project is not None and _UUID.match(cfg.project) is not None
+        project = None if by_id else cfg.project
+        if not cfg.labels and project is None and cfg.cycle is None:
+            return {"projectId": cfg.project} if by_id else {}
+        data = await self.client.query(
+            queries.SCOPE_NEEDS,
+            {
+                "labels": list(cfg.labels),
+                "withLabels": bool(cfg.labels),
+                "project": project or "",
+                "withProject": project is not None,
+                "team": team,
+                "number": cfg.cycle if isinstance(cfg.cycle, int) else None,
+                "withCycle": cfg.cycle is not None,
+                "active": cfg.cycle == "active",
+            },
+        )
+        return workflow.scope_ids(data, cfg, team, by_id)
 
     async def comment_marks(self, number: int) -> set[str]:
         data = await self.client.query(queries.COMMENTS, {"id": mapping.identifier_of(number)})

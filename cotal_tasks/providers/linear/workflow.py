@@ -161,3 +161,43 @@ def labels_named(change: TrackerChange) -> list[str]:
 
 def states_of(issue: Mapping[str, Any]) -> list[Any]:
     return as_list(at_path(issue, "team", "states", "nodes"))
+
+
+def scope_ids(
+    data: Mapping[str, Any], config: LinearConfig, team: str, project_by_id: bool
+) -> dict[str, Any]:
+    """The ``labelIds``, ``projectId`` and ``cycleId`` a new issue needs to stay in
+    ``config``'s scope, from what ``ScopeNeeds`` answered; refused where Linear has none."""
+    needs: dict[str, Any] = {}
+    where = f"a new issue of {config.home_team}"
+    if config.labels:
+        wanted = TrackerChange(add_labels=config.labels)
+        found = as_list(at_path(data, "issueLabels", "nodes"))
+        needs["labelIds"], _ = label_ids(wanted, found, [], team, where)
+    if config.project is not None:
+        found = as_list(at_path(data, "projects", "nodes"))
+        project = config.project if project_by_id else _first_id(found)
+        if project is None:
+            raise refused(
+                f"Linear has no project named {config.project!r}, which the scope names, so "
+                "a created issue would leave it. Fix project, or create it in Linear",
+                where,
+            )
+        needs["projectId"] = project
+    if config.cycle is not None:
+        active = as_str(at_path(data, "team", "activeCycle", "id"))
+        numbered = as_list(at_path(data, "team", "cycles", "nodes"))
+        cycle = active if config.cycle == "active" else _first_id(numbered)
+        if cycle is None:
+            raise refused(
+                f"the team {config.home_team} has no cycle {config.cycle!r} now, which the "
+                "scope names, so a created issue would leave it. Start the cycle in Linear, "
+                "or change cycle",
+                where,
+            )
+        needs["cycleId"] = cycle
+    return needs
+
+
+def _first_id(nodes: Sequence[Any]) -> str | None:
+    return as_str(as_dict(nodes[0]).get("id")) if nodes else None

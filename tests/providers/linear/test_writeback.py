@@ -7,13 +7,20 @@ before anything is sent, and a person's edit during a seat's write is never undo
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.hosted.writeback import mark_in
-from tests.providers.linear._support import BUILDER, REVIEWER, LinearEndpoint, task_id
+from tests.providers.linear._support import (
+    BUILDER,
+    REVIEWER,
+    LinearEndpoint,
+    open_linear,
+    task_id,
+)
 from tests.support.fake_linear import FakeLinear
 from tests.support.fake_linear_state import Issue, User
 
@@ -157,3 +164,30 @@ async def test_a_persons_edit_during_a_seats_write_is_never_undone(
     assert issue.state.name == "Done"
     record = await ln.get(1)  # the mirror shows what the person did, at once
     assert (record["status"], record["statusSource"]) == ("done", "Done")
+
+
+async def test_create_task_carries_what_the_scope_needs_and_stays_in_it(
+    linear: FakeLinear, linear_url: str, tmp_path: Path
+) -> None:
+    linear.add_label("agent-ready")
+    linear.add_project("Agents")
+    linear.teams["ENG"].active_cycle = 7
+    scope = {"labels": ["agent-ready"], "project": "Agents", "cycle": "active"}
+    async with open_linear(linear, linear_url, tmp_path / "b", **scope) as scoped:
+        created = await scoped.client.create("Scoped work", brief="inside the slice")
+        (issue,) = linear.issues.values()
+        assert (issue.label_names, issue.project, issue.cycle) == (["agent-ready"], "Agents", 7)
+        linear.set_title(issue, "Scoped work, renamed")
+        linear.advance(5)
+        await scoped.poll()  # the scoped listing still finds it
+        assert (await scoped.client.get(created["taskId"]))["title"] == "Scoped work, renamed"
+
+
+async def test_a_scope_linear_cannot_give_a_new_issue_is_refused_before_sending(
+    linear: FakeLinear, linear_url: str, tmp_path: Path
+) -> None:
+    async with open_linear(linear, linear_url, tmp_path / "b", project="Nowhere") as scoped:
+        mark = len(linear.requests)
+        error = await refused(scoped.client.create("Lost"), ErrorCode.FAILED_PRECONDITION)
+        assert "no project named 'Nowhere'" in error.message
+        assert (error.outcome, writes(linear, mark), linear.issues) == ("not-executed", [], {})
