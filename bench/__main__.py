@@ -21,6 +21,7 @@ from bench import (
     github,
     gitlab,
     hostile,
+    hostile_listener,
     hostile_wire,
     jira,
     linear,
@@ -89,6 +90,7 @@ async def main() -> None:
     if "hostile" in parts:
         await hostile.main(rounds=opts.rounds)
         await hostile_wire.main(rounds=opts.rounds)
+        await hostile_listener.main(rounds=opts.rounds)
     if "writes" in parts:
         await writes.main(rounds=opts.rounds, postgres=opts.postgres)
     if "agents" in parts:

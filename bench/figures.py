@@ -144,6 +144,11 @@ class Table:
         self.rows.append(Row(name, str(took), str(limit), ratio, f"<= {target}", met))
         return ratio
 
+    def seconds_beside(self, name: str, took: Seconds, limit: Seconds) -> None:
+        """A duration as a multiple of ``limit``'s, without a target (for context)."""
+        ratio = took.median / limit.median
+        self.rows.append(Row(name, str(took), str(limit), ratio, "none", None))
+
     def info(
         self, name: str, rate: Rate, limit: Rate, *, cost: bool = False, target: str = ""
     ) -> None:

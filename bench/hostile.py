@@ -6,8 +6,8 @@ keep the wire's share near 1).
 The bridge runs in its own process (``cotal-tasks serve``) with a board and a GitHub
 endpoint (the fake GitHub on loopback, its webhook secret set). The flood is signed
 ``pull_request`` deliveries whose body mentions 5,000 issues, sent back to back by a few
-clients; the idle connections are opened and held (each cut at the head deadline, opened
-again), a thousand at a time.
+clients; the idle connections are opened and held (each cut, at the head deadline or to
+make room for a newcomer, opened again), a thousand at a time.
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ would no longer be one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -20,6 +21,7 @@ SMALL_RCVBUF = 4096  # the kernel doubles it and keeps a floor; a few KiB either
 # Requests each slow reader pipelines: their answers (512 of /v1/openapi.json, about 9 MB)
 # outgrow what the kernel buffers for one connection (tcp_wmem's 4 MiB at most).
 PIPELINE = 512
+IDLE_PEERS = 100  # the addresses idle sockets come from
 _ESTABLISHED = "01"  # /proc/net/tcp's state of an established connection
 
 
@@ -97,33 +99,59 @@ class Peers:
         self.host, self.port = host, port
         self.sockets: list[socket.socket] = []
 
-    async def slow_readers(
-        self, count: int, path: str, *, pipeline: int = PIPELINE, spread: bool = True
-    ) -> list[socket.socket]:
-        """``count`` slow readers, each pipelining ``pipeline`` GETs of ``path`` and never
-        reading; each from its own address when ``spread``, else all from 127.0.0.1."""
-        made = []
-        for n in range(count):
-            sock = await connect(
-                self.host,
-                self.port,
-                source=peer_address(n) if spread else None,
-                rcvbuf=SMALL_RCVBUF,
-            )
-            self.sockets.append(sock)
-            await asyncio.get_running_loop().sock_sendall(sock, pipelined(path, pipeline))
-            made.append(sock)
-        return made
+    async def slow_reader(self, n: int, path: str, *, spread: bool = True) -> socket.socket:
+        """The ``n``-th slow reader: ``PIPELINE`` GETs of ``path`` pipelined, nothing ever
+        read; from its own address when ``spread``, else from 127.0.0.1."""
+        source = peer_address(n) if spread else None
+        sock = await connect(self.host, self.port, source=source, rcvbuf=SMALL_RCVBUF)
+        self.sockets.append(sock)
+        await asyncio.get_running_loop().sock_sendall(sock, pipelined(path, PIPELINE))
+        return sock
 
-    async def idle(self, count: int, *, peers: int = 100, first: int = 1000) -> list[socket.socket]:
-        """``count`` idle sockets (nothing sent) from ``peers`` addresses, taken from the
-        ``first``-th ``peer_address`` on (apart from the slow readers')."""
-        made = []
-        for n in range(count):
-            sock = await connect(self.host, self.port, source=peer_address(first + n % peers))
-            self.sockets.append(sock)
-            made.append(sock)
-        return made
+    async def slow_readers(
+        self, count: int, path: str, *, spread: bool = True
+    ) -> list[socket.socket]:
+        return [await self.slow_reader(n, path, spread=spread) for n in range(count)]
+
+    async def idle_socket(self, n: int) -> socket.socket:
+        """The ``n``-th idle socket (nothing sent), from one of ``IDLE_PEERS`` addresses
+        apart from the slow readers'."""
+        sock = await connect(self.host, self.port, source=peer_address(1000 + n % IDLE_PEERS))
+        self.sockets.append(sock)
+        return sock
+
+    async def idle(self, count: int) -> list[socket.socket]:
+        return [await self.idle_socket(n) for n in range(count)]
+
+    async def press(self, slow: int, idle: int, path: str, on_pressing: Callable[[], None]) -> None:
+        """Keep ``slow`` slow readers and ``idle`` idle sockets on the listener until
+        cancelled, each one it lets go of opened again (as a determined attacker would).
+        ``on_pressing`` is called once most slow readers' answers are backed up (or after
+        a minute)."""
+        readers = await self.slow_readers(slow, path)
+        idlers = await self.idle(idle)
+        loop = asyncio.get_running_loop()
+        said, started = False, loop.time()
+        while True:
+            await asyncio.sleep(0.5)
+            if not said and (sum(backed_up(readers)) >= 0.9 * slow or loop.time() > started + 60):
+                said = True
+                on_pressing()
+            await self._again(readers, lambda n: self.slow_reader(n, path))
+            await self._again(idlers, self.idle_socket)
+
+    async def _again(
+        self, group: list[socket.socket], open_: Callable[[int], Awaitable[socket.socket]]
+    ) -> None:
+        """Open again each socket of ``group`` the listener let go of."""
+        for n, gone in enumerate(cut(group)):
+            if not gone:
+                continue
+            with contextlib.suppress(OSError, TimeoutError):  # tried again next time
+                fresh = await open_(n)
+                self.sockets.remove(group[n])
+                group[n].close()
+                group[n] = fresh
 
     def close(self) -> None:
         for sock in self.sockets:
