@@ -204,7 +204,7 @@ SCHEME: Scheme[ListTracker] = Scheme(
     event_header="x-event",
     verify=lambda secret, headers, body: headers.get("x-sig") == secret.decode(),
     source=lambda payload: (payload.get("repo"), None),
-    delivery=lambda headers: headers.get("x-id"),
+    delivery=lambda headers, _payload: headers.get("x-id"),
     named=lambda tracker, event, payload: set(),
     lookup=None,  # the receiver's own lookup answers (PortOnly.lookup)
     lookup_events=frozenset({"renamed"}),

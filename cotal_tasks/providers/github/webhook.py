@@ -117,7 +117,7 @@ SCHEME: Scheme[GitHubTracker] = Scheme(
         secret, body, headers.get(SIGNATURE_HEADER)
     ),
     source=source,
-    delivery=lambda headers: headers.get(DELIVERY_HEADER),
+    delivery=lambda headers, _payload: headers.get(DELIVERY_HEADER),
     named=lambda tracker, event, payload: issues_named(event, payload, tracker.repo),
     # An organisation's hook says hello: no repository, nothing to sync.
     hello=lambda event, payload: event == PING,

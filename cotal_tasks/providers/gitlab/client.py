@@ -257,14 +257,16 @@ class GitLabClient:
 
     async def own_username(self) -> str | None:
         """The username the token acts as (``GET /user``), or ``None`` when GitLab does
-        not say."""
+        not say. A refusal (401, 403, 404) is not remembered: a token rotated or given
+        ``read_user`` later answers at the next write, so one refusal never turns the
+        assignee check off until a restart."""
         if self._me is None:
             try:
                 body = (await self.http.request("GET", "user")).json()
             except TrackerHttpError as exc:
                 if exc.status not in (401, 403, 404):
-                    raise  # not a refusal: ask again next time
-                body = None
+                    raise  # not a refusal: the caller logs it, and asks again next time
+                return None  # refused this time: asked again at the next write
             name = body.get("username") if isinstance(body, dict) else None
             self._me = name if isinstance(name, str) else ""
         return self._me or None

@@ -27,19 +27,26 @@ def token_valid(secret: bytes, header: str | None) -> bool:
     return hmac.compare_digest(secret, header.encode())
 
 
-def delivery_id(headers: Mapping[str, str]) -> str:
+def delivery_id(headers: Mapping[str, str], payload: Mapping[str, Any]) -> str:
     """What identifies one delivery: ``Idempotency-Key`` (GitLab 17.4+, the same on every
-    retry); before that, the webhook and event UUIDs together, which tell deliveries apart
-    but change on a resend, so an old GitLab's retry is refreshed twice (harmless). An
-    older release sends neither: its delivery gets an id of its own, so it is taken
-    and wakes the sync, undeduplicated (a repeat refreshes the issue again, which is
-    harmless: the wake is only a hint, the refresh reads GitLab)."""
+    retry); before that, the webhook and event UUIDs with the hook's kind and object.
+    ``X-Gitlab-Event-UUID`` names the request that fired the hooks, so every hook one
+    request fires shares it (a merge request's close fires its Merge Request Hook and the
+    closed issue's Issue Hook), and before GitLab 16.2 there is no webhook UUID beside it:
+    the kind and object tell those hooks apart, while a redelivery of one hook keeps all
+    four. A retry of an old GitLab carries a new event UUID, so it is refreshed twice
+    (harmless). An older release sends no event UUID: its delivery gets an id of its own,
+    so it is taken and wakes the sync, undeduplicated (a repeat refreshes the issue again,
+    which is harmless: the wake is only a hint, the refresh reads GitLab)."""
     if headers.get(IDEMPOTENCY_HEADER):
         return headers[IDEMPOTENCY_HEADER]
     event = headers.get(EVENT_UUID_HEADER)
     if not event:  # the webhook's UUID alone names the hook, not one delivery of it
         return f"unidentified:{secrets.token_hex(16)}"
-    return f"{headers.get(WEBHOOK_HEADER, '')}:{event}"
+    attributes = as_dict(payload.get("object_attributes"))
+    thing = as_int(attributes.get("id")) or as_int(attributes.get("iid")) or ""
+    kind = f"{headers.get(EVENT_HEADER, '')}/{as_str(payload.get('object_kind')) or ''}/{thing}"
+    return f"{headers.get(WEBHOOK_HEADER, '')}:{event}:{kind}"
 
 
 def project_of(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:

@@ -280,7 +280,7 @@ class Scheme(Generic[T]):
     event_header: str
     verify: Callable[[bytes, Headers, bytes], bool]  # (secret, headers, raw body)
     source: Callable[[Mapping[str, Any]], tuple[str | None, int | None]]  # path, stable id
-    delivery: Callable[[Headers], str | None]
+    delivery: Callable[[Headers, Mapping[str, Any]], str | None]  # (headers, payload) -> id
     named: Named[T]
     # A delivery that names no repository or project and asks only for an answer (a
     # GitHub organisation's ping): answered when any endpoint's secret verifies it.
@@ -362,7 +362,7 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
         if (looked := await ask(scheme, endpoint, event, headers, payload)) is not None:
             return looked
         named = endpoint.named(event, payload)
-        return await accept(endpoint, scheme.delivery(headers), named, scheme.tracker)
+        return await accept(endpoint, scheme.delivery(headers, payload), named, scheme.tracker)
 
     return receive
 
@@ -379,7 +379,7 @@ async def ask(
     delivery the endpoint took already is answered before the tracker is asked."""
     if event not in scheme.lookup_events:
         return None  # nothing to ask: the delivery names its issues itself
-    delivery = scheme.delivery(headers)
+    delivery = scheme.delivery(headers, payload)
     if delivery:
         try:
             if await endpoint.delivered(f"{scheme.tracker}:{delivery}"):

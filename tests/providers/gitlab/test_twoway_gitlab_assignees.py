@@ -161,3 +161,18 @@ async def test_a_token_gitlab_will_not_name_still_claims(gl: GitLabEndpoint) -> 
     assert (await gl.client.claim(BUILDER, task_id(iid)))["status"] == "claimed"
     assert assigned(gl.fake, iid) == [SEAT_USER]
     assert not gl.fake.failures  # asked, refused: the check skipped, the claim answered
+
+
+async def test_one_refusal_of_get_user_does_not_turn_the_check_off(gl: GitLabEndpoint) -> None:
+    """Before: one 401 on ``GET /user`` was remembered as "GitLab does not say who the
+    token is", and no claim's assignees were checked again until a restart."""
+    first = await one_issue(gl)
+    gl.fake.fail_next(status=401, method="GET", path="*/user")
+    person_assigns_before_the_write(gl.fake, first, "dave")
+    await gl.client.claim(BUILDER, task_id(first))
+    assert assigned(gl.fake, first) == [SEAT_USER]  # not checked this once: dave lost
+    second = await one_issue(gl)
+    person_assigns_before_the_write(gl.fake, second, "erin")
+    await gl.client.claim(BUILDER, task_id(second))
+    gl.fake.before_answer = None
+    assert sorted(assigned(gl.fake, second)) == sorted([SEAT_USER, "erin"])  # checked again

@@ -318,6 +318,40 @@ async def test_two_deliveries_sharing_an_event_uuid_are_both_accepted(running: R
     await eventually(lambda: refreshed(2), within_s=3)
 
 
+async def test_the_hooks_one_request_fires_are_told_apart_before_gitlab_16_2(
+    running: Running,
+) -> None:
+    """GitLab before 16.2 sends neither ``Idempotency-Key`` nor ``X-Gitlab-Webhook-UUID``,
+    and every hook one request fires shares its ``X-Gitlab-Event-UUID``. Before, the Issue
+    Hook that followed that request's Merge Request Hook was answered "delivery already
+    received" and its refresh lost until the next poll; a redelivery of one hook is still
+    recognised."""
+    fake = running.fake
+    fake.advance(60)
+    fake.add_merge_request(PROJECT, "Fix the parser", source_branch="fix")
+    fake.close_issue(PROJECT, 4)
+    shared = str(uuid.uuid4())  # the merge that closed issue 4 fired both hooks
+
+    async def old_gitlab(payload: Json, event: str) -> httpx.Response:
+        body, sent = gitlab_webhook(WEBHOOK_SECRET, payload, event, event_uuid=shared)
+        newer = ("Idempotency-Key", "X-Gitlab-Webhook-UUID")
+        headers = {k: v for k, v in sent.items() if k not in newer}
+        return await running.http.post("/webhooks/gitlab", content=body, headers=headers)
+
+    merged = await old_gitlab(merge_request_hook_payload(fake, PROJECT, 1), "Merge Request Hook")
+    assert merged.is_success, merged.text
+    closed = await old_gitlab(issue_hook_payload(fake, PROJECT, 4, "close"), "Issue Hook")
+    assert closed.status_code == 202, closed.text
+
+    async def refreshed() -> bool:
+        return await running.status(4) == "done"
+
+    await eventually(refreshed, within_s=5)
+    again = await old_gitlab(issue_hook_payload(fake, PROJECT, 4, "close"), "Issue Hook")
+    assert again.status_code == 200
+    assert again.json()["message"] == "delivery already received"
+
+
 async def test_the_listener_answers_without_nagles_delay(running: Running) -> None:
     """20 refused deliveries (the cheapest answer the listener gives): without the delay
     they take ~35 ms in all here, with it ~850 ms. The bound leaves a wide margin."""
