@@ -323,7 +323,9 @@ class FakeJira(FakeJiraState):
                 return _error(400, "", {name: f"{meta.get('name', name)} is required."})
         issue.status = chosen.to
         if STATUSES[chosen.to][0] == "done":
-            issue.resolution = (given.get("resolution") or {}).get("name") or issue.resolution
+            issue.resolution = (
+                (given.get("resolution") or {}).get("name") or chosen.resolves or issue.resolution
+            )
         else:
             issue.resolution = None
         self.touch(issue)

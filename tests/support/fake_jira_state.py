@@ -47,6 +47,9 @@ class Transition:
     to: str
     sources: tuple[str, ...] | None = None  # None: a global transition, from any status
     screen: dict[str, dict[str, Any]] = field(default_factory=dict)  # field id -> metadata
+    # The resolution its post-function sets when the screen gives none (a workflow's
+    # "Won't do" into Done, with no screen); None: the resolution the screen gave, if any.
+    resolves: str | None = None
 
     def applies(self, status: str) -> bool:
         return (self.sources is None or status in self.sources) and status != self.to
@@ -62,6 +65,20 @@ def resolution_field(required: bool = True) -> dict[str, Any]:
         "schema": {"type": "resolution", "system": "resolution"},
         "allowedValues": [{"id": str(10000 + i), "name": n} for i, n in enumerate(RESOLUTIONS)],
     }
+
+
+def wont_do_first() -> list[Transition]:
+    """A common simplified workflow: from To Do or Blocked, a "Won't do" into Done with no
+    screen (its post-function resolves Won't Do) listed before "Done", which has no screen
+    either and resolves Done. The first transition into the Done category is Won't do."""
+    return [
+        Transition("11", "Start progress", "In Progress", ("To Do", "Blocked")),
+        Transition("21", "Stop progress", "To Do", ("In Progress", "Blocked", "In Review")),
+        Transition("61", "Won't do", "Done", ("To Do", "Blocked"), resolves="Won't Do"),
+        Transition("71", "Done", "Done", None, resolves="Done"),
+        Transition("41", "Reopen", "To Do", ("Done",)),
+        Transition("51", "Block", "Blocked", ("In Progress",)),
+    ]
 
 
 def default_workflow() -> list[Transition]:

@@ -79,9 +79,14 @@ def _field_name(field: str, meta: Mapping[str, Any]) -> str:
 def pick_transition(
     transitions: Sequence[Any], target: Target, key: str, status: str
 ) -> tuple[str, dict[str, Any]]:
-    """The first available transition to ``target`` and the fields its screen needs
-    (the resolution, when the target asks for one); else a refusal naming why."""
+    """The transition to ``target`` and the fields its screen needs; else a refusal naming
+    why. With a resolution asked for (``done``, ``dropped``), the first into the category is
+    not enough: a workflow's "Won't do" leads into Done as well and resolves on its own. So
+    the transition taken is one whose screen sets the resolution, else one named for it
+    (a "Done" transition resolving Done); one that leaves the resolution to the workflow
+    under another name is refused, never taken on a guess."""
     offered: list[str] = []
+    fitting: list[tuple[str, Mapping[str, Any], str]] = []
     for item in transitions:
         transition = as_dict(item)
         to = as_dict(transition.get("to"))
@@ -92,17 +97,54 @@ def pick_transition(
             continue
         if target.name is not None and to_name.casefold() != target.name.casefold():
             continue
-        tid = as_str(transition.get("id"))
-        if tid is None:
-            continue
-        return tid, _screen_fields(transition, target, key, to_name)
+        if (tid := as_str(transition.get("id"))) is not None:
+            fitting.append((tid, transition, to_name))
     listed = ", ".join(offered) or "none"
-    raise refused(
-        f"the workflow offers {key} no transition from {status!r} to {target.wanted()} (it "
-        f"offers: {listed}). Set {target.setting} to a status the workflow reaches from "
-        "there, or move the issue in Jira",
-        key,
-    )
+    if not fitting:
+        raise refused(
+            f"the workflow offers {key} no transition from {status!r} to {target.wanted()} "
+            f"(it offers: {listed}). Set {target.setting} to a status the workflow reaches "
+            "from there, or move the issue in Jira",
+            key,
+        )
+    resolution = target.resolution
+    if resolution is None:
+        tid, transition, to_name = fitting[0]
+        return tid, _screen_fields(transition, target, key, to_name)
+    on_screen = [f for f in fitting if "resolution" in as_dict(f[1].get("fields"))]
+    chosen = next((f for f in on_screen if _offers(f[1], resolution)), None)
+    chosen = chosen or next((f for f in fitting if _named_for(f, resolution)), None)
+    if chosen is None and on_screen:
+        chosen = on_screen[0]  # its screen does not offer the resolution: refused below
+    if chosen is None:
+        raise refused(
+            f"no transition of {key} from {status!r} into {target.wanted()} sets the "
+            f"resolution {resolution!r}: those the workflow offers ({listed}) leave it to "
+            'the workflow, which may resolve another way (a "Won\'t do" leads into Done '
+            "too). Put the Resolution field on the screen of the transition that resolves "
+            "that way, set done_status to its status, or move the issue in Jira",
+            key,
+        )
+    tid, transition, to_name = chosen
+    return tid, _screen_fields(transition, target, key, to_name)
+
+
+def _offers(transition: Mapping[str, Any], resolution: str) -> bool:
+    """Whether the transition's screen lets the bridge set ``resolution``."""
+    meta = as_dict(as_dict(transition.get("fields")).get("resolution"))
+    allowed = [as_str(as_dict(v).get("name")) for v in as_list(meta.get("allowedValues"))]
+    return not allowed or resolution in allowed
+
+
+def _named_for(fitting: tuple[str, Mapping[str, Any], str], resolution: str) -> bool:
+    """Whether a transition without the resolution on its screen is named for it: the
+    resolution its workflow sets. Its own name only: a "Won't do" leads into a status named
+    Done as well."""
+    return _plain(as_str(fitting[1].get("name")) or "") == _plain(resolution)
+
+
+def _plain(name: str) -> str:
+    return name.replace("\u2019", "'").strip().casefold()
 
 
 def _screen_fields(

@@ -24,7 +24,7 @@ from tests.providers.jira._support import (
     task_id,
 )
 from tests.support.fake_jira import FakeJira
-from tests.support.fake_jira_state import PROJECT, Issue
+from tests.support.fake_jira_state import PROJECT, Issue, Transition, wont_do_first
 
 Json = dict[str, Any]
 
@@ -183,6 +183,58 @@ async def test_a_resolution_the_workflow_does_not_offer_is_refused(
         assert error.outcome == "not-executed"
         assert writes(jira, mark) == []
         assert issue.status == "To Do"
+
+
+@pytest.mark.parametrize("start", ["To Do", "Blocked"])
+async def test_done_takes_the_transition_that_resolves_done_not_the_first_into_done(
+    jira: FakeJira, jr: JiraEndpoint, start: str
+) -> None:
+    """Before: the first transition into the Done category was taken, a screenless "Won't
+    do" in this workflow, so done answered ok and left the task dropped (Won't Do)."""
+    jira.workflow = wont_do_first()
+    (issue,) = await imported(jr)
+    issue.status = start
+    await jr.poll()
+    done = await jr.client.administer(task_id(1), status="done")
+    post = jira.calls("POST", "*/transitions")[-1]
+    assert post.body == {"transition": {"id": "71"}}
+    assert (issue.status, issue.resolution) == ("Done", "Done")
+    assert (done["status"], done["statusSource"]) == ("done", "Done")
+    (other,) = await imported(jr)
+    dropped = await jr.client.administer(task_id(2), status="dropped")
+    assert (other.status, other.resolution) == ("Done", "Won't Do")  # "Won't do" this time
+    assert dropped["status"] == "dropped"
+
+
+async def test_create_task_done_lands_done_in_that_workflow(
+    jira: FakeJira, jr: JiraEndpoint
+) -> None:
+    jira.workflow = wont_do_first()
+    created = await jr.client.create("Already handled", status="done")
+    assert (jira.issue(1).status, jira.issue(1).resolution) == ("Done", "Done")
+    assert created["status"] == "done"
+
+
+async def test_done_is_refused_when_no_transition_can_be_shown_to_resolve_done(
+    jira: FakeJira, jr: JiraEndpoint
+) -> None:
+    """A workflow whose only ways into Done resolve on their own under other names: the
+    write is refused, naming the transitions and the remedy; nothing is written."""
+    jira.workflow = [
+        Transition("61", "Won't do", "Done", None, resolves="Won't Do"),
+        Transition("81", "Close", "Done", None, resolves="Duplicate"),
+    ]
+    (issue,) = await imported(jr)
+    mark = len(jira.requests)
+    error = await refused(
+        jr.client.administer(task_id(1), status="done"), ErrorCode.FAILED_PRECONDITION
+    )
+    assert "sets the resolution 'Done'" in error.message
+    assert "Won't do → Done" in error.message
+    assert "Resolution field on the screen" in error.message
+    assert error.outcome == "not-executed"
+    assert writes(jira, mark) == []
+    assert (issue.status, issue.resolution) == ("To Do", None)
 
 
 async def test_release_unassigns_and_moves_back_to_to_do(jira: FakeJira, jr: JiraEndpoint) -> None:
