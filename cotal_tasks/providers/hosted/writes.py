@@ -288,10 +288,17 @@ class Writes:
             try:
                 await self.tracker.apply(number, self._marked(change, marker))
             except TrackerRefused as exc:
-                if exc.applied:
-                    await self._show(number)
-                    raise self.error(exc.error, "executed") from exc
-                raise await self._refused(exc.error, key, number) from exc
+                if not exc.applied:
+                    raise await self._refused(exc.error, key, number) from exc
+                # Part took effect. A close that landed meanwhile is why the rest was
+                # refused (Jira: no transition from Done): taken back as on any tracker.
+                tracked = await self.reads.reread(number)
+                after = None if tracked is None else await self.project(tracked, write.task)
+                if after and (refusal := closed_meanwhile(stored.task, write.task, after)):
+                    await self._take_back(number, change, key)
+                    raise refusal from exc
+                await self._show(number)
+                raise self.error(exc.error, "executed") from exc
         tracked = await self.reads.reread(number)
         if tracked is None:
             return write.task

@@ -186,6 +186,35 @@ async def test_a_claim_of_an_issue_a_person_just_closed_answers_conflict(
     await assert_no_write_loop(jr, jira)
 
 
+async def test_a_claim_while_a_person_closes_leaves_no_seat_on_the_closed_issue(
+    jira: FakeJira, jr: JiraEndpoint, presence: DictPresence
+) -> None:
+    """The close lands after the bridge's read and before its writes, as on GitHub and
+    GitLab: the claim takes back the assignee it wrote and the seat hears ``conflict``
+    (executed). Before: the assignment stayed on the Done issue, and the seat heard
+    Jira's refusal of the In Progress transition as a failed precondition."""
+    presence.put(BUILDER, environment=None)
+    jira.add_issue(PROJECT, "Ship the parser")
+    jira.advance(61)
+    await jr.poll()
+    reply = await during_write(
+        jr,
+        JiraSide(jira),
+        1,
+        jr.client.claim(BUILDER, task_id(1)),
+        lambda: close_as_wont_do(jira, 1),
+    )
+    assert reply.error is not None, reply.record
+    assert (reply.error.code, reply.outcome) == (ErrorCode.CONFLICT, "executed")
+    assert "closed on the tracker while this write was on its way" in reply.error.message
+    issue = jira.issue(1)
+    assert (issue.status, issue.resolution, issue.assignee) == ("Done", "Won't Do", None)
+    record = await jr.get(1)
+    assert (record["status"], record["statusSource"]) == ("dropped", "Done/Won't Do")
+    assert "binding" not in record
+    await assert_no_write_loop(jr, jira)
+
+
 async def test_a_person_reassigning_an_issue_a_seat_holds_unbinds_and_is_not_undone(
     jira: FakeJira, jr: JiraEndpoint, presence: DictPresence
 ) -> None:
