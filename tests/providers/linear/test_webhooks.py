@@ -7,6 +7,9 @@ acknowledged without a second refresh; an issue of a team no endpoint syncs is 4
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -107,3 +110,23 @@ async def test_an_issue_of_a_team_no_endpoint_syncs_is_404(running: Running) -> 
     reply = await running.deliver(other)
     assert reply.status_code == 404
     assert "team" in reply.json()["message"]
+
+
+async def test_a_renamed_label_asks_the_next_poll_to_read_every_issue(running: Running) -> None:
+    payload = {
+        "action": "update",
+        "type": "IssueLabel",
+        "data": {"id": "0b6c3d1e-label", "name": "Blocked now"},
+        "updatedFrom": {"name": "Blocked"},
+        "webhookTimestamp": round(time.time() * 1000),
+    }
+    body = json.dumps(payload).encode()
+    headers = {
+        "linear-signature": hmac.new(WEBHOOK_SECRET.encode(), body, hashlib.sha256).hexdigest(),
+        "linear-delivery": "1b2c3d4e-5f60-4718-92a3-b4c5d6e7f809",
+        "linear-event": "IssueLabel",
+        "content-type": "application/json",
+    }
+    reply = await running.http.post("/webhooks/linear", content=body, headers=headers)
+    assert reply.status_code == 202, reply.text
+    assert "reads every issue again" in reply.json()["message"]
