@@ -139,6 +139,11 @@ def describe_endpoint(name: str, config: EndpointConfig) -> Json:
     seats = getattr(config.settings, "seats", None)
     if isinstance(seats, dict) and seats:
         out["seatAccounts"] = len(seats)
+    # An endpoint over several sources (repositories, projects) names them: the dashboard
+    # filters its cards by the one a task id names.
+    sources = getattr(config.settings, "sources", None)
+    if isinstance(sources, tuple) and len(sources) > 1:
+        out["sources"] = list(sources)
     return out
 
 

@@ -150,6 +150,14 @@ def _record(metrics: Metrics, name: str, entry: dict[str, Any]) -> None:
         last_success_ms=entry.get("lastSync"),
         leader=sync["role"] == "leader" if "role" in sync else None,
     )
+    for source in sync.get("sources", ()):
+        metrics.source_state(
+            name,
+            source["source"],
+            failing=source["failing"] is not None,
+            refused=source["refused"],
+            last_success_ms=source["lastSync"],
+        )
     for budget in sync.get("rateLimits", ()):
         pool = budget.get("resource", "")
         metrics.rate_budget(name, pool, budget["remaining"], budget["limit"], budget["resetAt"])

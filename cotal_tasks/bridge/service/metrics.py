@@ -148,6 +148,19 @@ class Metrics:
             "1 while an endpoint is ready (as /healthz says), else 0.",
             "endpoint",
         )
+        self.source_failing = self._gauge(
+            "cotal_tasks_sync_source_failing",
+            "1 while one source of an endpoint over several (a repository, a project) fails "
+            "to sync, 2 while the tracker refuses it for good (401, 403, 404), else 0.",
+            "endpoint",
+            "source",
+        )
+        self.source_last_sync = self._gauge(
+            "cotal_tasks_sync_source_last_success_timestamp_seconds",
+            "When that source last synced successfully (Unix time; absent before).",
+            "endpoint",
+            "source",
+        )
         self.rate_remaining = self._gauge(
             "cotal_tasks_tracker_rate_limit_remaining",
             "The rate-limit budget a hosted tracker's latest answer said is left, by endpoint "
@@ -213,6 +226,20 @@ class Metrics:
             self.last_sync.labels(endpoint).set(last_success_ms / 1000)
         if leader is not None:
             self.leader.labels(endpoint).set(1 if leader else 0)
+
+    def source_state(
+        self,
+        endpoint: str,
+        source: str,
+        *,
+        failing: bool,
+        refused: bool,
+        last_success_ms: int | None,
+    ) -> None:
+        """One source's state, from a probe of an endpoint over several sources."""
+        self.source_failing.labels(endpoint, source).set(2 if refused else 1 if failing else 0)
+        if last_success_ms is not None:
+            self.source_last_sync.labels(endpoint, source).set(last_success_ms / 1000)
 
     def rate_budget(
         self,

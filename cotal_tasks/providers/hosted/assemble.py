@@ -21,8 +21,8 @@ from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.leader import Election
-from cotal_tasks.providers.hosted.mapping import project
 from cotal_tasks.providers.hosted.mirroring import ChangeHook, MirrorSync, Projection
+from cotal_tasks.providers.hosted.preview import preview
 from cotal_tasks.providers.hosted.sources import Hosted as Hosted
 from cotal_tasks.providers.hosted.sources import (
     Roles,
@@ -295,32 +295,6 @@ def describe(provider: str, cfg: HostedConfig) -> list[str]:
         ),
         *(cfg.scope.lines() if cfg.scope.keys() else []),
     ]
-
-
-async def preview(
-    tracker: Tracker, cfg: HostedConfig, http: TrackerHttp, *, space: str, count: int
-) -> list[tuple[int, Task]]:
-    """Map the ``count`` most recently updated issues (evidence included); write nothing.
-    Closes ``http``."""
-    try:
-        shown: list[tuple[int, Task]] = []
-        for number in [issue.number for issue in await tracker.recent(count)]:
-            issue = await tracker.fetch(number)
-            if issue is None:
-                continue
-            task = project(
-                issue,
-                space=space,
-                rules=cfg.status_rules,
-                seats=cfg.seats,
-                existing=None,
-                uid_of=lambda owner, actor: None,
-                now=issue.updated_at,
-            )
-            shown.append((number, task))
-        return shown
-    finally:
-        await http.client.aclose()
 
 
 C = TypeVar("C", bound=HostedConfig)

@@ -32,7 +32,7 @@ from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.echo import is_echo
 from cotal_tasks.providers.hosted.ledger import Ledger
 from cotal_tasks.providers.hosted.mapping import project, same_record
-from cotal_tasks.providers.hosted.scope import beyond_horizon, outside
+from cotal_tasks.providers.hosted.scope import left_out, outside
 from cotal_tasks.providers.hosted.store import every_task
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
 from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
@@ -125,12 +125,9 @@ class Projection:
     def left_out(self, issue: TrackedIssue) -> str | None:
         """Why an issue with no task is not taken (gone, outside the scope, closed before
         the import horizon), or ``None``: it is."""
-        scope = self.config.scope
         if issue.gone is not None:
             return issue.gone
-        if beyond_horizon(scope, issue, self.clock()):
-            return f"closed before the last {scope.horizon_days:g} days"
-        return outside(scope, issue, self.config.seats)
+        return left_out(self.config.scope, issue, self.config.seats, self.clock())
 
     def _seats_for(self, issue: TrackedIssue, existing: Task | None) -> Mapping[str, str]:
         """The seat directory to read ``issue`` with. Where an issue keeps one assignee

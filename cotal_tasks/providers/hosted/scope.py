@@ -127,6 +127,17 @@ def beyond_horizon(scope: Scope, issue: TrackedIssue, now_ms: int) -> bool:
     return closed < now_ms - int(scope.horizon_days * DAY_MS)
 
 
+def left_out(
+    scope: Scope, issue: TrackedIssue, seats: Mapping[str, str], now_ms: int
+) -> str | None:
+    """Why an issue with no task is not taken, in the words of a left task's
+    ``statusSource`` (outside the scope, or closed before the import horizon), or
+    ``None``: it is."""
+    if beyond_horizon(scope, issue, now_ms):
+        return f"{OUT_OF_SCOPE}: closed before the last {scope.horizon_days:g} days"
+    return outside(scope, issue, seats)
+
+
 def left_scope(status_source: str | None) -> bool:
     """Whether a task's ``statusSource`` says its issue left the endpoint's scope."""
     return bool(status_source) and str(status_source).startswith(OUT_OF_SCOPE + ":")

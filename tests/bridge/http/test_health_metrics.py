@@ -139,6 +139,11 @@ async def test_health_shows_each_source_of_an_endpoint_over_several(mesh: HttpMe
             "refused": True,
         },
     ]
+    scraped = (await mesh.get("/metrics")).text
+    assert f'cotal_tasks_sync_source_failing{{endpoint="{ACME}",source="acme/gone"}} 2.0' in scraped
+    assert f'cotal_tasks_sync_source_failing{{endpoint="{ACME}",source="acme/widgets"}} 0.0' in (
+        scraped
+    )
 
 
 async def test_a_lost_broker_is_unready_and_the_liveness_view_goes_stale(

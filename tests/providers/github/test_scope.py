@@ -18,12 +18,14 @@ from cotal_tasks.bridge.config import load_config
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.registry import provider
 from tests.bridge._support import OPERATOR, Client, DictPresence
 from tests.providers.github._support import (
     BUILDER,
     REPO,
     SEAT_LOGIN,
     SECRET_ENV,
+    TOKEN_ENV,
     WEBHOOK_SECRET,
     GitHubEndpoint,
     github_mesh,
@@ -324,3 +326,24 @@ def test_settings_that_cannot_work_are_refused_naming_the_remedy(
 def test_a_tracker_refuses_a_scope_key_its_issues_do_not_carry() -> None:
     with pytest.raises(ValidationError, match="milestone is not read from this tracker"):
         GitLabConfig.model_validate({"project": "acme/api", "scope": {"milestone": "v1"}})
+
+
+async def test_the_preview_shows_each_source_and_why_the_scope_leaves_an_issue_out(
+    fake: FakeGitHub, github_url: str
+) -> None:
+    fake.add_issue(REPO, "for the agents", labels=[READY])
+    fake.add_issue(GADGETS, "not labelled")
+    settings = GitHubConfig.model_validate(
+        {
+            **sources(REPO, GADGETS, labels=[READY]),
+            "api_url": github_url,
+            "token_env": TOKEN_ENV,
+        }
+    )
+    show = provider("github").preview
+    assert show is not None
+    shown = {task.taskId: task for _, task in await show(settings, "demo", 5)}
+    assert set(shown) == {f"{REPO}#1", f"{GADGETS}#1"}
+    assert shown[f"{REPO}#1"].status == "open"
+    left = shown[f"{GADGETS}#1"]
+    assert (left.status, left.statusSource) == ("dropped", f"out of scope: label {READY} missing")

@@ -22,7 +22,7 @@ const state = {
   health: null,
   healthError: null,
   healthAt: 0,
-  filters: { endpoint: "", statuses: new Set(STATUSES), seat: "", text: "" },
+  filters: { endpoint: "", source: "", statuses: new Set(STATUSES), seat: "", text: "" },
   view: "board",
   window: "7d",
   task: null,
@@ -45,6 +45,7 @@ function readHash() {
   const params = new URLSearchParams(location.hash.slice(1));
   const f = state.filters;
   f.endpoint = params.get("endpoint") || "";
+  f.source = params.get("source") || "";
   f.seat = params.get("seat") || "";
   f.text = (params.get("q") || "").slice(0, 200);
   const statuses = (params.get("status") || "").split(",").filter((s) => STATUSES.includes(s));
@@ -62,6 +63,7 @@ function hashOf(changes = {}) {
   const view = "view" in changes ? changes.view : state.view;
   if (view === "flow") params.set("view", "flow");
   if (f.endpoint) params.set("endpoint", f.endpoint);
+  if (f.source) params.set("source", f.source);
   if (f.seat) params.set("seat", f.seat);
   if (f.text) params.set("q", f.text);
   if (f.statuses.size !== STATUSES.length) params.set("status", [...f.statuses].join(","));
@@ -83,6 +85,7 @@ function syncControls() {
   const f = state.filters;
   for (const input of $("f-status").querySelectorAll("input")) input.checked = f.statuses.has(input.value);
   $("f-endpoint").value = f.endpoint;
+  $("f-source").value = f.source;
   if ($("f-text").value !== f.text) $("f-text").value = f.text;
   refreshSeatOptions();
   for (const link of document.querySelectorAll(".views a")) {
@@ -138,6 +141,7 @@ function setUpControls() {
     if (event.target.id === "f-text") return;
     const f = state.filters;
     f.endpoint = $("f-endpoint").value;
+    f.source = $("f-source").value;
     f.seat = $("f-seat").value;
     f.statuses = new Set([...box.querySelectorAll("input:checked")].map((input) => input.value));
     writeHash();
@@ -201,10 +205,15 @@ async function loadEndpoints() {
     state.endpoints = data.endpoints;
     const select = $("f-endpoint");
     select.replaceChildren(el("option", { value: "", text: "All" }));
+    // The sources (repositories, projects) of the endpoints that read several.
+    const sources = $("f-source");
+    sources.replaceChildren(el("option", { value: "", text: "All" }));
     for (const endpoint of data.endpoints) {
       if (!state.lanes.has(endpoint.name)) state.lanes.set(endpoint.name, emptyLane(endpoint));
       select.append(el("option", { value: endpoint.name, text: endpoint.name }));
+      for (const source of endpoint.sources || []) sources.append(el("option", { value: source, text: source }));
     }
+    $("f-source-label").hidden = sources.options.length < 2;
     applyHash();
     await refreshAll();
     return true;

@@ -62,6 +62,11 @@ function syncPanel(name, provider, health, traffic, now) {
     facts.append(...row("Rate-limit budget", budgetLines(health.sync && health.sync.rateLimits, now), { "data-fact": "rate-budget" }));
     facts.append(...row("Rate-limit waits", seen.waited ? `waited ${span(seen.waited * 1000)} in all` : "no wait so far", { "data-fact": "rate-limit" }));
     if (health.webhooks) facts.append(...row("Webhooks refused", refusedHooks(health.webhooks, now), { "data-fact": "webhooks-refused", class: health.webhooks.refused ? "warn" : null }));
+    // An endpoint over several repositories or projects: each one's own state.
+    for (const source of (health.sync && health.sync.sources) || []) {
+      const state = source.refused ? `refused: ${sentence(source.failing || "")}` : source.failing ? `failing: ${sentence(source.failing)}` : source.lastSync ? `synced ${ago(source.lastSync, now)}` : "not synced yet";
+      facts.append(...row(source.source, state, { "data-fact": "source", class: source.failing ? "warn" : null }));
+    }
   }
   if (health.stale) {
     const since = health.stale.staleAsOf ? ` Since ${clock(health.stale.staleAsOf)}.` : " No read has succeeded yet.";

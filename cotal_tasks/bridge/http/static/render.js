@@ -164,7 +164,10 @@ export function evidenceCounts(evidence) {
   return box;
 }
 
-function matches(task, filters) {
+// Whether a card passes the filters: its source (the repository or project its id names,
+// for an endpoint over several), its seat, and the text in its title or id.
+export function matches(task, filters) {
+  if (filters.source && !task.taskId.startsWith(`${filters.source}#`)) return false;
   const seat = filters.seat;
   if (seat === "-" && task.binding) return false;
   if (seat && seat !== "-" && !(task.binding && seatKey(task.binding) === seat)) return false;
@@ -278,7 +281,7 @@ export function renderLane(lane, filters, board, onMore) {
     const column = lane.columns[status];
     const shown = column.tasks.filter((task) => matches(task, filters));
     const counted = countOf(column);
-    const filtered = filters.text || filters.seat;
+    const filtered = filters.text || filters.seat || filters.source;
     const count = !data ? "" : filtered ? `${shown.length}${column.nextCursor ? "+" : ""}` : `${counted.n}${counted.exact ? "" : "+"}`;
     const list = el("div", { class: "cards" });
     for (const task of shown) list.append(card(task, lane));
