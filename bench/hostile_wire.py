@@ -4,11 +4,12 @@ run's rate without them, and how many times the broker cut the bridge off as a s
 consumer (target 0).
 
 The bridge runs in its own process (``cotal-tasks serve``) on a broker configured as the
-embedded one is (``max_payload`` at the contract's largest valid request,
-``core.ceiling``), so each oversize publish is refused at its sender; the flooders ignore
-the limit the broker announces and connect again each time it closes them, at the rate of
-the reported attack (2,000 padded describes in 7 s); flooding back to back instead only
-measures how much of the machine's CPU the flooders take.
+embedded one is (``max_payload`` at the larger of the contract's largest valid request and
+the largest reply at the default page ceiling, ``core.ceiling``), so each oversize publish
+is refused at its sender; the flooders ignore the limit the broker announces and connect
+again each time it closes them, at the rate of the reported attack (2,000 padded describes
+in 7 s); flooding back to back instead only measures how much of the machine's CPU the
+flooders take.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from pathlib import Path
 
 from bench.figures import Rate, Table
 from bench.wire import CALLERS, ENDPOINT, TOKEN, Bodies, bridge, broker, callers_of, paired
-from cotal_tasks.core.ceiling import max_request_bytes
+from cotal_tasks.bridge.service.commands import DEFAULT_PAGE_CEILING
+from cotal_tasks.core.ceiling import max_payload_bytes
 from tests.support.flood import flood
 
 FLOODERS = 2
@@ -34,7 +36,7 @@ def _count(log: Path, what: str) -> int:
 
 
 async def main(rounds: int = 5, tasks: int = 200) -> None:
-    async with broker(max_payload=max_request_bytes()) as (url, nc, folder):
+    async with broker(max_payload=max_payload_bytes(DEFAULT_PAGE_CEILING)) as (url, nc, folder):
         log = folder / "nats" / "nats-server.log"
         async with bridge(url, nc, folder) as served:
             ids = [

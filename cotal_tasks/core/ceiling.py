@@ -31,14 +31,16 @@ _NUMBER_BYTES = 16  # an integer up to 2**53 - 1
 _KIB = 1024
 
 
-def _largest(schema: dict[str, Any], defs: dict[str, Any]) -> int:
-    """The most bytes a value valid against ``schema`` takes in canonical JSON."""
+def _largest(schema: dict[str, Any], defs: dict[str, Any], page: int | None = None) -> int:
+    """The most bytes a value valid against ``schema`` takes in canonical JSON; ``page`` is
+    the item count of an array the schema leaves unbounded (a page, bounded by the
+    endpoint's page ceiling rather than by the contract)."""
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        return _largest(defs[ref.rsplit("/", 1)[-1]], defs)
+        return _largest(defs[ref.rsplit("/", 1)[-1]], defs, page)
     branches = schema.get("anyOf")
     if isinstance(branches, list):
-        return max(_largest(branch, defs) for branch in branches)
+        return max(_largest(branch, defs, page) for branch in branches)
     if "enum" in schema:
         return max(len(repr(member)) for member in schema["enum"])
     if "const" in schema:
@@ -47,11 +49,14 @@ def _largest(schema: dict[str, Any], defs: dict[str, Any]) -> int:
     if kind == "string":
         return 2 * int(schema["maxLength"]) + 2
     if kind == "array":
-        items = _largest(schema["items"], defs)
-        return 2 + int(schema["maxItems"]) * (items + 1)
+        items = _largest(schema["items"], defs, page)
+        count = schema.get("maxItems", page)
+        if count is None:
+            raise ValueError(f"no item bound for array schema {schema!r}")
+        return 2 + int(count) * (items + 1)
     if kind == "object":
         members = schema.get("properties", {})
-        return 2 + sum(len(name) + 4 + _largest(sub, defs) for name, sub in members.items())
+        return 2 + sum(len(name) + 4 + _largest(sub, defs, page) for name, sub in members.items())
     if kind in ("integer", "number"):
         return _NUMBER_BYTES
     if kind == "boolean":
@@ -59,6 +64,10 @@ def _largest(schema: dict[str, Any], defs: dict[str, Any]) -> int:
     if kind == "null":
         return len("null")
     raise ValueError(f"no size bound for schema {schema!r}")
+
+
+def _round_up(size: int) -> int:
+    return -(-size // _KIB) * _KIB
 
 
 def largest_input(command: str) -> int:
@@ -72,5 +81,26 @@ def max_request_bytes() -> int:
     """The request ceiling: the largest input of any command plus the envelope, with
     headroom, rounded up to a KiB."""
     largest = max(largest_input(name) for name in COMMANDS)
-    ceiling = HEADROOM * (largest + ENVELOPE_BYTES)
-    return -(-ceiling // _KIB) * _KIB
+    return _round_up(HEADROOM * (largest + ENVELOPE_BYTES))
+
+
+def largest_output(command: str, page_ceiling: int) -> int:
+    """The most bytes ``command``'s output takes in the bridge's JSON (UTF-8, never
+    ``\\uXXXX``), a page holding ``page_ceiling`` tasks at every bound."""
+    schema = json_schema(COMMANDS[command].output)
+    return _largest(schema, schema.get("$defs", {}), page_ceiling)
+
+
+@cache
+def max_reply_bytes(page_ceiling: int) -> int:
+    """The largest reply the bridge sends: the largest output of any command, a page of
+    ``page_ceiling`` summaries at their bounds included, inside the reply envelope, rounded
+    up to a KiB. A broker whose payload limit is below it can refuse a valid answer."""
+    largest = max(largest_output(name, page_ceiling) for name in COMMANDS)
+    return _round_up(largest + ENVELOPE_BYTES)
+
+
+def max_payload_bytes(page_ceiling: int) -> int:
+    """The payload limit a broker carrying this bridge needs: the largest valid request
+    and the largest reply at ``page_ceiling``, whichever is larger."""
+    return max(max_request_bytes(), max_reply_bytes(page_ceiling))

@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
-from cotal_tasks.core.ceiling import max_request_bytes
+from cotal_tasks.bridge.service.commands import DEFAULT_PAGE_CEILING
+from cotal_tasks.core.ceiling import max_payload_bytes, max_request_bytes
 from tests.conftest import Clock, seat
 from tests.support.bridge import ENDPOINT, SPACE, TEST_HTTP, bridge_on, client
 from tests.support.cotal import TestCaller, nonce
@@ -69,7 +70,7 @@ async def test_a_flood_of_padded_describes_costs_no_caller_a_request(tmp_path: P
             await asyncio.gather(*floods)
             assert lost == 0
             assert bridge.nc.stats["reconnects"] == 0
-            assert bridge.nc.max_payload == max_request_bytes()
+            assert bridge.nc.max_payload == max_payload_bytes(DEFAULT_PAGE_CEILING) < PAD
         finally:
             await nc.close()
     log = (tmp_path / "data" / "nats" / "nats-server.log").read_text(encoding="utf-8")

@@ -45,7 +45,7 @@ from cotal_tasks.bridge.wiring.endpoints import Endpoint, open_endpoint
 from cotal_tasks.bridge.wiring.http import HttpApp, build_http_app
 from cotal_tasks.client.wire import flush_queued
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts, endpoint_token
-from cotal_tasks.core.ceiling import max_request_bytes
+from cotal_tasks.core.ceiling import max_payload_bytes
 from cotal_tasks.files import private_dir, write_private
 
 log = logging.getLogger(__name__)
@@ -135,9 +135,11 @@ async def _open_broker(stack: AsyncExitStack, config: BridgeConfig) -> tuple[str
     """The broker's URL, and whether it is the private nats-server started here."""
     if config.nats_url is not None:
         return config.nats_url, False
-    # Its payload limit sits at the largest valid request: an oversize body is refused by
-    # the broker at the sender, and never reaches the bridge.
-    broker = EmbeddedNats(config.data_dir / "nats", max_payload=max_request_bytes())
+    # Its payload limit sits at what the bridge needs and no more: the largest valid
+    # request, or the largest reply (a page at the highest page ceiling served), whichever
+    # is larger. A body over it is refused by the broker at the sender.
+    page_ceiling = max(endpoint.page_ceiling for endpoint in config.endpoints)
+    broker = EmbeddedNats(config.data_dir / "nats", max_payload=max_payload_bytes(page_ceiling))
     try:
         url = await broker.start()
     except BrokerError as exc:
