@@ -24,7 +24,8 @@ GENERATION = re.compile(r"^[0-9a-f]{32}$")
 _LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?$")
 ENDPOINT_TOKEN_MAX = 64
 # A seat's principal ``owner.actor`` in settings (the seat directories of the trackers).
-Principal = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$")]
+PRINCIPAL_PATTERN = r"^[A-Za-z0-9_]{1,64}\.[A-Za-z0-9_]{1,64}$"
+Principal = Annotated[str, Field(pattern=PRINCIPAL_PATTERN)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +64,11 @@ class Seat:
         principal, slash, uid = text.partition("/")
         owner, dot, actor = principal.partition(".")
         if not slash or not dot:
+            missing = "'/' before the lifecycle uid" if not slash else "'.' between owner and actor"
             raise ContractError(
                 ErrorCode.BAD_REQUEST,
-                f"seat {text!r} is not OWNER.ACTOR/LIFECYCLE_UID. Write it so",
+                f"seat {text!r} is not OWNER.ACTOR/LIFECYCLE_UID: it has no {missing}. Give "
+                "all three parts",
             )
         return cls(owner, actor, uid)
 

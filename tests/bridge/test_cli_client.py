@@ -9,19 +9,14 @@ from typing import Any
 
 from tests.conftest import seat
 from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
-from tests.support.cli import cli_output, run
+from tests.support.cli import caller_config, cli_output, run
 from tests.support.cli import run_cli as cli
 
 
 async def test_describe_and_invoke(tmp_path: Path) -> None:
     async with broker(tmp_path) as server:
         await set_up_space(server.url)
-        config = tmp_path / "tasks.toml"
-        config.write_text(
-            f'space = "{SPACE}"\nnats_url = "{server.url}"\ndata_dir = "{tmp_path}/cli"\n'
-            f'[[endpoints]]\nname = "{ENDPOINT}"\n',
-            encoding="utf-8",
-        )
+        config = caller_config(tmp_path, server.url, SPACE, ENDPOINT)
         async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
             code, out, _ = await cli(config, "describe")
             assert code == 0
@@ -76,12 +71,7 @@ async def test_describe_and_invoke(tmp_path: Path) -> None:
 async def test_a_command_that_acts_as_a_seat_asks_for_one(tmp_path: Path) -> None:
     async with broker(tmp_path) as server:
         await set_up_space(server.url)
-        config = tmp_path / "tasks.toml"
-        config.write_text(
-            f'space = "{SPACE}"\nnats_url = "{server.url}"\ndata_dir = "{tmp_path}/cli"\n'
-            f'[[endpoints]]\nname = "{ENDPOINT}"\n',
-            encoding="utf-8",
-        )
+        config = caller_config(tmp_path, server.url, SPACE, ENDPOINT)
         async with bridge_on(bridge_config(server.url, tmp_path / "bridge")):
             author = str(seat("author", 5))
             out = await cli_output(

@@ -9,6 +9,7 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,9 @@ async def test_an_agent_works_its_own_task_and_cannot_touch_another(tmp_path: Pa
         await other.claim_task(held.taskId)
         try:
             async with agent_tools(mesh.url, tmp_path) as agent:
+                # before: serverInfo.version was empty
+                assert agent.server_info is not None
+                assert agent.server_info.version == version("cotal-tasks")
                 listed = await agent.list_tools()
                 tools = {tool.name: tool for tool in listed.tools}
                 # An open mesh carries every command, so the seat has every tool.

@@ -36,6 +36,18 @@ async def run_wide(*args: str) -> tuple[int, str, str]:
     return await run(*args, env={**os.environ, "COLUMNS": "100"})
 
 
+def caller_config(tmp: Path, nats_url: str, space: str, endpoint: str) -> Path:
+    """A caller's config file (``tmp/tasks.toml``): the broker at ``nats_url``, the space
+    and the endpoint to call, the CLI's own data under ``tmp/cli``."""
+    path = tmp / "tasks.toml"
+    path.write_text(
+        f'space = "{space}"\nnats_url = "{nats_url}"\ndata_dir = "{tmp}/cli"\n'
+        f'[[endpoints]]\nname = "{endpoint}"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
 async def run_cli(config: Path, *args: str) -> tuple[int, str, str]:
     """``run`` of ``cotal-tasks <args> --config <config>``."""
     return await run(*args, "--config", str(config))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ def build_server(tools: SeatTools) -> Server[Any]:
     withheld = "".join(f" {name}: {why}." for name, why in tools.withheld.items())
     return Server(
         "cotal-tasks",
+        version=version("cotal-tasks"),
         instructions=(
             f"You are the seat {client.seat} on the tasks endpoint {client.endpoint} in space "
             f"{client.space}. Every tool acts as this seat: claim a task before working on "

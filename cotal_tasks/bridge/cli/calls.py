@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import sys
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
+from cotal_tasks.bridge.cli.errors import EXIT_USAGE, fail, status_of
 from cotal_tasks.bridge.cli.options import (
     caller_seat,
     client_for,
@@ -22,9 +24,10 @@ from cotal_tasks.bridge.cli.options import (
     seat_option,
 )
 from cotal_tasks.bridge.cli.render import human
-from cotal_tasks.client import Mode, TasksError
-from cotal_tasks.core import ErrorCode
-from cotal_tasks.core.commands import COMMANDS, MODES
+from cotal_tasks.core.commands import COMMANDS, MODES, CommandSpec
+
+if TYPE_CHECKING:
+    from cotal_tasks.client import Mode
 
 
 @click.command()
@@ -74,8 +77,41 @@ def describe(
     run(work)
 
 
+def _command_names(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    return [name for name in COMMANDS if name.startswith(incomplete)]
+
+
+def contract_command(name: str) -> CommandSpec:
+    """The contract's command ``name``; any other name is refused (exit 2) with the
+    nearest one, whether or not a seat was given."""
+    spec = COMMANDS.get(name)
+    if spec is None:
+        near = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+        hint = f"Did you mean {near[0]}? " if near else ""
+        fail(
+            f"there is no command {name!r} in the ai.cotal.tasks contract. {hint}Name one of "
+            + ", ".join(COMMANDS),
+            EXIT_USAGE,
+        )
+    return spec
+
+
+def default_mode(spec: CommandSpec, mode: str | None) -> str | None:
+    """``--mode`` as given; for a command whose one mode is ``self``, that mode. A command
+    with a choice of modes is refused without ``--mode``, naming the options."""
+    if mode is not None or not spec.targeted:
+        return mode
+    if spec.modes == ("self",):
+        return "self"
+    choices = " or ".join(f"--mode {m}" for m in spec.modes)
+    raise click.UsageError(
+        f"{spec.name} is targeted ({spec.targeting()}) and no mode was given. Give {choices} "
+        "with --target OWNER.ACTOR/UID (the seat it acts on)"
+    )
+
+
 @click.command()
-@click.argument("command")
+@click.argument("command", shell_complete=_command_names)
 @click.option("--args", "args_json", default=None, help="The command's args as a JSON object.")
 @seat_option
 @click.option("--mode", type=click.Choice(list(MODES)), default=None)
@@ -101,10 +137,14 @@ def invoke(
     endpoint: str | None,
     config_path: Path | None,
 ) -> None:
-    """Invoke COMMAND over the wire and print the reply (JSON: the envelope)."""
+    """Invoke COMMAND over the wire and print the reply (JSON: the envelope).
+
+    A command whose one mode is self (my-tasks, claim-task, update-task) takes it
+    without --mode."""
+    spec = contract_command(command)
+    mode = default_mode(spec, mode)
     config = load_caller(config_path)
-    spec = COMMANDS.get(command)
-    acts = spec is None or spec.effect == "write" or spec.targeted or mode is not None
+    acts = spec.effect == "write" or spec.targeted
     seat = caller_seat(as_seat, command if acts else None)
     target_seat = parse_seat(target, "--target") if target else None
     if mode in ("owner", "any") and target_seat is None:
@@ -120,13 +160,15 @@ def invoke(
             "is not a JSON object. Give one, such as '{}'", param_hint="--args"
         )
 
+    from cotal_tasks.client import TasksError
+
     async def work() -> dict[str, Any]:
         client = await client_for(config, endpoint, seat)
         try:
             answer = await client.invoke_answer(
                 command,
                 args,
-                mode=cast(Mode | None, mode),
+                mode=cast("Mode | None", mode),
                 target=target_seat,
                 envelope_id=request_id,
             )
@@ -138,16 +180,19 @@ def invoke(
     try:
         reply = asyncio.run(work())
     except TasksError as exc:
-        unsent = exc.reply is None
         body = exc.reply or {"v": 1, "id": request_id or "unsent", "ok": False}
-        _show({**body, "error": exc.as_error()}, machine)
-        sys.exit(2 if unsent and exc.code is ErrorCode.BAD_REQUEST else 1)
+        reply = {**body, "error": exc.as_error()}
     _show(reply, machine)
-    sys.exit(0 if reply.get("ok") else 1)
+    if reply.get("ok"):
+        sys.exit(0)
+    error = reply.get("error") or {}
+    sys.exit(status_of(str(error.get("code")), error.get("outcome")))
 
 
 def _show(reply: dict[str, Any], machine: bool) -> None:
+    """Scripts get the envelope on stdout; a person gets the result on stdout, and a
+    refusal as one line on stderr, as every other failure of the command line."""
     if machine:
         click.echo(json.dumps(reply, ensure_ascii=False))
     else:
-        human(reply, click.echo)
+        human(reply, click.echo, lambda line: click.echo(line, err=True))

@@ -27,6 +27,15 @@ def fail(message: str, status: int = EXIT_FAILED) -> NoReturn:
     raise SystemExit(status)
 
 
+def status_of(code: str, outcome: str | None) -> int:
+    """The exit status of a contract error: what the caller gave was not usable (a name
+    the endpoint does not know, ``not-found``; a malformed request, ``bad-request``) and
+    nothing ran is a usage error (2), wherever it was found (the CLI, the bridge, its
+    store); every other refusal is a failure of the command (1)."""
+    usage = code in ("bad-request", "not-found") and outcome in (None, "not-executed")
+    return EXIT_USAGE if usage else EXIT_FAILED
+
+
 def tracker_refusal(status: int | None, message: str) -> str:
     """What a tracker's final answer means to the operator, and what to check."""
     if status == 401:
@@ -59,12 +68,10 @@ def _own_runtime_error(exc: BaseException) -> bool:
 
 def explain(exc: BaseException) -> tuple[str, int] | None:
     """The one line and exit status for ``exc``, or ``None`` if it is not ours to explain."""
-    from cotal_tasks.core import ContractError, ErrorCode  # on failure only: a fast --version
+    from cotal_tasks.core import ContractError  # on failure only: a fast --version
 
     if isinstance(exc, ContractError):
-        usage = exc.code in (ErrorCode.BAD_REQUEST, ErrorCode.NOT_FOUND) and exc.outcome is None
-        status = EXIT_USAGE if usage else EXIT_FAILED
-        return exc.message, status
+        return exc.message, status_of(exc.code.value, exc.outcome)
     tracker = _tracker_error(exc)
     if tracker is not None:
         return tracker, EXIT_FAILED

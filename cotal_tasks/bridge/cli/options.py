@@ -77,7 +77,8 @@ def parse_seat(text: str, what: str) -> Seat:
     try:
         return Seat.parse(text)
     except ContractError as exc:
-        raise click.BadParameter(f"{exc.message} The form is {SEAT_FORM}", param_hint=what) from exc
+        form = f"{exc.message}. The form is {SEAT_FORM}"
+        raise click.BadParameter(form, param_hint=what) from exc
 
 
 def caller_seat(as_seat: str | None, needed_by: str | None) -> Seat:

@@ -40,7 +40,9 @@ def table(tasks: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def task_lines(task: Mapping[str, Any]) -> list[str]:
     lines = [f"{task.get('taskId')}: {task.get('title', '')}"]
-    lines.append(f"  status      {task.get('status')}  (source {task.get('statusSource')!r})")
+    source = task.get("statusSource")
+    native = f"  (statusSource {source!r})" if source else ""
+    lines.append(f"  status      {task.get('status')}{native}")
     lines.append(f"  bound to    {_binding(task)}")
     for key, label in (("brief", "brief"), ("stale", "stale")):
         if task.get(key):
@@ -50,11 +52,14 @@ def task_lines(task: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def human(reply: Mapping[str, Any], echo: Callable[[str], None]) -> None:
-    """``reply`` (an envelope) for a person."""
+def human(
+    reply: Mapping[str, Any], echo: Callable[[str], None], refusal: Callable[[str], None]
+) -> None:
+    """``reply`` (an envelope) for a person: its data to ``echo``, a refusal as one line
+    ``cotal-tasks: <code>: <message>`` to ``refusal``."""
     if not reply.get("ok"):
         error = reply.get("error") or {}
-        echo(f"refused: {error.get('code')}: {error.get('message')}")
+        refusal(f"cotal-tasks: {error.get('code')}: {error.get('message')}")
         return
     data = reply.get("data")
     if isinstance(data, Mapping) and isinstance(data.get("tasks"), list):
