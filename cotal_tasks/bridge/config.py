@@ -7,7 +7,6 @@ Every error names the key and the remedy.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 from urllib.parse import urlsplit
@@ -21,9 +20,9 @@ from cotal_tasks.bridge.broker_config import (
     read_toml,
     relative_to,
 )
-from cotal_tasks.bridge.config_errors import problems
+from cotal_tasks.bridge.config_errors import ConfigRefused, problems
 from cotal_tasks.bridge.logs import LogFormat, LogLevel
-from cotal_tasks.core import ContractError, ErrorCode, endpoint_token
+from cotal_tasks.core import ContractError, endpoint_token
 from cotal_tasks.core.identity import LIFECYCLE_UID, Principal
 from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.core.models import BRIEF_BYTES
@@ -251,65 +250,14 @@ def database_form(url: str) -> None:
 
 
 def load_config(path: Path | None) -> BridgeConfig:
-    """Read and validate ``path`` (or the defaults when ``None``)."""
+    """Read and validate ``path``. ``None`` is the embedded default (``make run``): the
+    defaults, with the local reader on, so its dashboard reads on loopback with no set-up
+    (a config file opts in with ``[http] local_reader = true``)."""
     if path is None:
-        return BridgeConfig()
+        return BridgeConfig(http=HttpConfig(local_reader=True))
     raw = read_toml(path)
     try:
         config = BridgeConfig.model_validate(raw)
     except ValidationError as exc:
-        found = "; ".join(problems(exc, BridgeConfig))
-        raise ContractError(
-            ErrorCode.BAD_REQUEST, f"config {path} is refused: {found}. Fix those settings"
-        ) from exc
+        raise ConfigRefused(path, problems(exc, BridgeConfig)) from exc
     return relative_to(config, path)
-
-
-# Variables a config names whose absence only loses a feature (a webhook receiver refuses
-# deliveries without its secret); every other ``*_env`` variable is required.
-_OPTIONAL_ENV = frozenset({"webhook_secret_env"})
-
-
-def environment_problems(config: BridgeConfig, environ: Mapping[str, str]) -> list[str]:
-    """Each ``*_env`` key whose variable is not set, as ``key names VAR, which is not
-    set``; optional ones end in ``(optional: …)``. ``serve`` refuses to start on a
-    required one, and ``check-config`` reports them all, from this one walk."""
-    found: list[str] = []
-    for key, variable in _env_keys(config, ""):
-        if variable in environ:
-            continue
-        field = key.rsplit(".", 1)[-1]
-        if field == "nats_password_env" and config.nats_user is None:
-            continue
-        line = f"{key} names {variable}, which is not set"
-        if field in _OPTIONAL_ENV:
-            line += " (optional: without it the endpoint's webhook route refuses deliveries)"
-        found.append(line)
-    return found
-
-
-def required_missing(problems: list[str]) -> list[str]:
-    return [line for line in problems if "(optional:" not in line]
-
-
-def _env_keys(model: BaseModel, prefix: str) -> list[tuple[str, str]]:
-    keys: list[tuple[str, str]] = []
-    for name in type(model).model_fields:
-        value = getattr(model, name)
-        key = _file_key(model, prefix, name)
-        if name.endswith("_env") and isinstance(value, str):
-            keys.append((key, value))
-        elif isinstance(value, BaseModel):
-            keys += _env_keys(value, key)
-        elif isinstance(value, tuple):
-            for i, item in enumerate(value):
-                if isinstance(item, BaseModel):
-                    keys += _env_keys(item, f"{key}.{i}")
-    return keys
-
-
-def _file_key(model: BaseModel, prefix: str, name: str) -> str:
-    if name == "settings" and isinstance(model, EndpointConfig):
-        entry = registry.BY_NAME[model.provider]
-        name = entry.section or entry.name
-    return f"{prefix}.{name}" if prefix else name

@@ -7,12 +7,28 @@ from __future__ import annotations
 import difflib
 import types
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
+from cotal_tasks.core import ContractError, ErrorCode
+from cotal_tasks.core.identity import LIFECYCLE_UID, OWNER_OR_ACTOR, PRINCIPAL_PATTERN
 from cotal_tasks.providers import registry
+
+
+class ConfigRefused(ContractError):
+    """A config file refused when it loads: ``problems``, one ``key: what. remedy`` each
+    (the command line prints one line per problem)."""
+
+    def __init__(self, path: Path, found: list[str]) -> None:
+        listed = "; ".join(found)
+        super().__init__(
+            ErrorCode.BAD_REQUEST, f"config {path} is refused: {listed}. Fix those settings"
+        )
+        self.path = path
+        self.problems = found
 
 
 def problems(exc: ValidationError, root: type[BaseModel]) -> list[str]:
@@ -24,12 +40,30 @@ def problems(exc: ValidationError, root: type[BaseModel]) -> list[str]:
             continue  # an item of the list was refused: its own error says which
         key = ".".join(file_path(err["loc"])) or "(top level)"
         message = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "string_pattern_mismatch":  # never pydantic's raw regex
+            message = _pattern_words(err)
         if err["type"] == "extra_forbidden":
             near = nearest(root, err["loc"])
             message = f"{err['loc'][-1]!s} is not a setting here "
             message += f"(did you mean {near}?)" if near else "(remove it)"
         lines.append(f"{key}: {message}")
     return lines
+
+
+# The pattern-checked settings, in words (a pattern not listed gets the plain sentence).
+_PATTERNS = {
+    OWNER_OR_ACTOR.pattern: "a Cotal owner or actor token ([A-Za-z0-9_], 1 to 64 characters)",
+    LIFECYCLE_UID.pattern: "a lifecycle uid (26 to 32 characters of [a-z0-9])",
+    PRINCIPAL_PATTERN: "a seat principal OWNER.ACTOR, such as local.builder",
+}
+
+
+def _pattern_words(err: ErrorDetails) -> str:
+    ctx = err.get("ctx") or {}
+    words = _PATTERNS.get(str(ctx.get("pattern")))
+    if words is None:
+        return "is not in the form this setting takes. See the setting in the docs"
+    return f"is not {words}. Correct the value"
 
 
 def _has_inner(err: ErrorDetails, errors: Iterable[ErrorDetails]) -> bool:

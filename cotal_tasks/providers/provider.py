@@ -27,11 +27,15 @@ from cotal_tasks.providers.store import JsonReads, Mirror, TaskStore
 class SourceRefused(Exception):
     """A provider's source (a hosted tracker) gave a final refusal, or no answer, to a
     request: ``status`` is its HTTP status (``None``: no answer) and ``message`` its own
-    words. Providers raise their own subclasses; the bridge reads these two alone (the
+    words. Providers raise their own subclasses; the bridge reads these fields alone (the
     CLI's one-line refusal), never the subclass."""
 
     status: int | None
     message: str
+    # What the refusal is about, where the source knows it: the environment variable the
+    # token came from, and the repository or project asked for (the CLI names both).
+    credential: str | None = None
+    source: str | None = None
 
 
 SeatUids = Callable[[str, str], Awaitable[str | None]]  # (owner, actor) -> current uid

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,144 @@ async def test_online_reports_whether_the_token_may_write_back(tmp_path: Path, k
     assert tracker["ok"] is True
     assert tracker["writes"] is False
     assert jcode == rjcode == 0
+
+
+WEBHOOK_ENV = "COTAL_TASKS_TEST_CHECK_WEBHOOK"
+DASHBOARD_ENV = "COTAL_TASKS_TEST_CHECK_DASHBOARD"
+# (case, the variables' values, what the one line of that mistake must say)
+MISTAKES = [
+    (
+        "short-webhook-secret",
+        {WEBHOOK_ENV: "x" * 11},
+        f"{WEBHOOK_ENV} is 11 characters, at least 16",
+    ),
+    (
+        "short-dashboard-token",
+        {DASHBOARD_ENV: "x" * 5},
+        f"{DASHBOARD_ENV} is 5 characters, at least 16",
+    ),
+    ("empty-token", {TOKEN_ENV: ""}, f"{TOKEN_ENV} is set but empty"),
+    ("padded-token", {TOKEN_ENV: "ghp_abc "}, f"{TOKEN_ENV} starts or ends with whitespace"),
+]
+GOOD = {TOKEN_ENV: "ghp_token", WEBHOOK_ENV: "w" * 32, DASHBOARD_ENV: "d" * 32}
+
+
+def _secrets_config(tmp: Path) -> Path:
+    path = tmp / "tasks.toml"
+    path.write_text(
+        f'space = "demo"\ndata_dir = "{tmp / "data"}"\n[http]\nport = 0\n'
+        f'[[http.tokens]]\ntoken_env = "{DASHBOARD_ENV}"\nprincipal = "local.dashboard"\n'
+        f'{GITHUB}repository = "octo-org/hello-world"\napi_url = "http://127.0.0.1:9"\n'
+        f'token_env = "{TOKEN_ENV}"\nwebhook_secret_env = "{WEBHOOK_ENV}"\n',
+        encoding="utf-8",
+    )
+    return path
+
+
+@pytest.mark.parametrize(
+    "command", [("check-config",), ("check-config", "--online"), ("serve",)], ids=" ".join
+)
+async def test_what_serve_refuses_check_config_refuses_first(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    """Every mistake at once, one line each, exit 2: a short webhook secret or dashboard
+    token, an empty or padded tracker token (before: check-config --online passed the
+    first two and serve exited 1 after it started; the last two were found 10-20 s later
+    as "the tracker did not answer")."""
+    path = _secrets_config(tmp_path)
+    env = dict(os.environ) | GOOD
+    for _, values, _ in MISTAKES[:-1]:
+        env |= values
+    code, out, err = await run(*command, "--config", str(path), env=env)
+    assert code == 2, (out, err)
+    lines = [line for line in err.splitlines() if line.startswith(("error: ", "cotal-tasks: "))]
+    for _, _, says in MISTAKES[:-1]:
+        (line,) = [line for line in lines if says in line]
+        assert "endpoints.0.github." in line or "http.tokens.0." in line  # the key
+    assert len(lines) == 3, err
+    assert "did not answer" not in out + err
+    assert "FAILED" not in out  # --online stops at the offline mistakes
+    assert "x" * 11 not in out + err  # never the value
+
+
+@pytest.mark.parametrize(("case", "values", "says"), MISTAKES, ids=[m[0] for m in MISTAKES])
+async def test_each_mistake_alone_is_its_own_line(
+    tmp_path: Path, case: str, values: dict[str, str], says: str
+) -> None:
+    path = _secrets_config(tmp_path)
+    for command in ("check-config", "serve"):
+        code, out, err = await run(
+            command, "--config", str(path), env=dict(os.environ) | GOOD | values
+        )
+        assert code == 2, (command, out, err)
+        (line,) = [line for line in err.splitlines() if says in line]
+        assert line.startswith(("error: ", "cotal-tasks: ")), line
+
+
+async def test_a_url_without_its_scheme_is_refused_as_the_file_loads(tmp_path: Path) -> None:
+    body = (
+        f'{GITHUB}repository = "octo org/x"\napi_url = "127.0.0.1:8765"\n'
+        f'token_env = "{TOKEN_ENV}"\n'
+    )
+    path = write(tmp_path, body)
+    for command in ("check-config", "serve"):
+        code, out, err = await run(command, "--config", str(path), env=dict(os.environ) | GOOD)
+        assert code == 2, (out, err)
+        lines = err.strip().splitlines()
+        assert len(lines) == 2, err  # one line per mistake
+        (url,) = [line for line in lines if "endpoints.0.github.api_url" in line]
+        assert "'127.0.0.1:8765' is not an http:// or https:// URL" in url
+        (repo,) = [line for line in lines if "endpoints.0.github.repository" in line]
+        assert "is not OWNER/NAME" in repo
+        assert "String should match pattern" not in err  # never pydantic's raw regex
+
+
+async def test_online_names_a_refused_connection_at_once(tmp_path: Path) -> None:
+    with socket.socket() as sock:  # a loopback port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        closed = sock.getsockname()[1]
+    body = (
+        f'{GITHUB}repository = "octo-org/hello-world"\napi_url = "http://127.0.0.1:{closed}"\n'
+        f'token_env = "{TOKEN_ENV}"\n'
+    )
+    path = write(tmp_path, body)
+    env = dict(os.environ) | GOOD
+    started = time.monotonic()
+    code, _, _ = await run("check-config", "--config", str(path), env=env)
+    offline = time.monotonic() - started
+    started = time.monotonic()
+    code, out, err = await run("check-config", "--online", "--config", str(path), env=env)
+    online = time.monotonic() - started
+    assert code == 1, (out, err)
+    (line,) = [line for line in out.splitlines() if line.startswith("FAILED: ")]
+    assert f"connection refused at http://127.0.0.1:{closed}" in line  # before: "did not answer"
+    assert "endpoints.0.github.api_url" in line
+    # before: retried with backoff, 15 s on average before the line
+    assert online - offline < 6, (online, offline)
+
+
+@pytest.mark.parametrize("failure", ["wrong-token", "missing-repository"])
+async def test_a_trackers_refusal_names_the_variable_and_the_repository(
+    tmp_path: Path, github_url: str, failure: str
+) -> None:
+    repository = (
+        "octo-org/no-such-repository" if failure == "missing-repository" else "octo-org/hello-world"
+    )
+    body = (
+        f'{GITHUB}repository = "{repository}"\napi_url = "{github_url}"\n'
+        f'token_env = "{TOKEN_ENV}"\n'
+    )
+    path = write(tmp_path, body)
+    token = "ghp_wrong000000000000000000" if failure == "wrong-token" else FakeGitHub().token
+    env = dict(os.environ) | {TOKEN_ENV: token}
+    for args in (("check-config", "--online"), ("check-config", "--preview", "2"), ("sync",)):
+        code, out, err = await run(*args, "--config", str(path), env=env)
+        assert code == 1, (args, out, err)
+        said = out + err
+        if failure == "wrong-token":
+            assert f"the token in {TOKEN_ENV}" in said, (
+                said
+            )  # before: "the variable the endpoint's token_env names"
+        else:
+            assert f"no repository or project {repository}" in said, said
+            assert f"the token in {TOKEN_ENV}" in said

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -61,3 +62,37 @@ def test_the_command_loads_no_provider_and_no_server_library(args: list[str], co
     (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("LOADED=")]
     assert line == "LOADED=", line  # before: every provider, SQLAlchemy, httpx, alembic …
     assert "Traceback" not in done.stderr
+
+
+# (the words typed before TAB, a completion that must be offered)
+COMPLETIONS = [
+    ("cotal-tasks ", "plain,check-config"),
+    ("cotal-tasks che", "plain,check-config"),
+    ("cotal-tasks invoke ", "plain,claim-task"),
+    ("cotal-tasks invoke list", "plain,list-tasks"),
+    ("cotal-tasks serve --", "plain,--config"),
+    ("cotal-tasks check-config --", "plain,--online"),
+    ("cotal-tasks history --", "plain,--endpoint"),
+    ("cotal-tasks sync --", "plain,--endpoint"),
+    ("cotal-tasks grants --", "plain,--capability"),
+]
+
+
+@pytest.mark.parametrize(("words", "offered"), COMPLETIONS, ids=[c[0] for c in COMPLETIONS])
+def test_shell_completion_is_light_and_completes_command_names(words: str, offered: str) -> None:
+    """A TAB imports no provider, database or HTTP library (before: 1.3-1.5 s per TAB, the
+    whole bridge imported to list the command names) and, after ``invoke``, offers the
+    contract's commands (before: nothing)."""
+    typed = words.split()
+    env = {
+        **os.environ,
+        "_COTAL_TASKS_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(typed) if words.endswith(" ") else len(typed) - 1),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert offered in done.stdout.splitlines(), done.stdout
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.startswith("LOADED=")]
+    assert line == "LOADED=", line

@@ -1,11 +1,10 @@
-"""The operator's commands: ``grants``, ``sync`` and ``history``."""
+"""The operator's commands: ``grants`` and ``sync`` (``history`` has its own module)."""
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,11 +16,10 @@ from cotal_tasks.bridge.cli.options import (
     parse_seat,
     run,
 )
-from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
-from cotal_tasks.bridge.wiring import open_endpoint
 from cotal_tasks.core import CAPABILITIES, endpoint_token
-from cotal_tasks.providers.provider import CatchUpReport
-from cotal_tasks.providers.registry import provider
+
+if TYPE_CHECKING:  # the providers and the databases load when a command runs, not to complete it
+    from cotal_tasks.providers.provider import CatchUpReport
 
 
 @click.command()
@@ -47,6 +45,8 @@ def grants(
     config_path: Path | None,
 ) -> None:
     """Print the NATS permission rows (publish/subscribe allow lists) to grant."""
+    from cotal_tasks.bridge.wire.grants import caller_rows, serve_rows
+
     config = load(config_path)
     name = config.endpoint(endpoint).name
     if serve_rows_flag:
@@ -68,7 +68,11 @@ def grants(
 
 
 @click.command()
-@endpoint_option
+@click.option(
+    "--endpoint",
+    default=None,
+    help="The endpoint to sync (default: the config's only tracker or board file).",
+)
 @json_option
 @config_option
 def sync(endpoint: str | None, as_json: bool, config_path: Path | None) -> None:
@@ -77,13 +81,11 @@ def sync(endpoint: str | None, as_json: bool, config_path: Path | None) -> None:
     Run it before the first `serve`, or while the bridge is stopped: the bridge's own
     sync loop holds the mirror while it runs.
     """
+    from cotal_tasks.bridge.cli.targets import mirroring_endpoint
+    from cotal_tasks.bridge.wiring import open_endpoint
+
     config = load(config_path)
-    target = config.endpoint(endpoint)
-    if not provider(target.provider).mirrors:
-        raise click.UsageError(
-            f"{target.name} is a {target.provider} endpoint, its own source. There is nothing "
-            "to sync; name a tracker or tower-do endpoint with --endpoint"
-        )
+    target = mirroring_endpoint(config, endpoint, "sync")
     degraded: dict[str, int] = {}
     budgets: list[dict[str, Any]] = []
 
@@ -133,40 +135,3 @@ def sync(endpoint: str | None, as_json: bool, config_path: Path | None) -> None:
             f"{target.name}: {sum(degraded.values())} item(s) degraded ({counts}); each kept "
             "what was valid or was skipped; the log names the items"
         )
-
-
-@click.command()
-@click.argument("task_id")
-@endpoint_option
-@click.option("--limit", default=100, show_default=True, type=click.IntRange(1, 10_000))
-@json_option
-@config_option
-def history(
-    task_id: str, endpoint: str | None, limit: int, as_json: bool, config_path: Path | None
-) -> None:
-    """Print a task's append-only history: when, who, which command, status, note.
-
-    A task the endpoint does not have is refused (exit 2), naming the remedy."""
-    config = load(config_path)
-
-    async def work() -> None:
-        async with open_endpoint(config, config.endpoint(endpoint)) as ep:
-            entries = await ep.store.history(task_id, limit)
-            if not entries:
-                await ep.store.get(task_id)  # not-found for a task it does not have
-        if as_json:
-            rows = [
-                {"at": e.at, "command": e.command, "actor": e.actor, "status": e.status,
-                 "note": e.note}
-                for e in entries
-            ]  # fmt: skip
-            click.echo(json.dumps({"taskId": task_id, "history": rows}, indent=2))
-            return
-        if not entries:
-            click.echo(f"no history for task {task_id!r}")
-        for entry in entries:
-            when = datetime.fromtimestamp(entry.at / 1000, tz=UTC).isoformat(timespec="seconds")
-            note = f"  {entry.note}" if entry.note else ""
-            click.echo(f"{when}  {entry.command:<15} {entry.status:<8} {entry.actor}{note}")
-
-    run(work)

@@ -1,13 +1,15 @@
 """``cotal-tasks check-config``: what ``serve`` checks, from the same code, before a deploy.
 
-Offline it validates the file (``load_config``: keys, URL forms) and the environment
-variables the file names (``environment_problems``, which ``serve`` refuses to start
-without); ``--online`` also makes the first connection ``serve`` makes to the broker, each
-endpoint's PostgreSQL database and each tracker, with the same deadlines, and reports each.
-Every URL is printed with its password masked.
+Offline it validates the file (``load_config``: keys, URL forms, names), runs every check
+``serve`` runs before it starts (``preflight``: each ``*_env`` variable set, and its value
+one the bridge may use), and says who may read the HTTP listener (``http.access``, the
+rule the listener follows). ``--online`` also makes the first connection ``serve`` makes
+to the broker, each endpoint's PostgreSQL database and each tracker, with the same
+deadlines, and reports each; it is skipped while an offline mistake stands, since it
+would only meet that mistake again. Every URL is printed with its password masked.
 
 Exit statuses: 0 all good, 1 an online check failed, 2 the config or its environment is
-refused.
+refused (one ``error:`` line on stderr per mistake, each naming its key and remedy).
 """
 
 from __future__ import annotations
@@ -15,20 +17,16 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from cotal_tasks.bridge.cli.errors import EXIT_FAILED, EXIT_USAGE, explain
-from cotal_tasks.bridge.cli.options import config_option, endpoint_option, json_option, load, run
-from cotal_tasks.bridge.config import (
-    BridgeConfig,
-    EndpointConfig,
-    environment_problems,
-    required_missing,
-)
+from cotal_tasks.bridge.cli.options import config_option, json_option, load, run
 from cotal_tasks.core.masking import mask_credentials
-from cotal_tasks.providers.registry import provider
+
+if TYPE_CHECKING:  # loaded when the command runs, not when a shell completes its options
+    from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 
 
 @click.command("check-config")
@@ -44,7 +42,11 @@ from cotal_tasks.providers.registry import provider
     is_flag=True,
     help="Also connect to NATS, each PostgreSQL database and each tracker, as serve does.",
 )
-@endpoint_option
+@click.option(
+    "--endpoint",
+    default=None,
+    help="The endpoint --preview maps (default: the config's only tracker or board file).",
+)
 @json_option
 @config_option
 def check_config(
@@ -55,27 +57,38 @@ def check_config(
     config_path: Path | None,
 ) -> None:
     """Validate a config file as serve does, and print what it configures."""
+    from cotal_tasks.bridge.http.access import http_access
+    from cotal_tasks.bridge.preflight import blocking, preflight
+
     config = load(config_path)
     report = describe(config)
-    problems = environment_problems(config, os.environ)
-    report["environment"] = problems
-    if online:
+    found = preflight(config, os.environ)
+    report["problems"] = [
+        {"key": f.key, "message": f.message, "blocking": f.blocking} for f in found
+    ]
+    access = http_access(config)
+    report["http"] = {"access": access.state, "detail": access.detail}
+    stopped = bool(blocking(found))
+    if online and not stopped:
         report["online"] = run(lambda: check_online(config))
     if as_json:
         click.echo(json.dumps(report, indent=2))
     else:
-        _print(report)
-    if required_missing(problems):
+        _print(report, online and stopped)
+    if stopped:
         raise SystemExit(EXIT_USAGE)
     if online and not all(check["ok"] for check in report["online"]):
         raise SystemExit(EXIT_FAILED)
     if preview_count is not None:
         from cotal_tasks.bridge.cli.preview import show_preview
+        from cotal_tasks.bridge.cli.targets import mirroring_endpoint
 
-        show_preview(config, config.endpoint(endpoint), preview_count)
+        show_preview(config, mirroring_endpoint(config, endpoint, "--preview"), preview_count)
 
 
 def describe(config: BridgeConfig) -> dict[str, Any]:
+    from cotal_tasks.providers.registry import provider
+
     return {
         "space": config.space,
         "owner": config.owner,
@@ -96,7 +109,7 @@ def describe(config: BridgeConfig) -> dict[str, Any]:
     }
 
 
-def _print(report: dict[str, Any]) -> None:
+def _print(report: dict[str, Any], online_skipped: bool) -> None:
     click.echo(f"space: {report['space']} (owner {report['owner']})")
     click.echo(f"data directory: {report['dataDir']}")
     click.echo(f"NATS: {report['nats']}")
@@ -108,11 +121,14 @@ def _print(report: dict[str, Any]) -> None:
         )
         for line in ep["settings"]:
             click.echo(f"  {line}")
-    for line in report["environment"]:
-        optional = "(optional:" in line
-        click.echo(f"{'warning' if optional else 'error'}: {line}", err=not optional)
-        if not optional:
-            click.echo("  Export it before serve (the config names the variable, never the secret)")
+    click.echo(f"HTTP: {report['http']['detail']}")
+    for problem in report["problems"]:  # each line names its key and its remedy
+        if problem["blocking"]:
+            click.echo(f"error: {problem['message']}", err=True)
+        else:
+            click.echo(f"warning: {problem['message']}")
+    if online_skipped:
+        click.echo("online checks skipped: fix the errors above first", err=True)
     for check in report.get("online", []):
         click.echo(f"{'ok' if check['ok'] else 'FAILED'}: {check['what']}: {check['detail']}")
         if check.get("writes") is False:  # not a failure: the endpoint serves, read-only
@@ -123,6 +139,8 @@ def _print(report: dict[str, Any]) -> None:
 
 async def check_online(config: BridgeConfig) -> list[dict[str, Any]]:
     """The first connections ``serve`` makes, each within its deadline; one entry each."""
+    from cotal_tasks.providers.registry import provider
+
     checks = [await _check_nats(config)]
     for ep in config.endpoints:
         if ep.database is not None and ep.database.startswith("postgresql"):
@@ -171,6 +189,8 @@ async def _check_tracker(config: BridgeConfig, ep: EndpointConfig) -> dict[str, 
         "ok": True,
         "detail": f"read {read} item(s) with the token",
     }
+    from cotal_tasks.providers.registry import provider
+
     ask = provider(ep.provider).access
     if ask is not None:
         check.update(await _access(config, ep, ask))

@@ -36,25 +36,32 @@ def status_of(code: str, outcome: str | None) -> int:
     return EXIT_USAGE if usage else EXIT_FAILED
 
 
-def tracker_refusal(status: int | None, message: str) -> str:
-    """What a tracker's final answer means to the operator, and what to check."""
+def tracker_refusal(
+    status: int | None, message: str, credential: str | None = None, source: str | None = None
+) -> str:
+    """What a tracker's final answer means to the operator, and what to check: the
+    variable the token came from and the repository or project, where they are known."""
+    token = f"the token in {credential}" if credential else "the token"
+    where = f"the endpoint's token_env, {credential}" if credential else "the endpoint's token_env"
+    asked = f" {source}" if source else ""
     if status == 401:
         return (
-            f"the tracker refused the token (401: {message}). Check the token in the "
-            "variable the endpoint's token_env names (expired, revoked, or for another host)"
+            f"the tracker refused {token} (401: {message}). Check the token in {where} "
+            "(expired, revoked, or for another host)"
         )
     if status == 403:
         return (
-            f"the tracker refused the token access (403: {message}). Give the token read "
-            "and write access to the issues of the repository or project"
+            f"the tracker refused {token} access to{asked or ' the issues'} (403: {message}). "
+            f"Give it read and write access to the issues of{asked or ' the repository or project'}"
         )
     if status == 404:
         return (
-            f"the tracker has no such repository or project, or the token cannot see it "
-            f"(404: {message}). Check repository (or project) and api_url, and the token's access"
+            f"the tracker has no repository or project{asked}, or {token} cannot see it "
+            f"(404: {message}). Check repository (or project) and api_url, and what {token} "
+            "may see"
         )
     if status is None:
-        return f"the tracker did not answer ({message}). Check api_url and the network, then retry"
+        return f"no answer from the tracker ({message}). Check api_url and the network, then retry"
     return f"the tracker answered {status} ({message}). Retry later; if it persists, check api_url"
 
 
@@ -90,7 +97,7 @@ def _tracker_error(exc: BaseException) -> str | None:
     from cotal_tasks.providers.provider import SourceRefused
 
     if isinstance(exc, SourceRefused):
-        return tracker_refusal(exc.status, exc.message)
+        return tracker_refusal(exc.status, exc.message, exc.credential, exc.source)
     return None
 
 

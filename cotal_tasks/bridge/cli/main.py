@@ -4,10 +4,12 @@ Exit codes (``errors``): 0 success, 1 the command failed (one line says what and
 do), 2 a usage or configuration error, 3 an unexpected error (``--debug`` shows it).
 
 Each subcommand's module is imported only when that subcommand runs (``LazyGroup``; the
-table below names them with their one-line help): ``--help`` and ``--version`` import none
-of them, and an agent host that starts ``cotal-tasks mcp`` at every session start does not
-pay for the bridge's providers, database libraries and HTTP stack, which only ``serve`` and
-the operator commands use.
+table below names them with their one-line help): ``--help``, ``--version`` and the shell
+completion of a command name import none of them; each module imports its heavy parts
+(providers, databases, HTTP) inside the command, so completing its options stays light; and
+an agent host that starts ``cotal-tasks mcp`` at every session start does not pay for the
+bridge's providers, database libraries and HTTP stack, which only ``serve`` and the operator
+commands use.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import importlib
 
 import click
+from click.shell_completion import CompletionItem
 
 from cotal_tasks.bridge.cli.errors import CotalGroup
 from cotal_tasks.bridge.logs import LEVELS, LogFormat, LogLevel, configure
@@ -54,7 +57,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "Import (or catch up) a hosted tracker endpoint into its mirror, with progress.",
     ),
     "history": (
-        "admin",
+        "history",
         "history",
         "Print a task's append-only history: when, who, which command, status, note.",
     ),
@@ -84,6 +87,16 @@ class LazyGroup(CotalGroup):
         command = getattr(importlib.import_module(f"{_CLI}.{entry[0]}"), entry[1])
         assert isinstance(command, click.Command)
         return command
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[CompletionItem]:
+        """The command names from the table, importing none of them (a TAB is answered
+        at the speed of ``--help``), then the group's own options."""
+        names = [
+            CompletionItem(name, help=entry[2])
+            for name, entry in COMMANDS.items()
+            if name.startswith(incomplete)
+        ]
+        return names + click.Command.shell_complete(self, ctx, incomplete)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):

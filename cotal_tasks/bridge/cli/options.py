@@ -57,9 +57,14 @@ def run(work: Callable[[], Coroutine[Any, Any, T]]) -> T:
 def load(path: Path | None) -> BridgeConfig:
     """The whole config, every provider's settings validated (what ``serve`` reads)."""
     from cotal_tasks.bridge.config import load_config
+    from cotal_tasks.bridge.config_errors import ConfigRefused
 
     try:
         return load_config(path)
+    except ConfigRefused as exc:  # one line per mistake, each with its key
+        for problem in exc.problems[:-1]:
+            click.echo(f"cotal-tasks: config {exc.path}: {problem}", err=True)
+        fail(f"config {exc.path}: {exc.problems[-1]}", EXIT_USAGE)
     except ContractError as exc:
         fail(exc.message, EXIT_USAGE)
 

@@ -45,11 +45,6 @@ def render(previews: list[Preview], echo: Callable[[str], None]) -> None:
 
 def show_preview(config: BridgeConfig, target: EndpointConfig, count: int) -> None:
     """Print how ``target``'s ``count`` most recently updated items map."""
-    if not provider(target.provider).mirrors:
-        raise click.UsageError(
-            f"{target.name} is a {target.provider} endpoint, its own source, and --preview "
-            "shows what a hosted tracker or a tower-do board would mirror. Name such an endpoint"
-        )
     shown = run(lambda: preview(config, target, count))
     click.echo(f"preview of {target.name} (nothing was written):")
     render(shown, click.echo)

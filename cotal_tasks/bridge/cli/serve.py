@@ -1,4 +1,8 @@
-"""``cotal-tasks serve``: the bridge process, until SIGINT or SIGTERM."""
+"""``cotal-tasks serve``: the bridge process, until SIGINT or SIGTERM.
+
+Before it does anything it runs the checks ``check-config`` reports (``preflight``): a
+mistake in the config's environment stops it at once, exit 2, one line per mistake.
+"""
 
 from __future__ import annotations
 
@@ -7,19 +11,9 @@ from pathlib import Path
 
 import click
 
-from cotal_tasks.bridge.cli.announce import announcement
-from cotal_tasks.bridge.cli.errors import EXIT_USAGE, fail
+from cotal_tasks.bridge.cli.errors import EXIT_USAGE
 from cotal_tasks.bridge.cli.options import config_option, load, run
-from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
-from cotal_tasks.bridge.config import environment_problems, required_missing
 from cotal_tasks.bridge.logs import configure
-from cotal_tasks.bridge.wiring.lifecycle import serve_until_signalled
-from cotal_tasks.bridge.wiring.process import Bridge
-
-
-def _announce(bridge: Bridge, seeded: Seeded) -> None:
-    for line in announcement(bridge, seeded):
-        click.echo(line)
 
 
 @click.command()
@@ -27,25 +21,30 @@ def _announce(bridge: Bridge, seeded: Seeded) -> None:
 @click.pass_context
 def serve(ctx: click.Context, config_path: Path | None) -> None:
     """Serve every configured endpoint on the Cotal wire until SIGINT/SIGTERM."""
+    # The bridge's parts load here, when it serves, not when a shell completes an option.
+    from cotal_tasks.bridge.cli.announce import announcement
+    from cotal_tasks.bridge.cli.seed import Seeded, seed_examples
+    from cotal_tasks.bridge.preflight import blocking, preflight
+    from cotal_tasks.bridge.wiring.lifecycle import serve_until_signalled
+    from cotal_tasks.bridge.wiring.process import Bridge
+
     config = load(config_path)
-    missing = required_missing(environment_problems(config, os.environ))
-    if missing:  # check-config reports the same, from the same walk
-        fail(
-            f"{'; '.join(missing)}. Export it before starting the bridge (the config names "
-            "the variable, never the secret)",
-            EXIT_USAGE,
-        )
+    mistakes = blocking(preflight(config, os.environ))
+    if mistakes:  # check-config reports the same, from the same walk
+        for mistake in mistakes:
+            click.echo(f"cotal-tasks: {mistake.message}", err=True)
+        raise SystemExit(EXIT_USAGE)
     level, fmt = ctx.meta["cotal_tasks.log"]
     configure(level or config.log.level, fmt or config.log.format, config.log.libraries)
     seeded = Seeded()
-    if config_path is None and config.nats_url is None:  # the embedded default (make run)
-        # It asks for the local reader: its dashboard reads on loopback with no set-up.
-        http = config.http.model_copy(update={"local_reader": True})
-        config = config.model_copy(update={"http": http})
+    if config_path is None:  # the embedded default (make run): its first run is seeded
         seeded = run(lambda: seed_examples(config))
-    interrupted = run(
-        lambda: serve_until_signalled(config, lambda bridge: _announce(bridge, seeded))
-    )
+
+    async def announce(bridge: Bridge) -> None:
+        for line in await announcement(bridge, seeded, config_path):
+            click.echo(line)
+
+    interrupted = run(lambda: serve_until_signalled(config, announce))
     if interrupted is not None:
         click.echo(f"cotal-tasks: start-up abandoned on {interrupted}; nothing is left running")
         return

@@ -24,7 +24,6 @@ the local reader is no seat.
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,13 +31,14 @@ from dataclasses import dataclass
 from starlette.requests import Request
 
 from cotal_tasks.bridge.config import BridgeConfig
+from cotal_tasks.bridge.http.access import http_access, is_loopback_host
+from cotal_tasks.bridge.preflight import blocking, preflight
 from cotal_tasks.core import ContractError, ErrorCode, Seat
 
 log = logging.getLogger(__name__)
 
 READ = "tasks.read"
 SELF = "tasks.self"
-MIN_SECRET_CHARS = 16
 LOCAL_ACTOR = "http_local"
 # Reads take a caller triple; a reader without a lifecycle uid reads under this one.
 # It only ever keys idempotency results of writes, and the read API writes nothing.
@@ -72,17 +72,6 @@ class Grant:
         return Seat(owner, actor, self.lifecycle_uid)
 
 
-def is_loopback_host(host: str) -> bool:
-    """True for ``localhost`` and loopback IP literals (with or without brackets)."""
-    name = host.strip().strip("[]").rstrip(".").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
 def _host_name(header: str) -> str:
     """The host of a Host header, without its port."""
     if header.startswith("["):
@@ -103,54 +92,25 @@ class Tokens:
 
     @classmethod
     def load(cls, config: BridgeConfig, environ: Mapping[str, str]) -> Tokens:
-        """Read every token's secret from the environment; refuse a missing or weak one."""
-        entries: list[tuple[bytes, Grant]] = []
-        seen: dict[bytes, str] = {}
-        for token in config.http.tokens:
-            secret = environ.get(token.token_env, "")
-            if not secret:
-                raise ContractError(
-                    ErrorCode.FAILED_PRECONDITION,
-                    f"[[http.tokens]] for {token.principal} names token_env "
-                    f"{token.token_env}, which is not set. Export it before starting the "
-                    "bridge, or remove the entry",
-                )
-            if len(secret) < MIN_SECRET_CHARS:
-                raise ContractError(
-                    ErrorCode.FAILED_PRECONDITION,
-                    f"the secret in {token.token_env} is shorter than {MIN_SECRET_CHARS} "
-                    "characters. Use a long random value (for example: openssl rand -hex 32)",
-                )
-            raw = secret.encode()
-            if raw in seen:
-                raise ContractError(
-                    ErrorCode.FAILED_PRECONDITION,
-                    f"{token.token_env} and {seen[raw]} hold the same secret, so a request "
-                    "could not tell the two principals apart. Give each its own secret",
-                )
-            seen[raw] = token.token_env
-            grant = Grant(token.principal, token.lifecycle_uid, frozenset(token.capabilities))
-            entries.append((raw, grant))
+        """Read every token's secret from the environment; refuse a missing, weak or
+        shared one (``preflight``'s findings: ``check-config`` reports the same)."""
+        refused = [f for f in blocking(preflight(config, environ)) if f.key.startswith("http.")]
+        if refused:
+            raise ContractError(ErrorCode.FAILED_PRECONDITION, refused[0].message)
+        entries = [
+            (
+                environ[token.token_env].encode(),
+                Grant(token.principal, token.lifecycle_uid, frozenset(token.capabilities)),
+            )
+            for token in config.http.tokens
+        ]
         local = None
-        why_not = _local_reader_refused(config) if not entries else None
-        if not entries and config.http.local_reader and why_not is None:
+        access = http_access(config)
+        if access.state == "loopback":
             local = Grant(f"{config.owner}.{LOCAL_ACTOR}", None, frozenset({READ}), local=True)
-            log.info(
-                "HTTP: no [[http.tokens]] configured; loopback clients read the dashboard "
-                "and the read API as %s (tasks.read)",
-                local.principal,
-            )
-        elif not entries and config.http.local_reader:
-            log.warning(
-                "HTTP: [http] local_reader is on, but %s, so the local reader stays off and "
-                "the read API answers 401; add a [[http.tokens]] entry to open it",
-                why_not,
-            )
-        elif not entries:
-            log.warning(
-                "HTTP: no [[http.tokens]] configured, so the read API, the events and the "
-                "dashboard's data answer 401; add a token to open them"
-            )
+            log.info("HTTP: %s, as %s (tasks.read)", access.detail, local.principal)
+        elif access.state == "closed":
+            log.warning("HTTP: %s", access.detail)
         return cls(entries, local_reader=local)
 
     def authenticate(self, request: Request) -> Grant:
@@ -194,15 +154,6 @@ class Tokens:
             'capabilities = ["tasks.read"]), export NAME, and restart the bridge (an '
             "embedded loopback bridge not behind a proxy may set [http] local_reader = true)"
         )
-
-
-def _local_reader_refused(config: BridgeConfig) -> str | None:
-    """Why the local reader cannot apply to ``config`` (``None``: it can)."""
-    if config.nats_url is not None:
-        return "the bridge joins a broker (nats_url) rather than running its own"
-    if not is_loopback_host(config.http.host):
-        return f"the listener's host {config.http.host} is not a loopback address"
-    return None
 
 
 def require(grant: Grant, capability: str) -> None:

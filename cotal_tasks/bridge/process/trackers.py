@@ -39,7 +39,8 @@ async def first_contact(config: BridgeConfig, endpoint: EndpointConfig) -> int:
             return 0
         shown = await asyncio.wait_for(entry.preview(endpoint.settings, config.space, 1), deadline)
     except TimeoutError as exc:
-        raise _unreached(config, endpoint, f"no answer within {deadline:g} s") from exc
+        why = f"no answer within {deadline:g} s, tracker_connect_timeout_s"
+        raise _unreached(config, endpoint, why) from exc
     except SourceRefused as exc:
         if exc.status is None:
             raise _unreached(config, endpoint, exc.message) from exc
@@ -62,6 +63,6 @@ def _unreached(config: BridgeConfig, endpoint: EndpointConfig, why: str) -> Cont
     key = api_url_key(config, endpoint)
     return ContractError(
         ErrorCode.UNAVAILABLE,
-        f"cannot reach the tracker of endpoint {endpoint.name} ({why}; "
-        f"tracker_connect_timeout_s). Check {key} and the network",
+        f"cannot reach the tracker of endpoint {endpoint.name} ({why}). Check {key} and "
+        "the network",
     )

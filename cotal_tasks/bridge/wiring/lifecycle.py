@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from cotal_tasks.bridge.config import BridgeConfig
 from cotal_tasks.bridge.process.openfiles import raise_open_files
@@ -29,7 +29,7 @@ _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 async def serve_until_signalled(
-    config: BridgeConfig, announce: Callable[[Bridge], None]
+    config: BridgeConfig, announce: Callable[[Bridge], Awaitable[None]]
 ) -> str | None:
     """Run the bridge until SIGINT or SIGTERM, then stop it cleanly. ``None`` after a stop
     while serving; the signal's name when it came during start-up."""
@@ -42,7 +42,7 @@ async def serve_until_signalled(
         await reach_trackers(config)
         async with running_bridge(config) as bridge:
             started.set()
-            announce(bridge)
+            await announce(bridge)
             await stop.wait()
 
     task = asyncio.create_task(body())

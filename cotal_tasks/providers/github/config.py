@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from cotal_tasks.core import TaskStatus
-from cotal_tasks.providers.hosted.config import StatusRule
+from cotal_tasks.providers.hosted.config import StatusRule, http_url
 from cotal_tasks.providers.hosted.readback import ReadsBackWrites
 from cotal_tasks.providers.hosted.writeback import status_labels
 
@@ -50,7 +51,21 @@ def github_default_rules(
     )
 
 
-Repository = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")]
+_REPOSITORY = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+
+
+def _repository_name(value: str) -> str:
+    """A repository as GitHub names it, ``OWNER/NAME``; refused in words, never by a pattern."""
+    if not _REPOSITORY.fullmatch(value):
+        raise ValueError(
+            f"{value[:80]!r} is not OWNER/NAME (letters, digits, '.', '-' and '_' on each "
+            "side of one '/'). Give the repository as GitHub shows it, such as "
+            "octo-org/hello-world"
+        )
+    return value
+
+
+Repository = Annotated[str, AfterValidator(_repository_name)]
 MAX_SOURCES = 500  # repositories one endpoint reads
 
 
@@ -87,6 +102,11 @@ class GitHubConfig(ReadsBackWrites):
     # finds what only a timeline shows (another repository's pull request) within
     # ceil(open issues / 100) polls. Off: it costs a counted request every poll.
     reference_sweep: bool = False
+
+    @field_validator("graphql_url")
+    @classmethod
+    def _graphql_url(cls, value: str | None) -> str | None:
+        return value if value is None else http_url(value)
 
     @model_validator(mode="before")
     @classmethod

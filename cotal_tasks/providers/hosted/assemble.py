@@ -16,6 +16,7 @@ import httpx
 
 from cotal_tasks.core import ContractError, ErrorCode, Task
 from cotal_tasks.core.masking import mask_credentials
+from cotal_tasks.core.secrets import TRACKER_TOKEN, WEBHOOK_SECRET, SecretRule
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.config import HostedConfig
@@ -38,7 +39,7 @@ from cotal_tasks.providers.hosted.store import (
 )
 from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.hosted.tracker import Tracker
-from cotal_tasks.providers.hosted.webhook import ID_KEY, MIN_SECRET_CHARS, Scheme
+from cotal_tasks.providers.hosted.webhook import ID_KEY, Scheme
 from cotal_tasks.providers.hosted.writeback import WritePlan
 from cotal_tasks.providers.hosted.writes import Writes
 from cotal_tasks.providers.provider import (
@@ -77,19 +78,13 @@ def secret(env: str | None, what: str, *, required: bool) -> str | None:
     return value
 
 
-def webhook_secret(env: str | None) -> str | None:
-    """The webhook secret in ``env``; an empty or short one is refused, since anyone can
-    sign a delivery with the empty key (or guess a short one)."""
-    value = secret(env, "the webhook secret", required=False)
-    if value is not None and len(value) < MIN_SECRET_CHARS:
-        raise ContractError(
-            ErrorCode.FAILED_PRECONDITION,
-            f"the webhook secret in {env} is {'empty' if not value else 'too short'} "
-            f"({len(value)} characters, at least {MIN_SECRET_CHARS}): anyone could sign a "
-            "delivery. Set a long random value in the variable and the tracker's webhook "
-            "(for example: openssl rand -hex 32), or unset the variable to take no "
-            "deliveries",
-        )
+def checked_secret(env: str | None, rule: SecretRule, *, required: bool) -> str | None:
+    """The secret in ``env`` when ``rule`` admits it (``check-config`` applies the same
+    rule before ``serve`` starts); an empty, padded or short one is refused."""
+    value = secret(env, rule.what, required=required)
+    refusal = rule.refusal(env, value) if env is not None and value is not None else None
+    if refusal is not None:
+        raise ContractError(ErrorCode.FAILED_PRECONDITION, refusal)
     return value
 
 
@@ -100,7 +95,7 @@ def tracker_http(
     retry: RetryPolicy,
 ) -> TrackerHttp:
     """The tracker's HTTP client, its token read from ``token_env`` (the caller closes it)."""
-    token = secret(cfg.token_env, f"the {tracker} token", required=True) or ""
+    token = checked_secret(cfg.token_env, TRACKER_TOKEN, required=True) or ""
     return TrackerHttp(
         client(cfg.api_url, token, cfg.request_timeout_s),
         retry,
@@ -109,6 +104,8 @@ def tracker_http(
         max_response_bytes=cfg.max_response_bytes,
         deadline_s=cfg.attempt_deadline_s,
         max_pages=cfg.max_pages,
+        credential=cfg.token_env,
+        source=" or ".join(cfg.sources),
     )
 
 
@@ -271,7 +268,7 @@ def _source(
 
 
 def _webhook_secret(cfg: HostedConfig, name: str) -> bytes | None:
-    secret = webhook_secret(cfg.webhook_secret_env)
+    secret = checked_secret(cfg.webhook_secret_env, WEBHOOK_SECRET, required=False)
     if secret is None and cfg.webhook_secret_env is not None:
         log.warning(
             "%s: %s is not set, so every webhook delivery is refused (401); the poll "

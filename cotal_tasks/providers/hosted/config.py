@@ -10,11 +10,13 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Mapping
 from typing import Annotated, ClassVar, Self
+from urllib.parse import urlsplit
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from cotal_tasks.core import TaskStatus
 from cotal_tasks.core.identity import Principal
+from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.core.models import Settings
 from cotal_tasks.providers.hosted.scope import Scope
 
@@ -33,6 +35,23 @@ class StatusRule(Closed):
         """Further native facts the rule asks for, by name (``NativeState.extra``), each
         matched case-insensitively: a tracker's own rule model adds them."""
         return {}
+
+
+def http_url(value: str) -> str:
+    """A tracker URL setting: ``http://`` or ``https://``, a host, no whitespace. Anything
+    else is refused when the config loads (``127.0.0.1:8765`` without its scheme would
+    only fail at the first request, as if the tracker did not answer)."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (a port that is not a number raises here)
+    except ValueError:
+        parts = urlsplit("")
+    if parts.scheme not in ("http", "https") or not parts.hostname or value != value.strip():
+        raise ValueError(
+            f"{mask_credentials(value)!r} is not an http:// or https:// URL with a host. Give "
+            "the tracker's API base URL with its scheme (https://…)"
+        )
+    return value
 
 
 class HostedConfig(Closed):
@@ -83,6 +102,11 @@ class HostedConfig(Closed):
     SCOPE_KEYS: ClassVar[frozenset[str]] = frozenset(
         {"labels", "exclude_labels", "assignee", "horizon_days"}
     )
+
+    @field_validator("api_url")
+    @classmethod
+    def _api_url(cls, value: str) -> str:
+        return http_url(value)
 
     @property
     def attempt_deadline_s(self) -> float:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -32,7 +33,7 @@ import httpx
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
-    retry_if_exception_type,
+    retry_if_exception,
     retry_if_result,
     stop_after_attempt,
 )
@@ -78,6 +79,37 @@ class RateLimited(TrackerHttpError):
 
 class RetryPolicy(Protocol):
     def __call__(self, response: httpx.Response, attempt: int, now_s: float) -> float | None: ...
+
+
+def _cause(exc: BaseException) -> BaseException:
+    """The innermost exception ``exc`` was raised from (the socket's own error)."""
+    while (inner := exc.__cause__ or exc.__context__) is not None:
+        exc = inner
+    return exc
+
+
+def _refused(exc: BaseException) -> bool:
+    return isinstance(exc, httpx.ConnectError) and isinstance(_cause(exc), ConnectionRefusedError)
+
+
+def _worth_retrying(exc: BaseException) -> bool:
+    """A transport failure is retried, except a refused connection: nothing listens at
+    that address, which no retry within this request changes (the next poll asks again)."""
+    return isinstance(exc, httpx.TransportError) and not _refused(exc)
+
+
+def unanswered(exc: httpx.TransportError) -> str:
+    """Why the tracker gave no answer, in words: the socket's own cause where it has one."""
+    if isinstance(exc, _Deadline):
+        return str(exc)
+    if _refused(exc):
+        return "connection refused"
+    cause = _cause(exc)
+    if isinstance(cause, socket.gaierror):
+        return f"the host name does not resolve ({cause.strerror})"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"{type(exc).__name__}: no answer within request_timeout_s"
+    return f"{type(exc).__name__}: {exc or 'no answer'}"
 
 
 def backoff(attempt: int) -> float:
@@ -159,6 +191,8 @@ class TrackerHttp:
     _pages: dict[str, int] = field(default_factory=dict)  # a next URL -> its page number
     # the latest rate-limit budget each pool reported (its headers, on every answer)
     rate_budgets: dict[str, RateBudget] = field(default_factory=dict)
+    credential: str | None = None  # the variable the token came from (token_env)
+    source: str | None = None  # the repository or project the endpoint syncs
 
     async def request(
         self,
@@ -169,12 +203,29 @@ class TrackerHttp:
         json: Any = None,
         headers: Mapping[str, str] | None = None,
     ) -> httpx.Response:
-        """The response (2xx or 304), after retries; else ``TrackerHttpError``.
+        """The response (2xx or 304), after retries; else ``TrackerHttpError``, naming the
+        token's variable and the repository or project (``credential``, ``source``).
 
         An absolute ``url`` on another origin than the API base (a ``Link`` next URL, a
         recorded ETag probe) is refused before anything is sent: the client carries the
         token, and the token only ever goes to the configured tracker.
         """
+        try:
+            return await self._request(method, url, params=params, json=json, headers=headers)
+        except TrackerHttpError as exc:
+            exc.credential = exc.credential or self.credential
+            exc.source = exc.source or self.source
+            raise
+
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None,
+        json: Any,
+        headers: Mapping[str, str] | None,
+    ) -> httpx.Response:
         path = httpx.URL(url).path
         self._check_origin(method, url, path)
         page = self._pages.pop(url, 1)
@@ -202,7 +253,7 @@ class TrackerHttp:
         retrying = AsyncRetrying(
             wait=wait,
             stop=stop,
-            retry=retry_if_result(retryable) | retry_if_exception_type(httpx.TransportError),
+            retry=retry_if_result(retryable) | retry_if_exception(_worth_retrying),
             before_sleep=before_sleep,
             sleep=self.sleep,
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
@@ -214,9 +265,9 @@ class TrackerHttp:
             )
         except httpx.TransportError as exc:
             self.on_response("error")
-            said = str(exc) if isinstance(exc, _Deadline) else "the tracker did not answer"
+            where = self.client.base_url.join(url)
             raise TrackerHttpError(
-                None, f"{type(exc).__name__.lstrip('_')}: {said}", method=method, path=path
+                None, f"{unanswered(exc)} at {origin(where)}", method=method, path=path
             ) from exc
         assert response is not None
         if response.status_code < 300 or response.status_code == 304:

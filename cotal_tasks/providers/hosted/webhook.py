@@ -47,7 +47,6 @@ from cotal_tasks.providers.provider import (
 log = logging.getLogger(__name__)
 
 NOT_AN_OBJECT = "the body is not a JSON object. Send the tracker's JSON webhook payload"
-MIN_SECRET_CHARS = 16  # a shorter webhook secret is refused at start
 DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
 UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
 
@@ -71,14 +71,17 @@ def jira_default_rules() -> tuple[JiraStatusRule, ...]:
     )
 
 
+_PROJECT_KEY = re.compile(r"[A-Z][A-Z0-9_]{0,254}")
+
+
 class JiraConfig(HostedConfig):
     """``[endpoints.jira]``: the site, the project and how its issues map."""
 
     provider: Literal["jira"] = "jira"
     # The site (``https://acme.atlassian.net``); with OAuth 2.0 (3LO),
     # ``https://api.atlassian.com/ex/jira/<cloud id>``.
-    api_url: str = Field(pattern=r"^https?://[^\s/]+(/[^\s]*)?$")
-    project: Annotated[str, Field(pattern=r"^[A-Z][A-Z0-9_]{0,254}$")]
+    api_url: str  # checked by HostedConfig (http_url)
+    project: str
     # ``basic``: ``email`` and the API token in ``token_env``; ``bearer``: an OAuth token.
     auth: Literal["basic", "bearer"] = "basic"
     email: str | None = None
@@ -103,6 +106,16 @@ class JiraConfig(HostedConfig):
     # tasks.read holder can read) unless the operator opts in here.
     include_secured: bool = False
     mutation_spacing_s: Annotated[float, Field(ge=0)] = 0.2
+
+    @field_validator("project")
+    @classmethod
+    def _project_key(cls, value: str) -> str:
+        if not _PROJECT_KEY.fullmatch(value):
+            raise ValueError(
+                f"{value[:40]!r} is not a Jira project key (capital letters, digits and _, "
+                "starting with a letter). Give the key Jira shows, such as ACME"
+            )
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> JiraConfig:

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from cotal_tasks.bridge.config import HttpToken
-from cotal_tasks.bridge.http.auth import _host_name, is_loopback_host
+from cotal_tasks.bridge.http.access import is_loopback_host
+from cotal_tasks.bridge.http.auth import _host_name
 from cotal_tasks.core import ContractError, ErrorCode
 from tests.bridge.http._support import (
     ACME,
@@ -200,8 +201,9 @@ async def test_tokens_close_the_local_reader(mesh: HttpMesh) -> None:
     ("environment", "words"),
     [
         ({}, "not set"),
-        ({READER_ENV: ""}, "not set"),
-        ({READER_ENV: "x7Qw9"}, "shorter than 16"),
+        ({READER_ENV: ""}, "is set but empty"),
+        ({READER_ENV: " x7Qw9x7Qw9x7Qw9x7Qw9"}, "starts or ends with whitespace"),
+        ({READER_ENV: "x7Qw9"}, "is 5 characters, at least 16"),
     ],
 )
 async def test_a_missing_or_weak_secret_stops_the_bridge(

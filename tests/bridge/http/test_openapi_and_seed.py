@@ -72,7 +72,8 @@ async def test_the_schemas_validate_real_answers(tmp_path: Path) -> None:
 
 
 def embedded_default(tmp_path: Path) -> BridgeConfig:
-    return BridgeConfig(data_dir=tmp_path / "data", http=HttpConfig(port=0))
+    """``serve`` with no config file (its local reader on), on any free HTTP port."""
+    return BridgeConfig(data_dir=tmp_path / "data", http=HttpConfig(port=0, local_reader=True))
 
 
 async def test_the_seed_runs_once_through_the_command_service(tmp_path: Path) -> None:
@@ -111,12 +112,12 @@ async def test_the_announcement_names_the_dashboard_and_the_walkthrough(tmp_path
     config = embedded_default(tmp_path)
     seeded = await seed_examples(config)
     async with running_bridge(config) as bridge:
-        text = "\n".join(announcement(bridge, seeded))
+        text = "\n".join(await announcement(bridge, seeded, None))
     assert f"Dashboard: {bridge.http_url}/  (loopback: no token needed)" in text
     assert "embedded nats-server" in text
     assert "seeded 6 example tasks from examples/seed-tasks.json" in text
     first_open = seeded.task_ids["open"][0]
-    assert "claim-task --mode self --as local.builder/" in text
+    assert "invoke claim-task --as local.builder/" in text  # its one mode, self, by default
     assert f'"taskId":"{first_open}"' in text
     for command in ("describe", "invoke list-tasks", "invoke create-task", "history"):
         assert command in text
@@ -126,6 +127,13 @@ async def test_the_announcement_names_the_dashboard_and_the_walkthrough(tmp_path
         endpoints=(EndpointConfig(name="com.acme.other"),),
     )
     async with running_bridge(other) as bridge:
-        plain = "\n".join(announcement(bridge, await seed_examples(other, tmp_path / "none")))
+        unseeded = await seed_examples(other, tmp_path / "none")
+        plain = "\n".join(await announcement(bridge, unseeded, tmp_path / "other.toml"))
     assert "seeded" not in plain
-    assert '"taskId":"t-…"' in plain
+    # no open task: the claim names TASK_ID and says what to put there (before: "t-…")
+    assert '"taskId":"TASK_ID"' in plain
+    assert "put the taskId create-task printed for TASK_ID" in plain
+    assert f"invoke claim-task --config {tmp_path / 'other.toml'} --as" in plain
+    # no [[http.tokens]] and no local reader: the banner says closed (before: "loopback: no
+    # token needed" whenever the broker was embedded on loopback)
+    assert f"Dashboard: {bridge.http_url}/  (closed: every request answers 401" in plain
