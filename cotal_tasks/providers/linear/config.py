@@ -81,9 +81,7 @@ class LinearConfig(HostedConfig):
     """``[endpoints.linear]``: the teams, the scope and how their issues map."""
 
     provider: Literal["linear"] = "linear"
-    api_url: str = Field(
-        default="https://api.linear.app/graphql", pattern=r"^https?://[^\s/]+(/[^\s]*)?$"
-    )
+    api_url: str = "https://api.linear.app/graphql"  # checked by HostedConfig (http_url)
     # ``api-key``: a personal API key (sent bare); ``oauth``: an OAuth access token (sent
     # as ``Bearer``), an app's ``actor=app`` token for agents included.
     auth: Literal["api-key", "oauth"] = "api-key"
