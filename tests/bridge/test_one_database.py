@@ -67,3 +67,13 @@ async def test_a_second_endpoint_on_one_postgres_database_is_refused(
 
 async def test_a_second_endpoint_on_one_sqlite_file_is_told_why(tmp_path: Path) -> None:
     await _second_endpoint_refused(tmp_path, f"sqlite:///{tmp_path / 'shared.db'}")
+
+
+async def test_a_relative_sqlite_path_is_claimed_and_reopened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``serve --config team.toml`` from the config's folder gives a relative data_dir; the
+    claim is read from that relative file (before: "relative path can't be expressed as a
+    file URI" on the second start)."""
+    monkeypatch.chdir(tmp_path)
+    await _second_endpoint_refused(Path("."), "sqlite:///shared.db")

@@ -39,7 +39,7 @@ def shared(database: str, claimed_by: str, endpoint: str) -> ContractError:
 def sqlite_claim(file: str) -> str | None:
     """The endpoint a SQLite board file belongs to, read without writing (blocking: call
     it from a worker thread); ``None`` for no file, no claim yet, or no such table."""
-    path = Path(file).expanduser()
+    path = Path(file).expanduser().resolve()  # a file URI is absolute (data_dir may not be)
     if not path.is_file():
         return None
     with contextlib.suppress(sqlite3.Error):
