@@ -12,8 +12,17 @@ import os
 import pty
 from pathlib import Path
 
+from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig
 from tests.conftest import seat
-from tests.support.bridge import ENDPOINT, SPACE, bridge_config, bridge_on, broker, set_up_space
+from tests.support.bridge import (
+    ENDPOINT,
+    SPACE,
+    TEST_HTTP,
+    bridge_config,
+    bridge_on,
+    broker,
+    set_up_space,
+)
 from tests.support.cli import CLI, caller_config, cli_output, run, run_cli
 
 
@@ -122,3 +131,41 @@ async def test_the_command_line_says_what_a_person_needs(tmp_path: Path) -> None
             assert json.loads(out)["error"]["code"] == "not-found"
         code, _, err = await run_cli(config, "history", "t-nope")
         assert code == 2, err
+
+
+async def test_a_task_not_on_the_first_endpoint_is_shown_where_it_is(tmp_path: Path) -> None:
+    """``invoke get-task`` without ``--endpoint`` asks the config's first endpoint; its
+    not-found is followed by the endpoint that has the task (before: no hint)."""
+    other = "com.acme.other"
+    async with broker(tmp_path) as server:
+        await set_up_space(server.url)
+        config = tmp_path / "two.toml"
+        config.write_text(
+            f'space = "{SPACE}"\nnats_url = "{server.url}"\ndata_dir = "{tmp_path}/cli"\n'
+            f'[[endpoints]]\nname = "{ENDPOINT}"\n[[endpoints]]\nname = "{other}"\n',
+            encoding="utf-8",
+        )
+        bridge = BridgeConfig(
+            space=SPACE,
+            http=TEST_HTTP,
+            data_dir=tmp_path / "bridge",
+            nats_url=server.url,
+            endpoints=(EndpointConfig(name=ENDPOINT), EndpointConfig(name=other)),
+        )
+        async with bridge_on(bridge):
+            made = json.loads(
+                await cli_output(
+                    config, "invoke", "create-task", "--endpoint", other,
+                    "--as", str(seat("worker", 9)), "--args", '{"title":"Elsewhere"}',
+                )
+            )  # fmt: skip
+            task_id = made["data"]["taskId"]
+            asked = json.dumps({"taskId": task_id})
+            code, out, err = await run_cli(config, "invoke", "get-task", "--args", asked)
+            assert code == 2, (out, err)
+            assert json.loads(out)["error"]["code"] == "not-found"
+            assert f"endpoint {other} has task '{task_id}'. Give --endpoint {other}" in err
+            code, out, err = await run_cli(
+                config, "invoke", "get-task", "--args", asked, "--endpoint", other
+            )
+            assert code == 0, err

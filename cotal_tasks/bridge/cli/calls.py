@@ -24,9 +24,11 @@ from cotal_tasks.bridge.cli.options import (
     seat_option,
 )
 from cotal_tasks.bridge.cli.render import human
+from cotal_tasks.core import ContractError, Seat
 from cotal_tasks.core.commands import COMMANDS, MODES, CommandSpec
 
 if TYPE_CHECKING:
+    from cotal_tasks.bridge.broker_config import CallerConfig
     from cotal_tasks.client import Mode
 
 
@@ -186,7 +188,36 @@ def invoke(
     if reply.get("ok"):
         sys.exit(0)
     error = reply.get("error") or {}
+    task_id = args.get("taskId") if args is not None else None
+    if error.get("code") == "not-found" and endpoint is None and isinstance(task_id, str):
+        others = [ep.name for ep in config.endpoints[1:]]
+        holder = asyncio.run(_holder(config, others, seat, task_id)) if others else None
+        if holder is not None:  # on stderr beside the refusal, for scripts and people alike
+            click.echo(
+                f"cotal-tasks: endpoint {holder} has task {task_id!r}. Give --endpoint {holder}",
+                err=True,
+            )
     sys.exit(status_of(str(error.get("code")), error.get("outcome")))
+
+
+async def _holder(config: CallerConfig, others: list[str], seat: Seat, task_id: str) -> str | None:
+    """The first of the config's ``others`` endpoints that answers ``get-task`` for
+    ``task_id``; one that cannot be asked is passed over."""
+    from cotal_tasks.client import TasksError
+
+    for name in others:
+        try:
+            client = await client_for(config, name, seat)
+        except (TasksError, ContractError):
+            continue
+        try:
+            await client.get_task(task_id)
+            return name
+        except TasksError:
+            continue
+        finally:
+            await client.nc.close()
+    return None
 
 
 def _show(reply: dict[str, Any], machine: bool) -> None:
