@@ -301,6 +301,12 @@ class JsonReads(Protocol):
         """``get(task_id).task.to_json()``, or ``ContractError(not-found)``."""
         ...
 
+    def held_json(self, task_id: str) -> dict[str, Any] | None:
+        """What ``get_json(task_id)`` answers when the store holds it in memory, without
+        waiting; ``None`` when it does not (read it with ``get_json``). The same dict is
+        handed out until the task changes, and nobody modifies it."""
+        ...
+
     async def page_json(self, query: PageQuery) -> JsonPage:
         """``page(query)`` with each task as ``to_json()``."""
         ...

@@ -1,5 +1,7 @@
 """What the wire's hot path remembers stays exact: a remembered check never admits a value
-the full check refuses, and a refusal is never remembered."""
+the full check refuses, and a refusal is never remembered; an admission remembered for a
+subject and an envelope's repeating part still checks what is the request's own (its args,
+a body target, its deadline on the scatter rail)."""
 
 from __future__ import annotations
 
@@ -7,14 +9,18 @@ from typing import Any
 
 import pytest
 
+from cotal_tasks.bridge.service.commands import Call, NoPresence
 from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.bridge.wire import envelope
-from cotal_tasks.bridge.wire.subjects import parse_request
+from cotal_tasks.bridge.wire.admission import Admission, contracts
+from cotal_tasks.bridge.wire.instance import InstanceIdentity
+from cotal_tasks.bridge.wire.subjects import RequestSubject, parse_request
 from cotal_tasks.core import ContractError, ErrorCode, contract_artifacts
 
 ENDPOINT = "com.example.remembered"
 IID = "a" * 26
 HEAD = "cotal.demo.ep.one.com_example_remembered.get-task.local.seat." + "0" * 26
+ALL = HEAD.replace(".ep.one.", ".ep.all.")
 
 
 def body(**changes: Any) -> dict[str, Any]:
@@ -31,12 +37,12 @@ def body(**changes: Any) -> dict[str, Any]:
         "class": "ephemeral",
         "replyExpected": True,
         "deadlineMs": 1000,
-        "from": {"id": "local/seat/" + "0" * 26, "name": "seat"},
+        "from": {"id": "local.seat", "name": "seat"},  # the principal of HEAD's caller
         "args": {"taskId": "t-1"},
         "bind": {"instanceId": IID, "epoch": 1},
     }
     value.update(changes)
-    return value
+    return {k: v for k, v in value.items() if v is not None}
 
 
 def refused(raw: dict[str, Any]) -> ErrorCode:
@@ -134,3 +140,63 @@ def test_served_latency_lands_in_the_bucket_its_bound_names() -> None:
     )
     assert f'cotal_tasks_command_seconds_bucket{{{series},le="+Inf",transport="wire"}} 3.0' in text
     assert f'cotal_tasks_commands_total{{code="ok",{series},transport="wire"}} 3.0' in text
+
+
+def admission() -> Admission:
+    return Admission(ENDPOINT, InstanceIdentity(IID, 1), NoPresence(), None, "none", contracts())
+
+
+def subject(head: str = HEAD, nonce: str = "n" * 22) -> RequestSubject:
+    parsed = parse_request(f"{head}.{nonce}", "demo")
+    assert parsed is not None
+    return parsed
+
+
+def admitted(checks: Admission, raw: dict[str, Any], head: str = HEAD) -> Call:
+    call = checks.admitted(subject(head), envelope.parse_request(raw))
+    assert isinstance(call, Call)
+    return call
+
+
+def refusal(checks: Admission, raw: dict[str, Any], head: str = HEAD) -> ContractError:
+    with pytest.raises(ContractError) as caught:
+        admitted(checks, raw, head)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"args": {"taskId": 5}}, ErrorCode.BAD_REQUEST),
+        ({"args": {}}, ErrorCode.BAD_REQUEST),
+        (
+            {"target": {"owner": "local", "actor": "seat", "lifecycleUid": "0" * 26}},
+            ErrorCode.TARGET_MISMATCH,
+        ),
+        ({"from": {"id": "local.other", "name": "seat"}}, ErrorCode.SENDER_MISMATCH),
+        ({"bind": {"instanceId": IID, "epoch": 2}}, ErrorCode.EXPIRED),  # a restart since
+        ({"bind": {"instanceId": "c" * 26, "epoch": 1}}, ErrorCode.FAILED_PRECONDITION),
+    ],
+)
+def test_a_remembered_admission_still_checks_what_is_the_requests_own(
+    changes: dict[str, Any], code: ErrorCode
+) -> None:
+    checks = admission()
+    for n in range(2):  # the second is admitted from what the first left remembered
+        call = admitted(checks, body(id=f"first-{n}", args={"taskId": f"t-{n}"}))
+        assert (call.envelope_id, call.args) == (f"first-{n}", {"taskId": f"t-{n}"})
+        assert call.admitted is not None
+        assert call.admitted.model_dump() == {"taskId": f"t-{n}"}
+    refused = refusal(checks, body(**changes))
+    assert (refused.code, refused.outcome) == (code, "not-executed")
+    assert admitted(checks, body(id="after")).envelope_id == "after"
+
+
+def test_the_scatter_rail_still_needs_a_deadline_once_its_subject_is_remembered() -> None:
+    checks = admission()
+    cast = body(replyExpected=False, bind=None)
+    assert admitted(checks, cast, ALL).envelope_id == "request-1"
+    assert admitted(checks, cast, ALL).envelope_id == "request-1"
+    refused = refusal(checks, body(replyExpected=False, bind=None, deadlineMs=None), ALL)
+    assert (refused.code, refused.outcome) == (ErrorCode.BAD_REQUEST, "not-executed")
+    assert "scatter rail" in refused.message

@@ -167,6 +167,16 @@ class CommandService:
         except ContractError as exc:
             raise exc.with_outcome("not-executed") from None
 
+    def answer_now(self, call: Call) -> Json | None:
+        """The answer to an admitted read (``Call.admitted``) that the store holds ready
+        (``JsonReads.held_json``), without waiting; ``None`` when it has to be served
+        with ``handle``. The answer is the one ``handle`` gives, and is shared: never
+        modify it."""
+        args = call.admitted
+        if type(args) is GetTaskInput and self.json_reads is not None:
+            return self.json_reads.held_json(args.taskId)
+        return None
+
     async def _dispatch(self, spec: CommandSpec, call: Call, args: Input) -> Json:
         if isinstance(args, ListTasksInput):
             return await self._page(spec.name, args.cursor, args.limit, args.status, None)

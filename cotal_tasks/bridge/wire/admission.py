@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cotal_tasks.bridge.service.commands import Call, PresenceSource, unknown_command
@@ -23,6 +23,7 @@ from cotal_tasks.bridge.wire.space import LifecycleHeads
 from cotal_tasks.bridge.wire.subjects import RequestSubject
 from cotal_tasks.core import (
     COMMANDS,
+    CommandSpec,
     ContractError,
     ErrorCode,
     Input,
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 
 TargetCheck = Literal["lifecycle", "presence", "none"]
 DESCRIBE = "describe"
+_PASSED_KEPT = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,14 @@ class Admission:
     lifecycle: LifecycleHeads | None
     target_check: TargetCheck
     contracts: dict[str, _Contract]
+    # Per request subject up to its nonce and envelope repeating part (``Request.shape``,
+    # held here so its id is not reused): the command's row and the call's target, once
+    # a request without a body target passed with them. What is then left to check is
+    # what is the request's own: its deadline (on the scatter rail) and its args; a body
+    # target takes the whole path.
+    _passed: dict[tuple[str, int], tuple[envelope.Request, CommandSpec, Seat | None]] = field(
+        default_factory=dict
+    )
 
     def admitted(
         self, subject: RequestSubject, request: envelope.Request
@@ -75,7 +85,18 @@ class Admission:
         is not checked against the output schema again here; the tests hold every
         command's reply to the published output schema.
         """
+        shape = request.shape
         try:
+            if shape is not None and request.target is None:
+                # Its subject and repeating part passed before: only its own parts are left.
+                passed = self._passed.get((subject.head, id(shape)))
+                if (
+                    passed is not None
+                    and passed[0] is shape
+                    and (request.deadline_ms is not None or subject.route != "all")
+                ):
+                    args = parse_args(passed[1], request.args)
+                    return self._call(subject, request, passed[2], args)
             parsed = self._admit(subject, request)
             mode = subject.mode
             # an untargeted request has no body target (check_agreement saw to it)
@@ -85,7 +106,20 @@ class Admission:
             raise exc.with_outcome("not-executed") from None
         except Exception as exc:
             raise _checking_failed(request, exc) from exc
-        return self._call(subject, request, None if mode is None else subject.caller, parsed)
+        target = None if mode is None else subject.caller
+        if shape is not None and request.target is None and request.command != DESCRIBE:
+            self._remember(subject, shape, target)
+        return self._call(subject, request, target, parsed)
+
+    def _remember(
+        self, subject: RequestSubject, shape: envelope.Request, target: Seat | None
+    ) -> None:
+        """Remember that ``subject`` (up to its nonce) with the repeating part ``shape``
+        of its envelope passed every check that depends on nothing else (see ``_passed``)."""
+        if len(self._passed) >= _PASSED_KEPT:
+            self._passed.clear()
+        spec = COMMANDS[shape.command]
+        self._passed[subject.head, id(shape)] = (shape, spec, target)
 
     async def _targeted(
         self, subject: RequestSubject, request: envelope.Request, parsed: Input | None
@@ -105,15 +139,9 @@ class Admission:
         target: Seat | None,
         parsed: Input | None,
     ) -> Call:
-        return Call(
-            command=request.command,
-            caller=subject.caller,
-            envelope_id=request.id,
-            args=request.args,
-            mode=None if subject.mode is None else MODES[subject.mode],  # admitted above
-            target=target,
-            admitted=parsed,
-        )
+        mode = None if subject.mode is None else MODES[subject.mode]  # admitted above
+        # positional: one is made for every request, and keywords cost more
+        return Call(request.command, subject.caller, request.id, request.args, mode, target, parsed)
 
     def _admit(self, subject: RequestSubject, request: envelope.Request) -> Input | None:
         """Every check before the effect but the target's currency; the parsed args (none

@@ -14,8 +14,11 @@ when the rest of its envelope is malformed.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from typing import Any
+
+import orjson
 
 from cotal_tasks.bridge.service.validation import preview
 from cotal_tasks.bridge.wire import values
@@ -25,6 +28,9 @@ from cotal_tasks.core.identity import ID_TOKEN, LIFECYCLE_UID, OWNER_OR_ACTOR
 
 ENVELOPE_V = 1
 MAX_MESSAGE = 1000  # characters of an error message on the wire
+# An oversize body stating ``replyExpected: false``, found without decoding it (a quote
+# inside a string is escaped, so only a key matches).
+_CAST = re.compile(rb'"replyExpected"\s*:\s*false')
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +65,24 @@ class Request:
     bind: Bind | None
     args: dict[str, Any] | None
     from_id: str
+    # The remembered repeating part this request shares with others (the same object for
+    # each of them), or None: what checks after the envelope may remember results by.
+    shape: Request | None = None
+
+
+def decode(data: bytes, max_bytes: int) -> tuple[bool, Any]:
+    """A request body decoded once: ``(True, the decoded body)``, or ``(False, the refusal
+    to answer)``, or ``(False, None)`` for an oversize body that reads as a cast (never
+    answered). A body over ``max_bytes`` (the largest valid request) is refused without
+    being decoded."""
+    if len(data) > max_bytes:  # never decoded: it cannot be a valid request
+        if _CAST.search(data):
+            return False, None  # what reads as a cast is never answered, even oversize
+        return False, error_reply("invalid", _oversize(len(data), max_bytes))
+    try:
+        return True, orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        return False, error_reply("invalid", _not_json(exc))
 
 
 def is_cast(raw: Any) -> bool:
@@ -95,14 +119,18 @@ def parse_request(raw: Any) -> Request:
 
 def _request(raw: Any) -> Request:
     key = _fixed_key(raw)
-    fixed = None if key is None else _fixed.get(key)
+    try:
+        fixed = None if key is None else _fixed.get(key)
+    except TypeError:  # a value that cannot be a key (an object, an array): not remembered
+        key = fixed = None
     if fixed is None:
         request = _parse(raw)
-        if key is not None:
+        if key is not None and _rememberable(key):
             if len(_fixed) >= _FIXED_KEPT:
                 _fixed.clear()
             # What repeats, without what is the request's own (and may be large).
-            _fixed[key] = replace(request, id="", deadline_ms=None, target=None, args=None)
+            shape = replace(request, id="", deadline_ms=None, target=None, args=None)
+            _fixed[key] = request.shape = shape
         return request
     o: dict[str, Any] = raw
     request_id = _version_and_id(o)
@@ -125,6 +153,7 @@ def _request(raw: Any) -> Request:
         fixed.bind,
         args,
         fixed.from_id,
+        fixed,
     )
 
 
@@ -224,27 +253,40 @@ def _target(value: Any) -> Target | None:
     )
 
 
-# Remembered only for values of the types the envelope defines at each place (a string,
-# or None, short enough; a bool verb; an int epoch), so a key never equals another whose
-# values differ in type (True and 1, 1.0 and 1), and the memory stays bounded. A refusal
+# The repeating part of a body, as a key: looked up before anything is checked, and
+# remembered only once the whole body passed and each of its values is of the type the
+# envelope defines there (a string, or None, short enough; a bool verb; an int epoch), so
+# the memory stays bounded. A string equals no value of another type, so the strings need
+# no check before the lookup; the verb and the epoch do (``True == 1 == 1.0``). A refusal
 # raises before anything is remembered.
 _fixed: dict[tuple[Any, ...], Request] = {}  # the repeating part, the rest left empty
 _FIXED_KEPT = 4096
 _REMEMBERED_CHARS = 256
+_TEXTS = 7  # the strings that lead the key: op (four), class, from (two)
 
 
 def _fixed_key(o: Any) -> tuple[Any, ...] | None:
-    """The repeating part of a decoded body as a key, or ``None`` when it is not to be
-    remembered (no object, a value of another type, or a long string)."""
+    """The repeating part of a decoded body as a key, or ``None`` when it cannot be one (no
+    object, or a verb, bind or epoch of another type); its strings are not checked here
+    (``_rememberable``)."""
     if type(o) is not dict:
         return None
-    op, sender, bind = o.get("op"), o.get("from"), o.get("bind")
+    op, sender = o.get("op"), o.get("from")
     if type(op) is not dict or type(sender) is not dict:
         return None
     verb = o.get("replyExpected")
     if verb is not True and verb is not False:
         return None
-    texts = (
+    bind = o.get("bind")
+    if bind is None:
+        instance_id = epoch = None
+    elif type(bind) is dict:
+        instance_id, epoch = bind.get("instanceId"), bind.get("epoch")
+        if type(epoch) is not int:
+            return None
+    else:
+        return None
+    return (
         op.get("endpoint"),
         op.get("command"),
         op.get("inputDigest"),
@@ -252,20 +294,19 @@ def _fixed_key(o: Any) -> tuple[Any, ...] | None:
         o.get("class"),
         sender.get("id"),
         sender.get("name"),
+        verb,
+        bind is None,
+        instance_id,
+        epoch,
     )
-    for text in texts:
+
+
+def _rememberable(key: tuple[Any, ...]) -> bool:
+    """Whether a key's strings are strings (or None) short enough to be remembered."""
+    for text in (*key[:_TEXTS], key[9]):
         if text is not None and (type(text) is not str or len(text) > _REMEMBERED_CHARS):
-            return None
-    if bind is None:
-        return (*texts, verb)
-    if type(bind) is not dict:
-        return None
-    instance_id, epoch = bind.get("instanceId"), bind.get("epoch")
-    if type(instance_id) is not str or len(instance_id) > _REMEMBERED_CHARS:
-        return None
-    if type(epoch) is not int:
-        return None
-    return (*texts, verb, instance_id, epoch)
+            return False
+    return True
 
 
 def ok_reply(request_id: str, data: Any) -> dict[str, Any]:
@@ -292,3 +333,23 @@ def error_reply(request_id: str, error: ContractError) -> dict[str, Any]:
     if error.details:
         body["details"] = list(error.details)
     return {"v": ENVELOPE_V, "id": request_id, "ok": False, "error": body}
+
+
+def _oversize(size: int, bound: int) -> ContractError:
+    return ContractError(
+        ErrorCode.BAD_REQUEST,
+        f"the request body is {size:,} bytes, over the {bound:,} bytes the largest valid "
+        "ai.cotal.tasks request can take; it was not read. Send the envelope and args the "
+        "command's input admits",
+        outcome="not-executed",
+    )
+
+
+def _not_json(exc: orjson.JSONDecodeError) -> ContractError:
+    reason = "it nests too deeply" if "recursion" in str(exc) else "it is not JSON"
+    return ContractError(
+        ErrorCode.BAD_REQUEST,
+        f"the request body does not decode ({reason}). Send a Cotal request envelope, a "
+        "JSON object of UTF-8 text",
+        outcome="not-executed",
+    )

@@ -21,12 +21,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import re
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
@@ -36,6 +34,7 @@ from cotal_tasks.bridge.service.commands import Call, CommandService, PresenceSo
 from cotal_tasks.bridge.wire import envelope
 from cotal_tasks.bridge.wire.admission import DESCRIBE, Admission, TargetCheck, contracts
 from cotal_tasks.bridge.wire.instance import InstanceIdentity
+from cotal_tasks.bridge.wire.replies import Serialised, encode
 from cotal_tasks.bridge.wire.resume import resumed
 from cotal_tasks.bridge.wire.space import LifecycleHeads
 from cotal_tasks.bridge.wire.subjects import (
@@ -45,8 +44,8 @@ from cotal_tasks.bridge.wire.subjects import (
     reply_head,
     serve_filters,
 )
+from cotal_tasks.bridge.wire.wake import Wakes
 from cotal_tasks.core import (
-    BOARD_CHANGED_TOPIC,
     COMMANDS,
     ContractError,
     ErrorCode,
@@ -54,7 +53,6 @@ from cotal_tasks.core import (
     endpoint_token,
 )
 from cotal_tasks.core.ceiling import max_request_bytes
-from cotal_tasks.core.errors import Outcome
 from cotal_tasks.providers.store import deadline_at
 
 log = logging.getLogger(__name__)
@@ -76,10 +74,20 @@ _FAILURES = frozenset(
         ErrorCode.RESOURCE_EXHAUSTED,
     )
 )
-# An oversize body stating ``replyExpected: false``, found without decoding it (a quote
-# inside a string is escaped, so only a key matches).
-_CAST = re.compile(rb'"replyExpected"\s*:\s*false')
+_GET_TASK = "get-task"
 _INLINE = frozenset({DESCRIBE, *(name for name, spec in COMMANDS.items() if spec.effect == "read")})
+
+
+@dataclass(slots=True)
+class _Begun:
+    """How far a request got before it had to wait: received at loop time ``received``,
+    decoded to ``raw``, and where they were reached, its envelope and its admitted call
+    (or what finds it)."""
+
+    received: float
+    raw: Any
+    request: envelope.Request | None = None
+    call: Call | Coroutine[Any, Any, Call] | None = None
 
 
 @dataclass
@@ -103,10 +111,9 @@ class EndpointServer:
     _subs: list[Subscription] = field(default_factory=list, init=False)
     _pending: set[asyncio.Task[None]] = field(default_factory=set, init=False)
     _reply_heads: dict[str, str] = field(default_factory=dict, init=False)
+    _serialised: Serialised = field(default_factory=Serialised, init=False)
     _slots: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(MAX_IN_FLIGHT))
-    # The newest change not yet announced (changeSeq, observedAt), and its publisher.
-    _event_due: tuple[int, int] | None = field(default=None, init=False)
-    _event_task: asyncio.Task[None] | None = field(default=None, init=False)
+    _wakes: Wakes = field(init=False)
     # The loop it serves on, taken in ``start``: ``asyncio.get_running_loop`` costs a
     # ``getpid`` system call on every call (CPython 3.11 checks the pid), once a request.
     _loop: asyncio.AbstractEventLoop | None = field(default=None, init=False)
@@ -114,6 +121,10 @@ class EndpointServer:
     def __post_init__(self) -> None:
         self._token = endpoint_token(self.endpoint)
         self._max_request = max_request_bytes()
+        identity = self.identity
+        self._wakes = Wakes(
+            self.nc, event_subject(self.space, self._token, identity.instance_id, identity.epoch)
+        )
         self._admission = Admission(
             self.endpoint,
             self.identity,
@@ -163,48 +174,21 @@ class EndpointServer:
         self._subs.clear()
         if self._pending:
             await asyncio.gather(*self._pending, return_exceptions=True)
-        if self._event_task is not None:  # the wake of the last writes still goes out
-            await asyncio.gather(self._event_task, return_exceptions=True)
+        await self._wakes.settled()  # the wake of the last writes still goes out
 
     async def publish_board_changed(self, change_seq: int, observed_at: int) -> None:
-        """``board-changed`` on this instance's event subject; the composition root attaches
-        it to the service's change listeners.
-
-        The event is a wake, never a feed (the contract, section 5): changes committed
-        together (one group commit's batch, answered in one turn of the event loop) wake
-        readers once, with the newest ``changeSeq``, published on the next turn. A write
-        is answered without waiting for it.
-        """
-        due = self._event_due
-        self._event_due = (change_seq if due is None else max(change_seq, due[0]), observed_at)
-        if due is None:
-            self._event_task = asyncio.create_task(self._publish_due())
-
-    async def _publish_due(self) -> None:
-        due, self._event_due = self._event_due, None
-        if due is None:
-            return
-        change_seq, observed_at = due
-        event = {
-            "v": 1,
-            "topic": BOARD_CHANGED_TOPIC,
-            "ts": observed_at,
-            "data": {"changeSeq": change_seq, "observedAt": observed_at},
-        }
-        subject = event_subject(
-            self.space, self._token, self.identity.instance_id, self.identity.epoch
-        )
-        try:
-            await self.nc.publish(subject, orjson.dumps(event))
-        except Exception:  # a wake that cannot be sent must never undo a committed write
-            log.exception("board-changed for changeSeq %d was not published", change_seq)
+        """``board-changed`` on this instance's event subject (``wake.Wakes``); the
+        composition root attaches it to the service's change listeners."""
+        self._wakes.changed(change_seq, observed_at)
 
     async def _receive(self, msg: Msg) -> None:
         """Handle ``msg``: a read here, until it first waits; anything else in a task.
 
-        A read the cache answers never waits, so it is served inline without the cost of
-        a task; a read that does wait (the database, a presence lookup) goes on in a task
-        of its own from there, so the subscription's next message is not held behind it.
+        A read is answered in this call when nothing it needs waits (``_read_now``: the
+        store holds the task, the target needs no lookup), without a coroutine or a
+        context of its own; a read that does wait (the database, a presence lookup) goes
+        on in a task of its own from where it stopped, so the subscription's next
+        message is not held behind it and nothing is decoded or checked twice.
         A write gets its task up front: it may enter a scope bound to the running task
         (an HTTP client's cancel scope, on a hosted endpoint) before it first waits.
         Only what is in flight holds one of the ``MAX_IN_FLIGHT`` slots: a task, or a read
@@ -213,8 +197,8 @@ class EndpointServer:
         subject = parse_request(msg.subject, self.space)
         if subject is None or subject.endpoint_token != self._token:
             return  # fits no shape: never handled, never answered
-        handling = self._handle(msg, subject)
         if subject.command not in _INLINE:
+            handling = self._handle(msg.data, subject)
             try:
                 await self._slots.acquire()
             except BaseException:
@@ -222,6 +206,17 @@ class EndpointServer:
                 raise
             self._track(asyncio.create_task(handling))
             return
+        try:
+            step = self._read_now(msg.data, subject)
+            if isinstance(step, bytes):
+                await self.nc.publish(self._reply_head(subject) + subject.nonce, step)
+                return
+        except Exception:
+            log.exception("request handling failed")
+            return
+        if step is None:
+            return  # an oversize cast: never answered
+        handling = self._handle(msg.data, subject, step)
         context = contextvars.copy_context()  # its own, as a task would have
         try:
             waiting = context.run(handling.send, None)
@@ -247,41 +242,76 @@ class EndpointServer:
         if not task.cancelled() and task.exception() is not None:
             log.error("request handling failed", exc_info=task.exception())
 
-    async def _handle(self, msg: Msg, subject: RequestSubject) -> None:
-        loop = self._loop or asyncio.get_running_loop()
-        started = loop.time()
-        if len(msg.data) > self._max_request:  # never decoded: it cannot be a valid request
-            if _CAST.search(msg.data):
-                return  # what reads as a cast is never answered, even oversize
-            reply = envelope.error_reply("invalid", _oversize(len(msg.data), self._max_request))
-        else:
-            try:
-                raw = orjson.loads(msg.data)
-            except orjson.JSONDecodeError as exc:
-                reply = envelope.error_reply("invalid", _not_json(exc))
-            else:
-                cast = envelope.is_cast(raw)
-                reply = await self._answer(subject, raw, started)
-                if cast:
-                    return  # a cast is never answered, not even with an error
-        code = "ok" if reply["ok"] else str(reply["error"]["code"])
-        if self.on_served is not None:
-            self.on_served(subject.command, code, loop.time() - started)
-        if reply["ok"]:
-            log.debug("answered %s: %s", subject.command, code)
-        else:
-            self._log_error_reply(subject, reply)
-        await self.nc.publish(self._reply_head(subject) + subject.nonce, self._encode(reply))
+    def _read_now(self, data: bytes, subject: RequestSubject) -> bytes | _Begun | None:
+        """A read's reply, when every step of it can be taken without waiting; else how
+        far it got (``_Begun``), for ``_handle`` to go on from there.
 
-    async def _answer(self, subject: RequestSubject, raw: Any, received: float) -> dict[str, Any]:
-        """Parse, admit and serve one decoded body (received at loop time ``received``, so
-        a write answers by its ``deadlineMs``); return its reply envelope."""
-        started = False  # whether the command may have begun: an internal error says so
+        The same steps in the same order as ``_handle`` and ``_answer`` (decode, the
+        envelope, admission, the answer), so the reply is the one they would give; a
+        refusal is answered here. Nothing here binds the log context: the lines it logs
+        name the request themselves.
+        """
+        received = self._loop.time() if self._loop is not None else 0.0
+        decoded, raw = envelope.decode(data, self._max_request)
+        if not decoded:
+            return None if raw is None else self._reply(subject, raw, received)
+        if envelope.is_cast(raw):
+            return _Begun(received, raw)  # never answered: served on the full path
+        started = False
         try:
             request = envelope.parse_request(raw)
-            log_context(endpoint=self.endpoint, command=request.command, envelope_id=request.id)
             started = True
             call = self._admission.admitted(subject, request)
+            if not isinstance(call, Call):
+                return _Begun(received, raw, request, call)
+            if request.command == DESCRIBE:
+                answer: Any = self.describe_answer()
+            else:
+                answer = self.service.answer_now(call)
+                if answer is None:
+                    return _Begun(received, raw, request, call)
+                if request.command == _GET_TASK:
+                    answer = self._serialised.task(answer)
+            reply = envelope.ok_reply(request.id, answer)
+        except ContractError as exc:
+            reply = envelope.error_reply(envelope.request_id_of(raw), exc)
+        except Exception as exc:
+            reply = self._internal_error(subject, raw, exc, started=started)
+        return self._reply(subject, reply, received)
+
+    async def _handle(
+        self, data: bytes, subject: RequestSubject, begun: _Begun | None = None
+    ) -> None:
+        """Serve one request to its reply, or on from where ``_read_now`` stopped."""
+        if begun is None:
+            received = self._loop.time() if self._loop is not None else 0.0
+            decoded, raw = envelope.decode(data, self._max_request)
+            if not decoded:
+                if raw is not None:
+                    await self._publish(subject, self._reply(subject, raw, received))
+                return
+            begun = _Begun(received, raw)
+        cast = envelope.is_cast(begun.raw)
+        reply = await self._answer(subject, begun)
+        if cast:
+            return  # a cast is never answered, not even with an error
+        await self._publish(subject, self._reply(subject, reply, begun.received))
+
+    async def _answer(self, subject: RequestSubject, begun: _Begun) -> dict[str, Any]:
+        """Parse, admit and serve one decoded body (received at loop time
+        ``begun.received``, so a write answers by its ``deadlineMs``), from as far as
+        ``begun`` got; return its reply envelope."""
+        raw = begun.raw
+        started = False  # whether the command may have begun: an internal error says so
+        try:
+            request = begun.request
+            if request is None:
+                request = envelope.parse_request(raw)
+            log_context(endpoint=self.endpoint, command=request.command, envelope_id=request.id)
+            started = True
+            call = begun.call
+            if call is None:
+                call = self._admission.admitted(subject, request)
             if not isinstance(call, Call):
                 call = await call  # a target whose currency is looked up
             if request.command == DESCRIBE:
@@ -290,29 +320,65 @@ class EndpointServer:
                 data = await self.service.handle(call)
             else:
                 budget = request.deadline_ms
-                with deadline_at(None if budget is None else received + budget / 1000):
+                deadline = None if budget is None else begun.received + budget / 1000
+                with deadline_at(deadline):
                     data = await self.service.handle(call)
             return envelope.ok_reply(request.id, data)
         except ContractError as exc:
             return envelope.error_reply(envelope.request_id_of(raw), exc)
         except Exception as exc:
-            log.exception("internal error serving %s", subject.command)
-            return envelope.error_reply(
-                envelope.request_id_of(raw),
-                ContractError(
-                    ErrorCode.INTERNAL,
-                    f"the bridge failed unexpectedly ({type(exc).__name__}). Retry, and "
-                    "report it if it persists",
-                    outcome="unknown" if started else "not-executed",
-                ),
-            )
+            return self._internal_error(subject, raw, exc, started=started)
+
+    def _internal_error(
+        self, subject: RequestSubject, raw: Any, exc: Exception, *, started: bool
+    ) -> dict[str, Any]:
+        """The reply to a request the bridge failed serving, logged with its traceback."""
+        request_id = envelope.request_id_of(raw)
+        log.error(
+            "internal error serving %s",
+            subject.command,
+            exc_info=exc,
+            extra=self._about(subject.command, request_id),
+        )
+        return envelope.error_reply(
+            request_id,
+            ContractError(
+                ErrorCode.INTERNAL,
+                f"the bridge failed unexpectedly ({type(exc).__name__}). Retry, and "
+                "report it if it persists",
+                outcome="unknown" if started else "not-executed",
+            ),
+        )
+
+    def _reply(self, subject: RequestSubject, reply: dict[str, Any], received: float) -> bytes:
+        """Count, log and encode one reply to a request received at loop time ``received``."""
+        ok = reply["ok"]
+        if self.on_served is not None:
+            code = "ok" if ok else str(reply["error"]["code"])
+            loop = self._loop
+            self.on_served(subject.command, code, (loop.time() if loop else received) - received)
+        if not ok:
+            self._log_error_reply(subject, reply)
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug("answered %s: ok", subject.command, extra=self._about(subject.command))
+        return encode(reply, self.nc.max_payload)
+
+    async def _publish(self, subject: RequestSubject, reply: bytes) -> None:
+        await self.nc.publish(self._reply_head(subject) + subject.nonce, reply)
+
+    def _about(self, command: str, envelope_id: str | None = None) -> dict[str, str]:
+        """What a log line says it is about (``logs.log_context``'s fields), given with the
+        line rather than bound, so a read served inline leaves the context as it was."""
+        about = {"endpoint": self.endpoint, "command": command}
+        if envelope_id is not None:
+            about["envelope_id"] = envelope_id
+        return about
 
     def _log_error_reply(self, subject: RequestSubject, reply: dict[str, Any]) -> None:
         """A refusal at info, a failure (the bridge's or its store's) at warning: one line
         with the endpoint, the command and the envelope id (``invalid`` when the request
         had none)."""
         error = reply["error"]
-        log_context(endpoint=self.endpoint, command=subject.command, envelope_id=reply["id"])
         failed = error["code"] in _FAILURES
         log.log(
             logging.WARNING if failed else logging.INFO,
@@ -322,6 +388,7 @@ class EndpointServer:
             error["code"],
             error["outcome"],
             error["message"],
+            extra=self._about(subject.command, str(reply["id"])),
         )
 
     def _reply_head(self, subject: RequestSubject) -> str:
@@ -335,39 +402,3 @@ class EndpointServer:
                 self._reply_heads.clear()
             self._reply_heads[subject.head] = head
         return head
-
-    def _encode(self, reply: dict[str, Any]) -> bytes:
-        """The reply's bytes, replaced by a short error when they would not fit the broker."""
-        data = orjson.dumps(reply)
-        limit = self.nc.max_payload or len(data)
-        if len(data) <= limit:
-            return data
-        outcome: Outcome = "executed" if reply["ok"] else reply["error"]["outcome"]
-        log.error("a %d-byte reply exceeds the %d-byte payload limit", len(data), limit)
-        error = ContractError(
-            ErrorCode.RESOURCE_EXHAUSTED,
-            f"the reply is {len(data)} bytes, over the broker's {limit}-byte payload limit. "
-            "Ask for less (a smaller list limit), and report it if it persists",
-            outcome=outcome,
-        )
-        return orjson.dumps(envelope.error_reply(str(reply["id"]), error))
-
-
-def _oversize(size: int, bound: int) -> ContractError:
-    return ContractError(
-        ErrorCode.BAD_REQUEST,
-        f"the request body is {size:,} bytes, over the {bound:,} bytes the largest valid "
-        "ai.cotal.tasks request can take; it was not read. Send the envelope and args the "
-        "command's input admits",
-        outcome="not-executed",
-    )
-
-
-def _not_json(exc: orjson.JSONDecodeError) -> ContractError:
-    reason = "it nests too deeply" if "recursion" in str(exc) else "it is not JSON"
-    return ContractError(
-        ErrorCode.BAD_REQUEST,
-        f"the request body does not decode ({reason}). Send a Cotal request envelope, a "
-        "JSON object of UTF-8 text",
-        outcome="not-executed",
-    )

@@ -239,13 +239,16 @@ class BoardStore:
         return stored
 
     async def get_json(self, task_id: str) -> dict[str, Any]:
-        if self._cache is not None and (cached := self._cache.get_json(task_id)) is not None:
+        if (cached := self.held_json(task_id)) is not None:
             return cached
         body, revision = await self._row(task_id)
         value = stored_json(body)
         if self._cache is not None:
             self._cache.put_json(task_id, revision, body, value)
         return value
+
+    def held_json(self, task_id: str) -> dict[str, Any] | None:
+        return None if self._cache is None else self._cache.get_json(task_id)
 
     async def get_many(self, task_ids: Sequence[str]) -> dict[str, StoredTask]:
         """The tasks of ``task_ids`` that exist, in one read (cached ones from the cache)."""
