@@ -305,7 +305,7 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
     read = changed.report.changed
     missed = "" if read == CHANGES else " - MISSED"
     for name, poll, note in (
-        ("first poll after the import", settle, "the overlap, not yet conditional"),
+        ("first poll after the import", settle, "conditional already: the import's last page"),
         (
             "unchanged poll",
             unchanged,
@@ -314,7 +314,8 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
         (
             f"poll after {CHANGES} issues closed",
             changed,
-            f"{read} of {CHANGES} changes read{missed}",
+            f"{read} of {CHANGES} changes read{missed}; target 3: the listing's conditional "
+            "request (its 200 is the walk's first page), 1 GraphQL, the issue events feed",
         ),
         (
             f"poll after {CHANGES} commits referenced issues",

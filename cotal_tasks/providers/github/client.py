@@ -13,7 +13,7 @@ import httpx
 from cotal_tasks.providers.github import events, graphql
 from cotal_tasks.providers.github.events import EventsRead
 from cotal_tasks.providers.github.mapping import is_pull_request
-from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     TrackerHttp,
@@ -103,7 +103,11 @@ class GitHubClient:
         when that page had room to spare), a conditional request for that page comes
         first: any change sorts to the end of an ascending listing, so it would have to
         change that page, and a 304 proves nothing changed (and is yielded, ending the
-        listing). Otherwise the listing starts from the first page.
+        listing). A 200 is that page as it is now: a listing from its own ``since``, so
+        when it asks what this walk asks from a ``since`` no later than this walk's, it
+        is the walk's first page and the walk goes on from it (a changed poll costs the
+        pages its changes fill, not one more). Otherwise the listing starts from the
+        first page.
 
         The walk never follows page numbers past a page it has read: an issue edited
         while the walk runs moves to the end and shifts every later one back a place,
@@ -116,17 +120,24 @@ class GitHubClient:
         once more. The walk, steps and restarts alike, reads at most ``max_pages`` pages
         (``PageCap``): a listing that names a next page forever ends with an error.
         """
+        steps = Steps("number")
+        cap = PageCap(self.http)
+        url: str | None = self._listing_url(since, state)
+        response: httpx.Response | None = None
         if etag is not None:
             probe = await self.http.request("GET", etag[0], headers={"If-None-Match": etag[1]})
             if probe.status_code == 304:
                 yield probe
                 return
-        url: str | None = self._listing_url(since, state)
-        steps = Steps("number")
-        cap = PageCap(self.http)
+            probed = httpx.URL(etag[0]).params.get("since")
+            earlier = probed is None or (since is not None and as_ms(probed) <= as_ms(since))
+            if earlier and etag[0] == self._listing_url(probed, state):
+                cap.take(self._path("/issues"))
+                since, response = probed, probe  # the walk's listing, from before: page 1
         while url is not None:
-            cap.take(self._path("/issues"))
-            response = await self.http.request("GET", url)
+            if response is None:
+                cap.take(self._path("/issues"))
+                response = await self.http.request("GET", url)
             yield response
             following = response.links.get("next", {}).get("url")
             last = steps.page([i for i in as_list(response.json()) if isinstance(i, dict)], since)
@@ -138,6 +149,7 @@ class GitHubClient:
             else:
                 since = steps.restart()
                 url = self._listing_url(since, state) if since is not None else None
+            response = None
 
     def _listing_url(self, since: str | None, state: str = "all") -> str:
         params: dict[str, Any] = {

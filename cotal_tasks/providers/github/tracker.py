@@ -15,7 +15,7 @@ from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.github.graphql import GraphQLRefused, GraphQLUnavailable
 from cotal_tasks.providers.github.steps import write_steps
-from cotal_tasks.providers.github.walk import Walk
+from cotal_tasks.providers.github.walk import EDGE, Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.scope import HORIZON
@@ -86,8 +86,15 @@ class GitHubTracker(Tracker):
             at = datetime.fromisoformat(cursor.replace("Z", "+00:00"))
             since = _iso(at - timedelta(seconds=self.config.overlap_s))
         first = True
+        edge = remembered.get(EDGE)
         walk = Walk(
-            self.repo, cursor, self._links, self._project_statuses, self._tracked, self.boundary
+            self.repo,
+            cursor,
+            self._links,
+            self._project_statuses,
+            self._tracked,
+            self.boundary,
+            edge=edge if isinstance(edge, dict) else {},
         )
         horizon = remembered.get(HORIZON)
         async for response, phase in self._listings(since, etag, horizon):
@@ -119,7 +126,10 @@ class GitHubTracker(Tracker):
                 frozenset(read.linked),
                 read.highest if phase != OPEN_PHASE else None,
                 total_pages=total,
-                remember={ETAG: list(page_etag)} if page_etag else None,
+                remember={
+                    EDGE: dict(walk.edge_now),
+                    **({ETAG: list(page_etag)} if page_etag else {}),
+                },
                 evidenced=frozenset(read.evidenced),
                 fetched=read.reread,  # earlier pages' issues, read again for evidence
                 owed=self._take_owed(),

@@ -2,7 +2,11 @@
 
 For each page: every issue changed since the last poll (not one the overlap reads again)
 has its timeline read, and every changed pull request its links (the issues its body,
-closing references and latest comments name), in one GraphQL request for the page. An
+closing references and latest comments name), in one GraphQL request for the page.
+GitHub's ``updated_at`` is whole seconds, so an item stamped with the cursor's own second
+may have changed after the last poll read it: it counts as changed unless its content is
+what that poll read (``edge``, the fingerprints of the items read at the cursor's second,
+kept in the checkpoint), so an edit in the cursor's second gets its evidence read. An
 issue a pull request names is read again only when the pull request may be newer than
 the issue's read: an issue this walk has already listed is read in the page's own batch,
 any other is left to the sync (``ListPage.linked``), which fetches it after the walk.
@@ -10,9 +14,12 @@ any other is left to the sync (``ListPage.linked``), which fetches it after the 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import orjson
 
 from cotal_tasks.providers.github import evidence, mapping
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int, as_ms, as_stamp
@@ -33,6 +40,16 @@ class PageRead:
     reread: int  # how many of ``issues`` (the last) are earlier pages' issues
 
 
+EDGE = "edge"  # the checkpoint's fingerprints of the items read at the cursor's second
+EDGE_MAX = 1_000  # fingerprints kept; an item past them is read again at that second
+
+
+def fingerprint(item: Mapping[str, Any]) -> str:
+    """What a listing item says, as a short digest: equal only for the same content."""
+    data = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
 @dataclass
 class Walk:
     repo: str
@@ -41,7 +58,11 @@ class Walk:
     statuses: Statuses
     tracked: Tracked
     boundary: ItemBoundary
+    # The last poll's fingerprints of the items it read at the cursor's second (number
+    # as text -> fingerprint); ``edge_now`` this walk's, at its highest second so far.
+    edge: Mapping[str, str] = field(default_factory=dict)
     highest: str | None = None
+    edge_now: dict[str, str] = field(default_factory=dict)
     read: dict[int, str] = field(default_factory=dict)  # number -> updated_at read
     # number -> the newest updated_at listed when its evidence was read: a pull request
     # changed no later than that was linked already when the timeline was read.
@@ -50,12 +71,36 @@ class Walk:
 
     def __post_init__(self) -> None:
         self.highest = self.cursor
+        self.edge_now = dict(self.edge)
+        self._cursor_ms = as_ms(self.cursor)
+
+    def _fresh(self, number: int, stamp_ms: int, item: Mapping[str, Any]) -> bool:
+        """Whether the item changed since the last poll: newer than its cursor, or of the
+        cursor's second with content other than that poll read."""
+        if self.cursor is None or stamp_ms > self._cursor_ms:
+            return True
+        return stamp_ms == self._cursor_ms and self.edge.get(str(number)) != fingerprint(item)
+
+    def _note_edge(self, raw: Sequence[Any], before: str | None) -> None:
+        """Keep the fingerprints of the items read at the walk's highest second."""
+        if self.highest != before:
+            self.edge_now = {}
+        top = as_ms(self.highest)
+        for item in reversed(raw):  # oldest first: the highest second ends the page
+            if not isinstance(item, dict):
+                continue
+            if as_ms(item.get("updated_at")) != top:
+                break
+            number = as_int(item.get("number"))
+            if number is not None and len(self.edge_now) < EDGE_MAX:
+                self.edge_now[str(number)] = fingerprint(item)
 
     async def page(self, raw: Sequence[Any]) -> PageRead:
         items: list[dict[str, Any]] = []
         changed: list[int] = []
         pulls: dict[int, int] = {}  # changed pull request -> its updated_at (ms)
         mentions: list[tuple[int, int]] = []  # (issue, updated_at of who names it)
+        before = self.highest
         for item in raw:
             number = as_int(item.get("number")) if isinstance(item, dict) else None
             if not isinstance(item, dict) or number is None:
@@ -67,7 +112,7 @@ class Walk:
             self.read[number] = str(stamp)
             if stamp and (self.highest is None or as_ms(stamp) > as_ms(self.highest)):
                 self.highest = stamp
-            fresh = self.cursor is None or as_ms(stamp) > as_ms(self.cursor)
+            fresh = self._fresh(number, as_ms(stamp), item)
             if mapping.is_pull_request(item):
                 if fresh:
                     pulls[number] = as_ms(stamp)
@@ -77,6 +122,7 @@ class Walk:
                 items.append(dict(item))
                 if fresh:
                     changed.append(number)
+        self._note_edge(raw, before)
         on_page = {as_int(item.get("number")) or 0 for item in items}
         again = self._uncovered(mentions, on_page) - set(changed)
         found = await self.links(changed + sorted(again), list(pulls))

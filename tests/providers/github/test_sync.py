@@ -117,14 +117,22 @@ async def test_incremental_poll_remaps_only_what_changed(gh: GitHubEndpoint) -> 
 
     report = await gh.poll()
 
-    probe, listing = list_requests(fake, mark)
-    # The conditional probe of the last page said "changed"; the listing then starts over.
+    (probe,) = list_requests(fake, mark)
+    # The conditional probe of the last page said "changed", and is that page as it is
+    # now: a listing from before the window (the overlap), so the walk starts from it.
     assert (probe.status, probe.if_none_match is not None) == (200, True)
-    assert listing.if_none_match is None
-    assert listing.query["since"] == iso(fake.issue(REPO, 250).updated_at - 5)  # overlap
+    assert probe.query["since"] <= iso(fake.issue(REPO, 250).updated_at - 5)  # overlap
     assert evidence_requests(fake, mark) == []
-    # Read: #250 again (the overlap), #10, #20, #30, #40 and the two new issues.
-    assert (report.pages, report.issues, report.changed) == (1, 7, 5)
+    # Read: #10, #20, #30, #40, the two new issues, and the rest of the probed page
+    # again (mapped, unchanged, their evidence not read).
+    edited = {10, 20, 30, 40, 251, 252}
+    again = {
+        n
+        for n, issue in fake.repos[REPO].issues.items()
+        if n not in edited and iso(issue.updated_at) >= probe.query["since"]
+    }
+    assert 250 in again
+    assert (report.pages, report.issues, report.changed) == (1, len(edited | again), 5)
     assert await gh.seq() == before + 5
     for n, entries in {10: 2, 20: 2, 30: 2, 40: 1, 250: 1, 251: 1, 252: 1, 1: 1}.items():
         assert len(await gh.store.history(task_id(n))) == entries, n
@@ -173,15 +181,14 @@ async def test_unchanged_poll_is_one_conditional_request_answered_304(gh: GitHub
     assert await gh.seq() == seq
     assert "stale" not in await gh.client.list_tasks()
 
-    # The ETag does not hide a change: the same conditional request now gets a 200, and
-    # the listing starts over from the cursor.
+    # The ETag does not hide a change: the same conditional request now gets a 200, the
+    # walk's first page (test_changed_poll).
     fake.advance(30)
     fake.close_issue(REPO, 3, "not_planned")
     mark = len(fake.requests)
     report = await gh.poll()
-    probe, listing, graph = fake.requests[mark:]
+    probe, graph = fake.requests[mark:]
     assert (probe.status, probe.if_none_match is not None) == (200, True)
-    assert (listing.status, listing.if_none_match) == (200, None)
     assert graph.path == "/graphql"  # the closed issue's timeline
     assert report.changed == 1
     assert (await gh.get(3))["status"] == "dropped"

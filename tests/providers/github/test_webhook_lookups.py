@@ -25,6 +25,7 @@ from tests.providers.github._support import (
     open_github,
     task_id,
 )
+from tests.providers.hosted_support import add_issues
 from tests.support.fake_github import FakeGitHub, signed_webhook
 from tests.support.fake_github_webhooks import label_payload, projects_v2_item_payload
 from tests.support.polling import eventually
@@ -295,6 +296,9 @@ async def test_a_reread_asked_is_one_poll_from_the_start_on_either_mirror(
     """The request lives beside the checkpoint (shared by the instances on PostgreSQL):
     the next poll walks the listing from the start, asking no validator, and clears it."""
     seed(fake)
+    # A hundred issues after them: the last page of the listing, which a changed poll's
+    # conditional request brings, starts after #2 and #3.
+    add_issues(fake, REPO, 100, spacing_s=1)
     async with open_github(
         fake, github_url, tmp_path / "b", presence=presence, database=mirror_url
     ) as gh:
@@ -310,7 +314,7 @@ async def test_a_reread_asked_is_one_poll_from_the_start_on_either_mirror(
         mark = len(fake.requests)
         report = await gh.poll()
 
-        assert (report.not_modified, report.issues, report.changed) == (False, 5, 2)
+        assert (report.not_modified, report.issues, report.changed) == (False, 105, 2)
         assert len(full_listings(fake, mark)) == 1
         assert (await gh.get(2))["statusSource"] == "open"
         mark = len(fake.requests)
