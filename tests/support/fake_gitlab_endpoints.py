@@ -167,10 +167,30 @@ def create_issue(ctx: Ctx) -> Reply:
     description = parse_string(ctx.arg("description"), "description")
     labels = parse_labels(ctx.arg("labels"), "labels") or []
     assignees = parse_assignees(ctx) or []
+    milestone = ctx.arg("milestone_id")
+    if milestone is not None and int(milestone) not in project.milestones:
+        raise param_error("milestone_id is invalid")
+    issue_type = ctx.arg("issue_type") or "issue"
+    if issue_type not in ("issue", "incident", "test_case", "task"):
+        raise param_error("issue_type does not have a valid value")
     issue = fake.create_issue(project, title, description, labels, assignees, fake.username)
     if ctx.arg("confidential") in (True, "true"):
         issue.confidential = True
+    issue.milestone_id = None if milestone is None else int(milestone)
+    issue.issue_type = issue_type
     return Reply(201, issue_json(ctx, issue, single=True))
+
+
+def list_milestones(ctx: Ctx) -> Reply:
+    """A project's milestones (``title``: that one only; every one is active here)."""
+    project = ctx.project()
+    title = ctx.query("title")
+    found = [
+        ctx.shapes.milestone(project, m)
+        for m in sorted(project.milestones)
+        if title is None or project.milestones[m] == title
+    ]
+    return Reply(200, ctx.paginate(found))
 
 
 def update_issue(ctx: Ctx) -> Reply:
@@ -306,6 +326,7 @@ ENDPOINTS: list[Endpoint[Ctx, Reply]] = [
     endpoint("GET", _ISSUE + r"/related_merge_requests", related_merge_requests),
     endpoint("GET", _ISSUE + r"/closed_by", closed_by),
     endpoint("GET", _PROJECT + r"/merge_requests", list_merge_requests),
+    endpoint("GET", _PROJECT + r"/milestones", list_milestones),
     endpoint("GET", _MR, get_merge_request),
     endpoint("GET", _MR + r"/closes_issues", closes_issues),
 ]

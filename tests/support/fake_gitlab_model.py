@@ -123,6 +123,8 @@ class Issue:
     confidential: bool = False
     moved_to_id: int | None = None  # the id (not iid) of the issue it was moved to
     duplicate_of: str | None = None  # the API URL of the issue it was closed as a duplicate of
+    milestone_id: int | None = None  # one of its project's ``milestones``
+    issue_type: str = "issue"  # issue, incident, test_case, task
 
     @property
     def user_notes_count(self) -> int:
@@ -185,6 +187,7 @@ class Project:
     merge_requests: dict[int, MergeRequest] = field(default_factory=dict)
     next_iid: int = 1
     next_mr_iid: int = 1
+    milestones: dict[int, str] = field(default_factory=dict)  # id -> title
 
     @property
     def namespace(self) -> str:

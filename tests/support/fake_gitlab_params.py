@@ -38,6 +38,21 @@ def parse_time(ctx: Ctx, name: str) -> int | None:
 
 
 def filter_labels(ctx: Ctx, items: list[Issue]) -> list[Issue]:
+    """``labels`` (all of; ``None``/``Any``), ``not[labels]`` (none of), ``milestone``
+    (a title; ``None``/``Any``) and ``issue_type``."""
+    excluded = {n.strip() for n in (ctx.query("not[labels]") or "").split(",") if n.strip()}
+    if excluded:
+        items = [i for i in items if not excluded & set(i.labels)]
+    milestone = ctx.query("milestone")
+    if milestone:
+        titles = ctx.project().milestones
+        if milestone.lower() in ("none", "any"):
+            items = [i for i in items if (i.milestone_id is None) == (milestone.lower() == "none")]
+        else:
+            items = [i for i in items if titles.get(i.milestone_id or 0) == milestone]
+    issue_type = ctx.query("issue_type")
+    if issue_type:
+        items = [i for i in items if i.issue_type == issue_type]
     labels = ctx.query("labels")
     if not labels:
         return items

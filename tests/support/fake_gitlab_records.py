@@ -74,6 +74,17 @@ class FakeGitLabRecords(FakeGitLabKnobs):
     def issue(self, project: int | str, iid: int) -> Issue:
         return self.project(project).issues[iid]
 
+    def add_milestone(self, project: int | str, title: str) -> int:
+        """A milestone of ``project``; its id (unique across projects, as GitLab's)."""
+        proj = self.project(project)
+        milestone = next(self._ids)
+        proj.milestones[milestone] = title
+        return milestone
+
+    def set_milestone(self, issue: Issue, milestone: int | None) -> None:
+        """A person sets (or, with ``None``, removes) the issue's milestone."""
+        issue.milestone_id, issue.updated_ms = milestone, self.clock.ms
+
     def merge_request(self, project: int | str, iid: int) -> MergeRequest:
         return self.project(project).merge_requests[iid]
 

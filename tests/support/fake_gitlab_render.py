@@ -167,6 +167,26 @@ class Shapes:
 
     # -- issues ----------------------------------------------------------------------
 
+    def milestone(self, project: Project, milestone: int | None) -> JSON | None:
+        """A project milestone as GitLab shows it on an issue and in its listing."""
+        if milestone is None or milestone not in project.milestones:
+            return None
+        at = iso(project.created_ms)
+        return {
+            "id": milestone,
+            "iid": sorted(project.milestones).index(milestone) + 1,
+            "project_id": project.id,
+            "title": project.milestones[milestone],
+            "description": "",
+            "state": "active",
+            "created_at": at,
+            "updated_at": at,
+            "due_date": None,
+            "start_date": None,
+            "expired": False,
+            "web_url": f"{self.project_web(project)}/-/milestones/{milestone}",
+        }
+
     def issue_web(self, project: Project, iid: int) -> str:
         return f"{self.project_web(project)}/-/issues/{iid}"
 
@@ -196,10 +216,10 @@ class Shapes:
             "closed_at": _maybe_iso(issue.closed_ms),
             "closed_by": self.maybe_user(issue.closed_by),
             "labels": labels,
-            "milestone": None,
+            "milestone": self.milestone(project, issue.milestone_id),
             "assignees": [self.user(a) for a in issue.assignees],
             "author": self.user(issue.author),
-            "type": "ISSUE",
+            "type": issue.issue_type.upper(),
             "assignee": self.user(issue.assignees[0]) if issue.assignees else None,
             "user_notes_count": issue.user_notes_count,
             "merge_requests_count": mr_count,
@@ -208,7 +228,7 @@ class Shapes:
             "due_date": None,
             "confidential": issue.confidential,
             "discussion_locked": None,
-            "issue_type": "issue",
+            "issue_type": issue.issue_type,
             "web_url": self.issue_web(project, issue.iid),
             "time_stats": _time_stats(),
             "task_completion_status": {"count": 0, "completed_count": 0},

@@ -206,6 +206,69 @@ class GitLabSide(Side):
         return (issue.state, issue.closed_by) == ("closed", fake.username)
 
 
+# The GitLab endpoint over two projects through the same label scope, as GitHub's above:
+# created tasks go to the first project with the label, which every issue a check makes
+# there carries (``ScopedFakeGitLab``); the second project's issues are outside the slice.
+GITLAB_SOURCES: dict[str, Any] = {
+    "project": None,
+    "projects": [gl.PROJECT, "acme/gadgets"],
+    "route": gl.PROJECT,
+    "scope": {"labels": [READY]},
+}
+
+
+def _gitlab_sources_config(api_url: str, **overrides: Any) -> Any:
+    return gl.gitlab_config(api_url, **{**GITLAB_SOURCES, **overrides})
+
+
+class ScopedFakeGitLab(FakeGitLab):
+    """The fake GitLab where every issue made in the first project carries ``READY``."""
+
+    def _new_issue(self, project: Any, *rest: Any) -> Any:
+        issue = super()._new_issue(project, *rest)
+        if project.path_with_namespace == gl.PROJECT and READY not in issue.labels:
+            self.ensure_label(project, READY)
+            issue.labels.append(READY)
+        return issue
+
+
+class GitLabSourcesSide(GitLabSide):
+    """GitLab, the endpoint reading two projects through a label scope."""
+
+    def __init__(self) -> None:
+        Side.__init__(
+            self,
+            _gitlab_sources_config,
+            hosted.mesh_opener(gl.GitLabMesh, _gitlab_sources_config),
+            hosted.endpoint_opener(
+                gl.GitLabEndpoint, hosted.endpoint_maker(gl.ENDPOINT_NAME, _gitlab_sources_config)
+            ),
+        )
+
+    def make_fake(self) -> FakeGitLab:
+        fake = ScopedFakeGitLab(projects=GITLAB_SOURCES["projects"])
+        for username in self.seats:
+            fake.add_user(username)
+        return fake
+
+    def marks(self, issue: Any) -> list[str]:
+        return [label for label in issue.labels if label != READY]
+
+    def drop(self, fake: FakeGitLab, issue: Any) -> str:
+        fake.set_labels(issue, [READY, gl.WONT_DO])  # dropped, and still in the slice
+        fake.close_issue(gl.PROJECT, issue.iid)
+        return gl.WONT_DO
+
+    def section(self, api_url: str) -> str:
+        first, second = GITLAB_SOURCES["projects"]
+        return (
+            f'provider = "gitlab"\n[endpoints.gitlab]\n'
+            f'projects = ["{first}", "{second}"]\nroute = "{first}"\n'
+            f'scope = {{ labels = ["{READY}"] }}\n'
+            f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
+        )
+
+
 class JiraSide(Side):
     """Jira names an issue by key (``DEMO-3``), lists by a JQL search (a POST), and claims
     by assigning and taking the workflow's transition into In Progress: its claim mark is
@@ -422,6 +485,7 @@ SIDES: dict[str, Side] = {
     "github": GitHubSide(),
     "github-sources": GitHubSourcesSide(),
     "gitlab": GitLabSide(),
+    "gitlab-sources": GitLabSourcesSide(),
     "jira": JiraSide(),
     "linear": LinearSide(),
 }

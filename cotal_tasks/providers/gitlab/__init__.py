@@ -29,9 +29,10 @@ __all__ = ["PROVIDER", "GitLabConfig", "open_tracker"]
 
 
 def open_tracker(config: GitLabConfig, boundary: ItemBoundary) -> tuple[GitLabTracker, TrackerHttp]:
-    """The tracker over the project (its HTTP client is the caller's to close)."""
+    """The tracker over the first project (``sibling`` gives the others); its HTTP client,
+    shared by every project of the endpoint, is the caller's to close."""
     http = assemble.tracker_http(config, "GitLab", gitlab_http_client, gitlab_retry)
-    client = GitLabClient(http, config.project, config.pagination)
+    client = GitLabClient(http, config.location, config.pagination)
     return GitLabTracker(client, config, boundary), http
 
 
@@ -47,12 +48,12 @@ async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildC
     if tracker.path_known:
         return
     checkpoints = assemble.sql_mirror(ctx.mirror).checkpoints()
-    key = f"gitlab-project:{config.api_url}:{config.project}"
+    key = f"gitlab-project:{config.api_url}:{config.location}"
     saved = (await checkpoints.load(key) or {}).get("path")
     path = None
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(RESOLVE_S):  # a GitLab that is down delays no start
-            path = await tracker.client.project_path(int(config.project))
+            path = await tracker.client.project_path(int(config.location))
     if path is not None and path != saved:
         await checkpoints.save(key, {"path": path}, ctx.clock())
     path = path or (saved if isinstance(saved, str) and saved else None)
@@ -61,7 +62,7 @@ async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildC
             "%s: GitLab did not answer project %s's path; its tasks are writable once an "
             "issue of it has been read",
             ctx.name,
-            config.project,
+            config.location,
         )
         return
     tracker.name_path(path)

@@ -23,11 +23,11 @@ _ROLES = {
 
 
 async def access(config: GitLabConfig, http: TrackerHttp) -> Access:
-    path = f"projects/{quote(config.project, safe='')}"
+    path = f"projects/{quote(config.routed, safe='')}"
     body: Any = (await http.request("GET", path)).json()
     permissions = body.get("permissions") if isinstance(body, dict) else None
     if not isinstance(permissions, dict):
-        return Access(None, f"GitLab did not say what the token may do in {config.project}")
+        return Access(None, f"GitLab did not say what the token may do in {config.routed}")
     levels: list[int] = []
     for grant in (permissions.get("project_access"), permissions.get("group_access")):
         if isinstance(grant, dict) and isinstance(grant.get("access_level"), int):
@@ -36,7 +36,7 @@ async def access(config: GitLabConfig, http: TrackerHttp) -> Access:
     role = _ROLES.get(level, f"access level {level}") if level else "no role"
     return Access(
         level >= DEVELOPER,
-        f"{role} in {config.project}",
+        f"{role} in {config.routed}",
         "Give the token's user the Developer role (or above) in the project, and the token "
         "the api scope",
     )

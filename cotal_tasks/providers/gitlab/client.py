@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 import httpx
 
-from cotal_tasks.providers.hosted.boundary import as_list
+from cotal_tasks.providers.hosted.boundary import as_int, as_list
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     TrackerHttp,
@@ -49,10 +49,21 @@ def gitlab_http_client(api_url: str, token: str, timeout_s: float) -> httpx.Asyn
 
 
 class GitLabClient:
-    def __init__(self, http: TrackerHttp, project: str, pagination: str = "auto") -> None:
+    """One project's endpoints. ``filters`` are the scope's filters GitLab's issue listing
+    takes (``GitLabConfig.listing_filters``): the listings that ask them pass ``scoped``."""
+
+    def __init__(
+        self,
+        http: TrackerHttp,
+        project: str,
+        pagination: str = "auto",
+        filters: Mapping[str, str] | None = None,
+    ) -> None:
         self.http = http
         self.project = project
         self.pagination = pagination
+        self.filters = dict(filters or {})
+        self._milestones: dict[str, int] | None = None  # title (casefolded) -> id
         self._users: dict[str, int] = {}
         self._paths: dict[int, str] = {}
         self._me: str | None = None
@@ -60,7 +71,9 @@ class GitLabClient:
     def _path(self, tail: str = "") -> str:
         return f"projects/{quote(self.project, safe='')}{tail}"
 
-    async def _listing(self, resource: str, since: str | None) -> AsyncIterator[httpx.Response]:
+    async def _listing(
+        self, resource: str, since: str | None, extra: Mapping[str, str] | None = None
+    ) -> AsyncIterator[httpx.Response]:
         """Pages ordered by ``updated_at`` ascending, updated at or after ``since``.
 
         Keyset pagination (GitLab 18.3+ for issues) goes on after the last (updated_at,
@@ -71,10 +84,12 @@ class GitLabClient:
         comes again), which also keeps every request far from GitLab's offset limit;
         only a page that is one timestamp throughout is followed by its page number.
         However it pages, the walk reads at most ``max_pages`` pages (``PageCap``).
+        ``extra``: further parameters of the listing (the scope's filters, a state).
         """
         params: dict[str, Any] = {"order_by": "updated_at", "sort": "asc", "per_page": PER_PAGE}
         if resource == "/issues":
             params["state"] = "all"
+        params.update(extra or {})
         if since is not None:
             params["updated_after"] = since
         if self.pagination in ("auto", "keyset"):
@@ -108,8 +123,12 @@ class GitLabClient:
             params["updated_after"] = after
             url, query = self._path(resource), dict(params)
 
-    def issue_pages(self, since: str | None) -> AsyncIterator[httpx.Response]:
-        return self._listing("/issues", since)
+    def issue_pages(
+        self, since: str | None, *, scoped: bool = False, state: str = "all"
+    ) -> AsyncIterator[httpx.Response]:
+        """The issue listing since ``since``; ``scoped``: with the scope's filters."""
+        extra = {**(self.filters if scoped else {}), "state": state}
+        return self._listing("/issues", since, extra)
 
     def merge_request_pages(self, since: str | None) -> AsyncIterator[httpx.Response]:
         return self._listing("/merge_requests", since)
@@ -199,7 +218,12 @@ class GitLabClient:
         """The iids of the project's open issues, and the requests the listing took.
         GitLab's REST listing has no ids-only form; keyset pagination by id where the
         server offers it."""
-        params: dict[str, Any] = {"state": "opened", "order_by": "id", "sort": "asc"}
+        params: dict[str, Any] = {
+            "state": "opened",
+            "order_by": "id",
+            "sort": "asc",
+            **self.filters,
+        }
         if self.pagination in ("auto", "keyset"):
             params["pagination"] = "keyset"
         items, requests = await self.every_page("/issues", params)
@@ -231,6 +255,19 @@ class GitLabClient:
             path = body.get("path_with_namespace") if isinstance(body, dict) else None
             self._paths[project_id] = path if isinstance(path, str) else ""
         return self._paths[project_id] or None
+
+    async def milestone_id(self, title: str) -> int | None:
+        """The id of the project's milestone titled ``title`` (any state, case-insensitive),
+        read once; ``None`` when there is none."""
+        if self._milestones is None:
+            items, _ = await self.every_page("/milestones", {"state": "all"})
+            self._milestones = {
+                str(item["title"]).casefold(): number
+                for item in items
+                if isinstance(item, dict) and isinstance(item.get("title"), str)
+                if (number := as_int(item.get("id"))) is not None
+            }
+        return self._milestones.get(title.casefold())
 
     async def create_issue(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         response = await self.http.request("POST", self._path("/issues"), json=dict(payload))

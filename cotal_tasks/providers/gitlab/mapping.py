@@ -108,6 +108,9 @@ def tracked(
         evidence=() if withheld else tuple(evidence),
         gone=fate,
         mark=mark_in(issue.get("description")),  # a write's id, never the issue's text
+        milestone=None if withheld else as_str(as_dict(issue.get("milestone")).get("title")),
+        issue_type=as_str(issue.get("issue_type")),
+        closed_at=as_ms(issue.get("closed_at")) or None,
     )
 
 

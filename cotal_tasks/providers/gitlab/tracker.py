@@ -6,7 +6,9 @@ import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Self
+
+import httpx
 
 from cotal_tasks.providers.gitlab import assignees, mapping
 from cotal_tasks.providers.gitlab.client import PER_PAGE, GitLabClient
@@ -22,6 +24,7 @@ from cotal_tasks.providers.hosted.boundary import (
     as_str,
 )
 from cotal_tasks.providers.hosted.http import TrackerHttpError
+from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     Evidence,
@@ -42,6 +45,7 @@ log = logging.getLogger(__name__)
 
 MARKS = "marks"  # the checkpoint's cursors of the listings beside the issues
 MR_MARK = "merge_requests"
+OPEN_PHASE = "opened"  # an import's listing of the open issues, before the horizon's
 
 
 def _iso(stamp: datetime) -> str:
@@ -51,18 +55,31 @@ def _iso(stamp: datetime) -> str:
 class GitLabTracker(Tracker):
     name = "GitLab"
 
-    def __init__(self, client: GitLabClient, config: GitLabConfig, boundary: ItemBoundary) -> None:
+    def __init__(
+        self,
+        client: GitLabClient,
+        config: GitLabConfig,
+        boundary: ItemBoundary,
+        project: str | None = None,  # default: the first project
+    ) -> None:
         # The project's path names its tasks; a numeric project id learns it from issues.
-        super().__init__(
-            boundary, path=config.project, mutation_spacing_s=config.mutation_spacing_s
-        )
+        project = project or config.location
+        super().__init__(boundary, path=project, mutation_spacing_s=config.mutation_spacing_s)
+        client.filters = config.listing_filters()
         self.client = client
         self.config = config
+        self.project = project
         self.single_assignee = config.single_assignee
-        self._path_known = "/" in config.project
+        self._path_known = "/" in project
         # The project's stable id, learned from its issues: webhook deliveries match on it.
-        self.known_id = int(config.project) if config.project.isdigit() else None
+        self.known_id = int(project) if project.isdigit() else None
         self.evidence = GitLabEvidence(client, config, self.boundary, self._path_from)
+
+    def sibling(self, source: str) -> Self:
+        if source == self.project:
+            return self
+        client = GitLabClient(self.client.http, source, self.config.pagination)
+        return type(self)(client, self.config, self.boundary, source)
 
     @property
     def path_known(self) -> bool:
@@ -77,7 +94,7 @@ class GitLabTracker(Tracker):
         if self.known_id is None:
             self.known_id = as_int(issue.get("project_id"))
         if not self._path_known:
-            self.path = mapping.path_of(issue) or self.config.project
+            self.path = mapping.path_of(issue) or self.project
             self._path_known = True
         return self.path
 
@@ -105,15 +122,16 @@ class GitLabTracker(Tracker):
     async def list_changed(
         self, cursor: str | None, remembered: Mapping[str, Any]
     ) -> AsyncIterator[ListPage]:
-        """The issue listing, then the merge requests changed since their own cursor
-        (``remembered["marks"]``), which name the issues worth an evidence read."""
+        """The issue listing (``_listings``), then the merge requests changed since their
+        own cursor (``remembered["marks"]``), which name the issues worth an evidence
+        read."""
         marks: dict[str, str] = dict(remembered.get(MARKS) or {})
         since = self._since(cursor)
         highest = cursor
         first = True
         read: dict[int, str] = {}  # iid -> updated_at read in this walk
         evidenced: dict[int, int] = {}  # iid -> its updated_at (ms) when its evidence was read
-        async for response in self.client.issue_pages(since):
+        async for response, phase in self._listings(since, remembered.get(HORIZON)):
             issues: list[TrackedIssue] = []
             changed: set[int] = set()
             for item in self.boundary.page(response.json(), "the issue listing"):
@@ -125,7 +143,8 @@ class GitLabTracker(Tracker):
                 if read.get(iid) == str(stamp):
                     continue  # the seam of two offset pages: read a moment ago
                 read[iid] = str(stamp)
-                if stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
+                moves = phase != OPEN_PHASE  # the open issues' pages move no cursor
+                if moves and stamp and (highest is None or as_ms(stamp) > epoch_ms(highest)):
                     highest = stamp
                 found: list[Evidence] = []
                 # A changed issue has its evidence read: a link made in GitLab notes it on
@@ -175,6 +194,31 @@ class GitLabTracker(Tracker):
                 remember={MARKS: {**marks, MR_MARK: newest}} if newest else None,
             )
 
+    async def _listings(
+        self, since: str | None, horizon: Any
+    ) -> AsyncIterator[tuple[httpx.Response, str]]:
+        """The issue listing pages of one poll, each with its phase.
+
+        An import (no cursor yet) pushes the scope's filters into GitLab's query, so an
+        issue outside the slice is never listed; with an import horizon it reads the open
+        issues, then every issue changed since the horizon (``updated_after``): closed
+        issues older than it are never listed. The open issues' pages move no cursor: an
+        interrupted import starts over from the horizon's listing. A later poll lists
+        every issue changed since the checkpoint, unfiltered: GitLab has no feed of label
+        or milestone events, and a filtered listing cannot show an issue *leaving* the
+        slice (its label removed, it is no longer listed), so the scope is checked here
+        on what changed (``hosted.scope``)."""
+        if since is not None:
+            async for response in self.client.issue_pages(since):
+                yield response, "all"
+            return
+        if isinstance(horizon, int):
+            async for response in self.client.issue_pages(None, scoped=True, state="opened"):
+                yield response, OPEN_PHASE
+            since = _iso(datetime.fromtimestamp(horizon / 1000, UTC))
+        async for response in self.client.issue_pages(since, scoped=True):
+            yield response, "all"
+
     async def newest(
         self, order: Order, since_ms: int | None = None
     ) -> AsyncGenerator[Sequence[TrackedIssue], None]:
@@ -211,6 +255,21 @@ class GitLabTracker(Tracker):
             payload["description"] = issue.body
         if issue.labels:
             payload["labels"] = ",".join(issue.labels)
+        if issue.issue_type:
+            payload["issue_type"] = issue.issue_type.lower()
+        if issue.assignees:
+            payload["assignee_ids"] = [await self.client.user_id(name) for name in issue.assignees]
+        if issue.milestone:
+            milestone = await self.client.milestone_id(issue.milestone)
+            if milestone is None:
+                raise TrackerHttpError(
+                    422,
+                    f"project {self.project} has no milestone {issue.milestone!r} (the "
+                    "scope's). Create it in the project, or route created tasks elsewhere",
+                    method="POST",
+                    path=f"projects/{self.project}/issues",
+                )
+            payload["milestone_id"] = milestone
         created = await self.client.create_issue(payload)
         return mapping.tracked(self._path_from(created), created, include_confidential=True)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Mapping
-from typing import Annotated, ClassVar, Self
+from typing import Annotated, Any, ClassVar, Self
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator, model_validator
@@ -153,3 +153,21 @@ class HostedConfig(Closed):
                 "Name one of them, or leave route out to create tasks in the first"
             )
         return self
+
+
+def one_list_of_sources(data: Any, one: str, many: str, single: str, example: str) -> Any:
+    """A tracker's settings name its sources once: ``one`` (a list of one, e.g.
+    ``project``) or ``many`` (e.g. ``projects``), never both, never none, none twice.
+    ``single`` and ``example`` show a value of each in the remedy."""
+    if isinstance(data, dict):
+        given, listed = data.get(one), data.get(many)
+        if given is None and not listed:
+            raise ValueError(f'no {one}. Set {one} = "{single}", or {many} = ["{example}", "…"]')
+        if given is not None and listed:
+            raise ValueError(
+                f"both {one} and {many} are set. Keep one: {many} lists every {one}, "
+                f"{one} names a single one"
+            )
+        if listed and len({str(name).lower() for name in listed}) != len(listed):
+            raise ValueError(f"{many} names a {one} twice. Name each once")
+    return data

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from cotal_tasks.bridge.config import load_config
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.github.config import GitHubConfig
-from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.linear.config import LinearConfig
 from cotal_tasks.providers.registry import provider
 from tests.bridge._support import OPERATOR, Client, DictPresence
 from tests.providers.github._support import (
@@ -325,7 +325,7 @@ def test_settings_that_cannot_work_are_refused_naming_the_remedy(
 
 def test_a_tracker_refuses_a_scope_key_its_issues_do_not_carry() -> None:
     with pytest.raises(ValidationError, match="milestone is not read from this tracker"):
-        GitLabConfig.model_validate({"project": "acme/api", "scope": {"milestone": "v1"}})
+        LinearConfig.model_validate({"teams": ["ENG"], "scope": {"milestone": "v1"}})
 
 
 async def test_the_preview_shows_each_source_and_why_the_scope_leaves_an_issue_out(
