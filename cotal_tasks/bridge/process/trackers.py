@@ -1,7 +1,8 @@
 """The first contact with each tracker at start: one listing request (the provider's
-``reach``: the newest page of its listing, no issue read on its own and no evidence asked;
-a provider without one, a tower-do board, previews one item), within
-``tracker_connect_timeout_s``.
+``reach``: the newest page of its listing, no issue read on its own and no evidence asked),
+within ``tracker_connect_timeout_s``. A provider without one (a tower-do board, a file) is
+not contacted at start: its follower reads it, and a board it cannot read makes the endpoint
+not ready; ``check-config --online`` previews its newest item instead.
 
 A tracker that does not answer in time stops the start with one line naming the endpoint's
 ``api_url``; one that answers with a refusal (a wrong token, no such repository) does not:
@@ -56,7 +57,8 @@ async def reach_trackers(config: BridgeConfig) -> None:
         with contextlib.suppress(SourceRefused):
             await first_contact(config, endpoint)
 
-    await asyncio.gather(*(one(endpoint) for endpoint in config.endpoints))
+    trackers = [ep for ep in config.endpoints if provider(ep.provider).reach is not None]
+    await asyncio.gather(*(one(endpoint) for endpoint in trackers))
 
 
 def _unreached(config: BridgeConfig, endpoint: EndpointConfig, why: str) -> ContractError:

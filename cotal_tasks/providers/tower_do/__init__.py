@@ -8,7 +8,6 @@ file on disk (``boardfile``), the store over a local mirror (``store``), the fol
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from dataclasses import dataclass
 
@@ -18,7 +17,8 @@ from cotal_tasks.providers.tower_do import mapping
 from cotal_tasks.providers.tower_do.boardfile import BoardFile
 from cotal_tasks.providers.tower_do.config import TowerDoConfig
 from cotal_tasks.providers.tower_do.follow import Follower
-from cotal_tasks.providers.tower_do.store import TowerDoStore
+from cotal_tasks.providers.tower_do.store import TowerDoStore, unreadable
+from cotal_tasks.providers.tower_do.worker import FileWorker
 
 __all__ = ["PROVIDER", "TowerDo", "TowerDoConfig", "TowerDoStore", "build", "preview"]
 
@@ -62,7 +62,11 @@ def describe(config: TowerDoConfig) -> list[str]:
 
 
 async def preview_async(config: TowerDoConfig, space: str, count: int) -> list[tuple[int, Task]]:
-    tasks = await asyncio.to_thread(preview, config, space=space, count=count)
+    path = config.board_file()
+    try:
+        tasks = await FileWorker(str(path)).run(lambda: preview(config, space=space, count=count))
+    except OSError as exc:
+        raise unreadable(path, exc, "then run check-config again") from exc
     return list(enumerate(tasks, 1))
 
 

@@ -15,6 +15,7 @@ import logging
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from cotal_tasks.core import ContractError, ErrorCode, Outcome, StaleMarker, Task
 from cotal_tasks.providers.hosted.mapping import same_record
@@ -233,18 +234,9 @@ class TowerDoStore(MirroredReads):
         try:
             await self.files.run(self.board.refresh)
         except (OSError, StillBusy) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self.health.failed(f"{self.board.path}: {why}", self.clock(), refused=True)
-            remedy = (
-                f"Check the file's permissions, then {then}"
-                if isinstance(exc, PermissionError)
-                else then[:1].upper() + then[1:]
-            )
-            raise ContractError(
-                ErrorCode.UNAVAILABLE,
-                f"the tower-do board {self.board.path} cannot be read ({why}). {remedy}",
-                outcome=outcome,
-            ) from exc
+            refusal = unreadable(self.board.path, exc, then, outcome)
+            self.health.failed(f"{self.board.path}: {_why(exc)}", self.clock(), refused=True)
+            raise refusal from exc
 
     def _final(self, write: Write, key: str, landed: Landed) -> Task:
         data = write.task.model_dump()
@@ -369,3 +361,24 @@ class TowerDoStore(MirroredReads):
         subject = f"{write.command} on {key}"
         message_id = f"m-{secrets.token_hex(6)}"
         return [rules.note_event(fold, key, caller, now, message_id, subject, body)]
+
+
+def _why(exc: Exception) -> str:
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
+def unreadable(
+    path: Path, exc: Exception, then: str, outcome: Outcome | None = None
+) -> ContractError:
+    """The refusal of a board that cannot be read (a link, a FIFO, no permission, a hung
+    read): the file, why, and what to do."""
+    remedy = (
+        f"Check the file's permissions, then {then}"
+        if isinstance(exc, PermissionError)
+        else then[:1].upper() + then[1:]
+    )
+    return ContractError(
+        ErrorCode.UNAVAILABLE,
+        f"the tower-do board {path} cannot be read ({_why(exc)}). {remedy}",
+        outcome=outcome,
+    )

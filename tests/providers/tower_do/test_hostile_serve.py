@@ -84,3 +84,48 @@ async def test_fifos_in_the_folder_neither_hang_nor_hide_the_endpoint(tmp_path: 
     assert process.returncode == 0, log
     assert "cotal-tasks: stopped cleanly" in out_bytes.decode()
     assert "Traceback" not in log
+
+
+async def test_a_fifo_board_from_the_start_starts_not_ready_and_fails_the_online_check(
+    tmp_path: Path,
+) -> None:
+    """Before: the start's first contact read the FIFO and waited on it (and the process,
+    on its thread) until ``tracker_connect_timeout_s`` blamed the network; check-config
+    --online waited the same, then answered an unexpected error."""
+    board = tmp_path / "project" / "board.jsonl"
+    board.parent.mkdir()
+    os.mkfifo(board)
+    config = tmp_path / "tasks.toml"
+    config.write_text(
+        f'space = "demo"\ndata_dir = "{tmp_path / "data"}"\n'
+        "[http]\nport = 0\nlocal_reader = true\n"
+        f'[[endpoints]]\nname = "{ENDPOINT}"\nprovider = "tower-do"\n'
+        f'[endpoints.tower_do]\nboard = "{board}"\n',
+        encoding="utf-8",
+    )
+    began = time.monotonic()
+    code, out, _ = await run_cli(config, "check-config", "--online")
+    assert time.monotonic() - began < 20
+    assert code == 1, out
+    (line,) = [line for line in out.splitlines() if line.startswith("FAILED: ")]
+    assert f"the tower-do board {board} cannot be read (it is a FIFO" in line
+    process = await asyncio.create_subprocess_exec(
+        str(CLI), "serve", "--config", str(config),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        url = await dashboard_url(process)
+        async with httpx.AsyncClient(base_url=url) as http:
+
+            async def not_ready() -> bool:
+                return (await http.get("/healthz")).status_code == 503
+
+            await eventually(not_ready, 20, what="the endpoint not ready")
+            entry = (await http.get("/healthz")).json()["endpoints"][ENDPOINT]
+            assert "a FIFO" in entry["notReady"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        _, err_bytes = await asyncio.wait_for(process.communicate(), STOP_WITHIN_S)
+    assert process.returncode == 0, err_bytes.decode()
+    assert "Traceback" not in err_bytes.decode()
+    assert err_bytes.decode().count("tower-do refresh failed") == 1  # once, not every poll
