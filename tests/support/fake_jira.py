@@ -29,7 +29,6 @@ from starlette.responses import Response
 
 from tests.support.fake_jira_state import (
     PROJECT,
-    PROJECT_ID,
     STATUSES,
     Comment,
     FakeJiraState,
@@ -38,8 +37,14 @@ from tests.support.fake_jira_state import (
 from tests.support.fake_tracker import COMMON_LOGGED_HEADERS, logging_app
 
 LOGGED_HEADERS = COMMON_LOGGED_HEADERS
+# "Open, or changed since": the horizon of an import, read before the clauses it holds.
+_OPEN_OR_SINCE = re.compile(
+    r'\(statusCategory\s*!=\s*Done OR updated\s*>=\s*"(?P<horizon>\d{4}-\d\d-\d\d \d\d:\d\d)"\)'
+)
 _CLAUSES = (
     re.compile(r'project\s*=\s*"?(?P<project>[A-Z][A-Z0-9_]*)"?'),
+    re.compile(r"\(labels IS EMPTY OR labels NOT IN \((?P<notin>[^)]*)\)\)"),
+    re.compile(r'(?P<named>fixVersion|issuetype|assignee)\s*=\s*"(?P<value>[^"]*)"'),
     re.compile(r'(?P<field>updated|created)\s*>=\s*"(?P<when>\d{4}-\d\d-\d\d \d\d:\d\d)"'),
     re.compile(r"statusCategory\s*!=\s*(?P<notcat>Done)"),
     re.compile(r'labels\s*=\s*"?(?P<label>[\w.-]+)"?'),
@@ -59,6 +64,10 @@ class JqlError(ValueError):
 
 def _error(status: int, message: str, errors: dict[str, str] | None = None) -> Reply:
     return Reply(status, {"errorMessages": [message] if message else [], "errors": errors or {}})
+
+
+def _open_or_since(since: int) -> Callable[[Issue], bool]:
+    return lambda i: STATUSES[i.status][0] != "done" or i.updated_ms >= since
 
 
 class FakeJira(FakeJiraState):
@@ -160,14 +169,14 @@ class FakeJira(FakeJiraState):
         return {**self.user_json(self.account), "timeZone": self.time_zone}
 
     def _project(self, key: str, **_: Any) -> Reply:
-        if key != PROJECT:
+        if key not in self.projects:
             return _error(404, f"No project could be found with key '{key}'.")
-        return Reply(200, {"id": PROJECT_ID, "key": PROJECT, "name": "Demo"})
+        return Reply(200, {"id": self.projects[key], "key": key, "name": "Demo"})
 
     def _permissions(self, *, params: dict[str, str], **_: Any) -> Reply:
         """The caller's permissions asked for: none of the writing ones while writes are
         refused."""
-        if params.get("projectKey") not in (None, PROJECT):
+        if params.get("projectKey") not in (None, *self.projects):
             return _error(404, f"No project could be found with key '{params['projectKey']}'.")
         have = self.refusal is None
         keys = [key for key in params.get("permissions", "").split(",") if key]
@@ -236,8 +245,11 @@ class FakeJira(FakeJiraState):
     def _query(self, jql: str) -> list[Issue]:
         parts = re.split(r"\s+ORDER BY\s+", jql, maxsplit=1)
         where, order = parts[0], parts[1] if len(parts) > 1 else "created DESC"
-        rest = where
         tests: list[Callable[[Issue], bool]] = []
+        for match in _OPEN_OR_SINCE.finditer(where):
+            tests.append(_open_or_since(self.minute_ms(match.group("horizon"))))
+        where = _OPEN_OR_SINCE.sub("", where)
+        rest = where
         for clause in _CLAUSES:
             for match in clause.finditer(where):
                 rest = rest.replace(match.group(0), "", 1)
@@ -257,12 +269,27 @@ class FakeJira(FakeJiraState):
 
     def _test(self, groups: dict[str, str | None]) -> Callable[[Issue], bool]:
         if groups.get("project"):
+            if groups["project"] not in self.projects:
+                raise JqlError(
+                    f"The value '{groups['project']}' does not exist for the field 'project'."
+                )
             return lambda i: i.key.startswith(f"{groups['project']}-")
         if groups.get("when"):
             since = self.minute_ms(str(groups["when"]))
             if groups["field"] == "updated":
                 return lambda i: i.updated_ms >= since
             return lambda i: i.created_ms >= since
+        if groups.get("notin") is not None:
+            excluded = set(re.findall(r'"([^"]*)"', str(groups["notin"])))
+            return lambda i: not excluded & set(i.labels)
+        if groups.get("named"):
+            value = groups["value"]
+            read: Callable[[Issue], list[str | None]] = {
+                "fixVersion": lambda i: list(i.fix_versions),
+                "issuetype": lambda i: [i.issue_type],
+                "assignee": lambda i: [i.assignee],
+            }[str(groups["named"])]
+            return lambda i: value in read(i)
         if groups.get("notcat"):
             return lambda i: STATUSES[i.status][0] != "done"
         return lambda i: groups["label"] in i.labels
@@ -272,9 +299,15 @@ class FakeJira(FakeJiraState):
         fields = body.get("fields") if isinstance(body, dict) else None
         if not isinstance(fields, dict) or not fields.get("summary"):
             return _error(400, "", {"summary": "You must specify a summary of the issue."})
-        issue = self.add_issue(PROJECT, fields["summary"])
+        where = str((fields.get("project") or {}).get("key") or PROJECT)
+        if where not in self.projects:
+            return _error(400, "", {"project": "valid project is required"})
+        issue = self.add_issue(where, fields["summary"])
         issue.description = fields.get("description")
         issue.labels = list(fields.get("labels") or [])
+        issue.issue_type = str((fields.get("issuetype") or {}).get("name") or "Task")
+        issue.fix_versions = [str(v["name"]) for v in fields.get("fixVersions") or ()]
+        issue.assignee = (fields.get("assignee") or {}).get("accountId")
         for prop in body.get("properties") or []:
             issue.properties[prop["key"]] = prop["value"]
         return Reply(201, {"id": str(10000 + issue.number), "key": issue.key, "self": "x"})

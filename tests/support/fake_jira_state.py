@@ -116,6 +116,9 @@ class Issue:
     remote_links: list[dict[str, Any]] = field(default_factory=list)
     properties: dict[str, Any] = field(default_factory=dict)
     key: str = ""  # set by the fake: DEMO-<number>, or the key it moved to
+    fix_versions: list[str] = field(default_factory=list)
+    issue_type: str = "Task"
+    resolved_ms: int | None = None  # ``resolutiondate``: when it last entered Done
 
     @property
     def title(self) -> str:  # the shared suites read issues by title
@@ -136,6 +139,9 @@ class FakeJiraState(FakeTracker):
         self.account = "5b10a2844c20165700ede21g"  # the API user (the bridge)
         self.time_zone = time_zone
         self.issues: dict[int, Issue] = {}
+        # The projects the site has (key -> id). Issue numbers run across every project
+        # (DEMO-1, OPS-2): a key names one issue all the same.
+        self.projects: dict[str, str] = {PROJECT: PROJECT_ID}
         self.moved: dict[str, str] = {}  # old key -> new key
         self.workflow = default_workflow()
         self.assignable: set[str] = {self.account}
@@ -149,11 +155,14 @@ class FakeJiraState(FakeTracker):
         self.rate_reset_s = 0.0
 
     # -- what a test does on the site ---------------------------------------------
+    def add_project(self, key: str) -> None:
+        self.projects.setdefault(key, str(10010 + len(self.projects)))
+
     def add_issue(self, where: str, title: str, body: str | None = None) -> Issue:
-        assert where == PROJECT, where
+        assert where in self.projects, where
         now = self.clock.ms
         issue = Issue(self.next_number, title, text_document(body) if body else None, now, now)
-        issue.key = f"{PROJECT}-{issue.number}"
+        issue.key = f"{where}-{issue.number}"
         self.issues[issue.number] = issue
         self.next_number += 1
         return issue
@@ -188,6 +197,7 @@ class FakeJiraState(FakeTracker):
     def set_status(self, issue: Issue, status: str, resolution: str | None = None) -> None:
         issue.status, issue.resolution = status, resolution
         self.touch(issue)
+        issue.resolved_ms = issue.updated_ms if STATUSES[status][0] == "done" else None
 
     def delete_issue(self, number: int) -> None:
         del self.issues[number]
@@ -261,11 +271,17 @@ class FakeJiraState(FakeTracker):
             if issue.security is None
             else {"id": "10021", "name": issue.security, "self": f"{self.api_url}/sl"},
             "project": {
-                "id": PROJECT_ID if issue.key.startswith(PROJECT + "-") else "10099",
+                "id": self.projects.get(issue.key.split("-")[0], "10099"),
                 "key": issue.key.split("-")[0],
                 "name": "Demo",
                 "self": f"{self.api_url}/rest/api/3/project/{PROJECT_ID}",
             },
+            "fixVersions": [
+                {"id": str(10100 + n), "name": name, "archived": False, "released": False}
+                for n, name in enumerate(issue.fix_versions)
+            ],
+            "issuetype": {"id": "10001", "name": issue.issue_type, "subtask": False},
+            "resolutiondate": None if issue.resolved_ms is None else jira_time(issue.resolved_ms),
         }
         chosen = every if fields is None else {k: every[k] for k in fields if k in every}
         rendered: dict[str, Any] = {

@@ -374,6 +374,75 @@ class JiraSide(Side):
         return (issue.status, issue.resolution) == ("Done", "Done")
 
 
+# The Jira endpoint over two projects through the same label scope, as GitHub's above.
+JIRA_SOURCES: dict[str, Any] = {
+    "project": None,
+    "projects": [JIRA_PROJECT, "OPS"],
+    "route": JIRA_PROJECT,
+    "scope": {"labels": [READY]},
+}
+
+
+class ScopedFakeJira(FakeJira):
+    """The fake Jira with a second project, where every issue made in the first carries
+    ``READY``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.add_project(JIRA_SOURCES["projects"][1])
+
+    def add_issue(self, where: str, title: str, body: str | None = None) -> Any:
+        issue = super().add_issue(where, title, body)
+        if where == JIRA_PROJECT:
+            issue.labels.append(READY)
+        return issue
+
+
+class JiraSourcesSide(JiraSide):
+    """Jira, the endpoint reading two projects through a label scope."""
+
+    def __init__(self) -> None:
+        def config(api_url: str, **overrides: Any) -> Any:
+            return jr.jira_config(api_url, **{"seats": self.seats, **JIRA_SOURCES, **overrides})
+
+        Side.__init__(
+            self,
+            config,
+            hosted.mesh_opener(hosted.HostedMesh, config),
+            hosted.endpoint_opener(
+                jr.JiraEndpoint, hosted.endpoint_maker(jr.ENDPOINT_NAME, config)
+            ),
+        )
+
+    def make_fake(self) -> FakeJira:
+        fake = ScopedFakeJira()
+        fake.assignable |= set(self.seats)
+        return fake
+
+    def marks(self, issue: Any) -> list[str]:
+        return [label for label in super().marks(issue) if label != READY]
+
+    def listings(self, fake: Any, since: int = 0) -> list[RecordedRequest]:
+        """The first project's searches (both projects search at the same path)."""
+        own = f'project = "{JIRA_PROJECT}"'
+        return [
+            r
+            for r in super().listings(fake, since)
+            if isinstance(r.body, dict) and str(r.body.get("jql", "")).startswith(own)
+        ]
+
+    def section(self, api_url: str) -> str:
+        first, second = JIRA_SOURCES["projects"]
+        seats = "".join(f'"{account}" = "{who}"\n' for account, who in self.seats.items())
+        return (
+            f'provider = "jira"\n[endpoints.jira]\n'
+            f'projects = ["{first}", "{second}"]\nroute = "{first}"\n'
+            f'scope = {{ labels = ["{READY}"] }}\n'
+            f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
+            f'email = "bridge@example.com"\n[endpoints.jira.seats]\n{seats}'
+        )
+
+
 class LinearSide(Side):
     """Linear names an issue by identifier (``ENG-3``), lists and reads with GraphQL
     queries (the fake logs each as ``/graphql/<operation>``), writes each change as one
@@ -487,6 +556,7 @@ SIDES: dict[str, Side] = {
     "gitlab": GitLabSide(),
     "gitlab-sources": GitLabSourcesSide(),
     "jira": JiraSide(),
+    "jira-sources": JiraSourcesSide(),
     "linear": LinearSide(),
 }
 

@@ -29,7 +29,7 @@ def open_tracker(config: JiraConfig, boundary: ItemBoundary) -> tuple[JiraTracke
     email = config.email if config.auth == "basic" else None
     make = partial(jira_http_client, email=email)
     http = assemble.tracker_http(config, "Jira", make, JiraRetry())
-    return JiraTracker(JiraClient(http, config.project, config.page_size), config, boundary), http
+    return JiraTracker(JiraClient(http, config.location, config.page_size), config, boundary), http
 
 
 def write_plan(config: JiraConfig) -> WritePlan:

@@ -14,11 +14,11 @@ NEEDED = ("EDIT_ISSUES", "ASSIGN_ISSUES", "TRANSITION_ISSUES")
 
 
 async def access(config: JiraConfig, http: TrackerHttp) -> Access:
-    params = {"projectKey": config.project, "permissions": ",".join(NEEDED)}
+    params = {"projectKey": config.routed, "permissions": ",".join(NEEDED)}
     body: Any = (await http.request("GET", f"{API}/mypermissions", params=params)).json()
     found = body.get("permissions") if isinstance(body, dict) else None
     if not isinstance(found, dict):
-        return Access(None, f"Jira did not say what the token may do in {config.project}")
+        return Access(None, f"Jira did not say what the token may do in {config.routed}")
     missing = [
         key
         for key in NEEDED
@@ -27,8 +27,8 @@ async def access(config: JiraConfig, http: TrackerHttp) -> Access:
     if missing:
         return Access(
             False,
-            f"in {config.project} the token lacks {', '.join(missing)}",
+            f"in {config.routed} the token lacks {', '.join(missing)}",
             "Grant the token's user Edit, Assign and Transition Issues in the project's "
             "permission scheme",
         )
-    return Access(True, f"in {config.project} the token has {', '.join(NEEDED)}")
+    return Access(True, f"in {config.routed} the token has {', '.join(NEEDED)}")

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule
+from cotal_tasks.providers.hosted.config import HostedConfig, StatusRule, one_list_of_sources
 
 CATEGORY = "category"  # NativeState.extra: the status category key
 STATUS = "status"  # NativeState.extra: the status name
@@ -23,6 +23,7 @@ _GENERIC = {
     "state_reasons": "resolutions (resolution names)",
 }
 _ORDER_BY = re.compile(r"\border\s+by\b", re.IGNORECASE)
+MAX_SOURCES = 100  # projects one endpoint reads
 
 
 class JiraStatusRule(StatusRule):
@@ -74,14 +75,29 @@ def jira_default_rules() -> tuple[JiraStatusRule, ...]:
 _PROJECT_KEY = re.compile(r"[A-Z][A-Z0-9_]{0,254}")
 
 
+def _key(value: str) -> str:
+    """A Jira project key, or refused naming what one looks like."""
+    if not _PROJECT_KEY.fullmatch(value):
+        raise ValueError(
+            f"{value[:40]!r} is not a Jira project key (capital letters, digits and _, "
+            "starting with a letter). Give the key Jira shows, such as ACME"
+        )
+    return value
+
+
 class JiraConfig(HostedConfig):
-    """``[endpoints.jira]``: the site, the project and how its issues map."""
+    """``[endpoints.jira]``: the site, the projects, the scope and how their issues map."""
+
+    # The scope's milestone is the issue's fix version; its issue type, the issue type.
+    SCOPE_KEYS: ClassVar[frozenset[str]] = HostedConfig.SCOPE_KEYS | {"milestone", "issue_type"}
 
     provider: Literal["jira"] = "jira"
     # The site (``https://acme.atlassian.net``); with OAuth 2.0 (3LO),
     # ``https://api.atlassian.com/ex/jira/<cloud id>``.
     api_url: str  # checked by HostedConfig (http_url)
-    project: str
+    # One project's key, or several; ``project`` is a list of one.
+    project: str | None = None
+    projects: Annotated[tuple[str, ...], Field(max_length=MAX_SOURCES)] = ()
     # ``basic``: ``email`` and the API token in ``token_env``; ``bearer``: an OAuth token.
     auth: Literal["basic", "bearer"] = "basic"
     email: str | None = None
@@ -97,7 +113,8 @@ class JiraConfig(HostedConfig):
     done_status: str | None = None
     done_resolution: str = "Done"
     dropped_resolution: str = "Won't Do"
-    issue_type: str = "Task"  # what create-task makes
+    # What create-task makes (the scope's issue type, when it names one).
+    issue_type: str = "Task"
     page_size: Annotated[int, Field(ge=1, le=100)] = 100
     # Read each changed issue's remote links (one request per changed issue) for the pull
     # requests, commits and CI runs they point to.
@@ -109,13 +126,18 @@ class JiraConfig(HostedConfig):
 
     @field_validator("project")
     @classmethod
-    def _project_key(cls, value: str) -> str:
-        if not _PROJECT_KEY.fullmatch(value):
-            raise ValueError(
-                f"{value[:40]!r} is not a Jira project key (capital letters, digits and _, "
-                "starting with a letter). Give the key Jira shows, such as ACME"
-            )
-        return value
+    def _project_key(cls, value: str | None) -> str | None:
+        return None if value is None else _key(value)
+
+    @field_validator("projects")
+    @classmethod
+    def _project_keys(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_key(key) for key in value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_list_of_projects(cls, data: Any) -> Any:
+        return one_list_of_sources(data, "project", "projects", "ENG", "OPS")
 
     @model_validator(mode="after")
     def _consistent(self) -> JiraConfig:
@@ -142,6 +164,37 @@ class JiraConfig(HostedConfig):
                 )
         return self
 
+    def scope_clauses(self, horizon: str | None = None) -> list[str]:
+        """The scope as JQL clauses (ANDed): every label, none of the excluded ones (an
+        issue with no label has none of them), the fix version as the milestone, the
+        issue type, the assignee's account, and with ``horizon`` (a JQL minute) the open
+        issues plus those changed since it. "No assignee but the seats" has no clause: it
+        is checked locally (``hosted.scope``), like every filter."""
+        scope = self.scope
+        clauses = [f"labels = {_quoted(name)}" for name in scope.labels]
+        if scope.exclude_labels:
+            names = ", ".join(_quoted(name) for name in scope.exclude_labels)
+            clauses.append(f"(labels IS EMPTY OR labels NOT IN ({names}))")
+        if scope.milestone:
+            clauses.append(f"fixVersion = {_quoted(scope.milestone)}")
+        if scope.issue_type:
+            clauses.append(f"issuetype = {_quoted(scope.issue_type)}")
+        if scope.account is not None:
+            clauses.append(f"assignee = {_quoted(scope.account)}")
+        if horizon is not None:
+            clauses.append(f'(statusCategory != Done OR updated >= "{horizon}")')
+        return clauses
+
+    @property
+    def sources(self) -> tuple[str, ...]:
+        return self.projects or (self.project or "",)
+
     @property
     def location(self) -> str:
-        return self.project
+        return self.sources[0]
+
+
+def _quoted(value: str) -> str:
+    """A JQL string literal."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'

@@ -38,6 +38,9 @@ FIELDS = (
     "updated",
     "security",
     "project",
+    "fixVersions",
+    "issuetype",
+    "resolutiondate",
 )
 CATEGORIES = frozenset({"new", "indeterminate", "done"})
 # A claim mark among the labels the write plan compares: the issue stands in the In
@@ -134,7 +137,18 @@ def tracked(
         evidence=() if withheld else tuple(evidence),
         gone=fate,
         mark=mark_of(issue),
+        milestone=None if withheld else fix_version(fields),
+        issue_type=as_str(as_dict(fields.get("issuetype")).get("name")),
+        closed_at=as_ms(fields.get("resolutiondate")) or None,
     )
+
+
+def fix_version(fields: Mapping[str, Any]) -> str | None:
+    """The issue's fix version (the scope's milestone): the first one it names."""
+    for version in as_list(fields.get("fixVersions")):
+        if name := as_str(as_dict(version).get("name")):
+            return name
+    return None
 
 
 # The entity property a write's mark rides on (an issue's or a comment's), where Jira

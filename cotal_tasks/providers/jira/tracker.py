@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import Any, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from cotal_tasks.providers.hosted.boundary import (
@@ -30,6 +30,7 @@ from cotal_tasks.providers.hosted.boundary import (
 )
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.paging import PageCap, at_edge
+from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     Evidence,
@@ -60,20 +61,34 @@ class JiraTracker(Tracker):
 
     name = "Jira"
 
-    def __init__(self, client: JiraClient, config: JiraConfig, boundary: ItemBoundary) -> None:
-        super().__init__(
-            boundary, path=config.project, mutation_spacing_s=config.mutation_spacing_s
-        )
+    def __init__(
+        self,
+        client: JiraClient,
+        config: JiraConfig,
+        boundary: ItemBoundary,
+        project: str | None = None,  # default: the first project
+    ) -> None:
+        project = project or config.location
+        super().__init__(boundary, path=project, mutation_spacing_s=config.mutation_spacing_s)
         self.client = client
         self.config = config
+        self.project = project
         self._zone: tzinfo | None = None
         self._zone_known = False
 
+    def sibling(self, source: str) -> Self:
+        if source == self.project:
+            return self
+        client = JiraClient(self.client.http, source, self.config.page_size)
+        return type(self)(client, self.config, self.boundary, source)
+
     # -- reading ---------------------------------------------------------------------
 
-    def _scope(self) -> str:
-        scope = f'project = "{self.config.project}"'
-        return f"{scope} AND ({self.config.jql})" if self.config.jql else scope
+    def _scope(self, *clauses: str) -> str:
+        """The project, the configured ``jql`` and ``clauses``, ANDed."""
+        scope = f'project = "{self.project}"'
+        jql = f" AND ({self.config.jql})" if self.config.jql else ""
+        return " AND ".join((f"{scope}{jql}", *clauses))
 
     async def _user_zone(self) -> tzinfo | None:
         """The API user's time zone, which JQL reads its times in (``None``: unknown)."""
@@ -97,7 +112,7 @@ class JiraTracker(Tracker):
 
     def _learn(self, item: Mapping[str, Any]) -> None:
         project = as_dict(at_path(item, "fields", "project"))
-        if self.known_id is None and as_str(project.get("key")) == self.config.project:
+        if self.known_id is None and as_str(project.get("key")) == self.project:
             pid = as_str(project.get("id"))
             self.known_id = int(pid) if pid and pid.isdigit() else None
 
@@ -111,7 +126,7 @@ class JiraTracker(Tracker):
         return self.boundary.map(
             f"issue {as_str(item.get('key'))}",
             lambda: mapping.tracked(
-                self.config.project,
+                self.project,
                 item,
                 evidence,
                 include_secured=self.config.include_secured,
@@ -150,10 +165,11 @@ class JiraTracker(Tracker):
         start = highest - overlap if cursor else None
         read: dict[str, int] = {}  # this poll's keys and their updated
         cap = PageCap(self.client.http)  # one walk, its rewalks included
+        imported = await self._import_clauses(cursor, remembered.get(HORIZON))
         for _ in range(REWALKS + 1):
             since = None if start is None else await self._minute(start)
-            bound = f' AND updated >= "{since}"' if since else ""
-            jql = f"{self._scope()}{bound} ORDER BY updated ASC, key ASC"
+            bound = [f'updated >= "{since}"'] if since else imported
+            jql = f"{self._scope(*bound)} ORDER BY updated ASC, key ASC"
             restart: int | None = None
             async for page in self.client.search(jql, mapping.FIELDS, cap=cap):
                 issues: list[TrackedIssue] = []
@@ -180,6 +196,18 @@ class JiraTracker(Tracker):
                 return
             start = restart  # an edit during the walk may have shifted what the token read
 
+    async def _import_clauses(self, cursor: str | None, horizon: Any) -> list[str]:
+        """What an import (no cursor yet) asks beside the project: the scope as JQL
+        (``JiraConfig.scope_clauses``), with the horizon as "open, or changed since its
+        edge". A later poll asks only what changed since the cursor, unscoped: a search
+        with the scope's clauses cannot show an issue *leaving* the slice (its label
+        removed, it is no longer found), so the scope is checked on what changed
+        (``hosted.scope``)."""
+        if cursor is not None:
+            return []
+        edge = await self._minute(horizon) if isinstance(horizon, int) else None
+        return self.config.scope_clauses(edge)
+
     async def _issue_keys(self, jql: str, limit: int | None = None) -> tuple[list[Any], int]:
         found: list[Any] = []
         requests = 0
@@ -189,13 +217,13 @@ class JiraTracker(Tracker):
         return found, requests
 
     async def open_numbers(self) -> tuple[set[int], int]:
-        jql = f"{self._scope()} AND statusCategory != Done ORDER BY key ASC"
+        clauses = (*self.config.scope_clauses(), "statusCategory != Done")
+        jql = f"{self._scope(*clauses)} ORDER BY key ASC"
         items, requests = await self._issue_keys(jql)
         numbers = {
             parsed[1]
             for item in items
-            if (parsed := mapping.split_key(as_dict(item).get("key")))
-            and parsed[0] == self.config.project
+            if (parsed := mapping.split_key(as_dict(item).get("key"))) and parsed[0] == self.project
         }
         return numbers, requests
 
@@ -214,14 +242,14 @@ class JiraTracker(Tracker):
             yield [issue for item in items if (issue := self._tracked(item))]
 
     async def fetch(self, number: int) -> TrackedIssue | None:
-        key = mapping.issue_key(self.config.project, number)
+        key = mapping.issue_key(self.project, number)
         try:
             item = await self.client.read_issue(key, mapping.FIELDS)
         except IssueGone as exc:
-            return mapping.gone(self.config.project, number, exc.fate)
+            return mapping.gone(self.project, number, exc.fate)
         if not item:
             return None
-        moved = mapping.split_key(item.get("key")) != (self.config.project, number)
+        moved = mapping.split_key(item.get("key")) != (self.project, number)
         evidence = [] if moved else await self._evidence(item)
         return self._tracked(item, evidence, number=number)
 
@@ -229,10 +257,14 @@ class JiraTracker(Tracker):
     async def create(self, issue: NewIssue) -> TrackedIssue:
         text, mark = workflow.marked_text(issue.body or "")
         fields: dict[str, Any] = {
-            "project": {"key": self.config.project},
+            "project": {"key": self.project},
             "summary": issue.title,
-            "issuetype": {"name": self.config.issue_type},
+            "issuetype": {"name": issue.issue_type or self.config.issue_type},
         }
+        if issue.milestone:
+            fields["fixVersions"] = [{"name": issue.milestone}]
+        if issue.assignees:
+            fields["assignee"] = {"accountId": issue.assignees[0]}
         if text:
             fields["description"] = workflow.document(text)
         labels = [label for label in issue.labels if label != mapping.IN_PROGRESS]
@@ -246,10 +278,10 @@ class JiraTracker(Tracker):
             )
         item = await self.client.read_issue(str(created["key"]), mapping.FIELDS)
         self._learn(item)
-        return mapping.tracked(self.config.project, item, include_secured=True)
+        return mapping.tracked(self.project, item, include_secured=True)
 
     async def comment_marks(self, number: int) -> set[str]:
-        key = mapping.issue_key(self.config.project, number)
+        key = mapping.issue_key(self.project, number)
         comments = await self.client.recent_comments(key)
         return {mark for comment in comments if (mark := mapping.comment_mark(comment))}
 
@@ -257,7 +289,7 @@ class JiraTracker(Tracker):
         """Everything that can refuse is read and checked first (the transition, its
         screen, who is assigned), so a refusal writes nothing; then the assignee, the
         transition, labels and description, and the comment."""
-        key = mapping.issue_key(self.config.project, number)
+        key = mapping.issue_key(self.project, number)
         steps: list[Step] = []
         fields = await self._fields_now(key)
         category = as_str(at_path(fields, "status", "statusCategory", "key"))

@@ -39,6 +39,9 @@ async def test_import_walks_the_pages_in_order_and_maps_each_issue(
         "updated",
         "security",
         "project",
+        "fixVersions",  # the scope's milestone, issue type and horizon
+        "issuetype",
+        "resolutiondate",
     }
     assert [p.body.get("nextPageToken") is not None for p in pages] == [False, True, True]
     task = await jr.get(3)
