@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from cotal_tasks.bridge.config import load_config
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.registry import provider
 from tests.bridge._support import OPERATOR, Client, DictPresence
 from tests.providers.gitlab._support import (
     BUILDER,
@@ -24,6 +25,7 @@ from tests.providers.gitlab._support import (
     PROJECT,
     SEAT_USER,
     SECRET_ENV,
+    TOKEN_ENV,
     WEBHOOK_SECRET,
     GitLabEndpoint,
     gitlab_mesh,
@@ -362,3 +364,21 @@ def test_settings_that_cannot_work_are_refused_naming_the_remedy(
 ) -> None:
     with pytest.raises(ValidationError, match=says):
         GitLabConfig.model_validate(settings)
+
+
+async def test_the_preview_shows_each_project_and_why_the_scope_leaves_an_issue_out(
+    gitlab: FakeGitLab, gitlab_url: str
+) -> None:
+    gitlab.add_project(GADGETS)
+    gitlab.add_issue(PROJECT, "for the agents", labels=[READY])
+    gitlab.add_issue(GADGETS, "not labelled")
+    settings = GitLabConfig.model_validate(
+        {**sources(PROJECT, GADGETS, labels=[READY]), "api_url": gitlab_url, "token_env": TOKEN_ENV}
+    )
+    show = provider("gitlab").preview
+    assert show is not None
+    shown = {task.taskId: task for _, task in await show(settings, "demo", 5)}
+    assert set(shown) == {f"{PROJECT}#1", f"{GADGETS}#1"}
+    assert shown[f"{PROJECT}#1"].status == "open"
+    left = shown[f"{GADGETS}#1"]
+    assert (left.status, left.statusSource) == ("dropped", f"out of scope: label {READY} missing")

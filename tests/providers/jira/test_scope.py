@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from cotal_tasks.bridge.config import load_config
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.jira.config import JiraConfig
+from cotal_tasks.providers.registry import provider
 from tests.bridge._support import Client, DictPresence
 from tests.providers.hosted_support import hooked_bridge
 from tests.providers.jira._support import (
@@ -23,6 +24,7 @@ from tests.providers.jira._support import (
     SEARCH,
     SEAT_ACCOUNT,
     SECRET_ENV,
+    TOKEN_ENV,
     WEBHOOK_SECRET,
     JiraEndpoint,
     endpoint_config,
@@ -311,3 +313,26 @@ def test_a_label_with_a_quote_stays_one_jql_string() -> None:
         scope={"labels": ['say "hi"']},
     )
     assert config.scope_clauses() == ['labels = "say \\"hi\\""']
+
+
+async def test_the_preview_shows_each_project_and_why_the_scope_leaves_an_issue_out(
+    jira: FakeJira, jira_url: str
+) -> None:
+    jira.add_project(OPS)
+    labelled(jira, PROJECT, "for the agents", READY)
+    labelled(jira, OPS, "not labelled")
+    settings = JiraConfig.model_validate(
+        {
+            **sources(PROJECT, OPS, labels=[READY]),
+            "api_url": jira_url,
+            "token_env": TOKEN_ENV,
+            "email": "bridge@example.com",
+        }
+    )
+    show = provider("jira").preview
+    assert show is not None
+    shown = {task.taskId: task for _, task in await show(settings, "demo", 5)}
+    assert set(shown) == {f"{PROJECT}#1", f"{OPS}#2"}
+    assert shown[f"{PROJECT}#1"].status == "open"
+    left = shown[f"{OPS}#2"]
+    assert (left.status, left.statusSource) == ("dropped", f"out of scope: label {READY} missing")
