@@ -142,6 +142,9 @@ class HttpLimits(Closed):
     idle_timeout_s: Annotated[int, Field(ge=1, le=300)] = 5  # keep-alive between requests
     body_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0  # a webhook body, whole
     write_timeout_s: Annotated[float, Field(gt=0, le=600)] = 30.0  # an answer, whole, to a peer
+    # The kernel's send buffer of one connection (0: the kernel's own, growing to tcp_wmem's
+    # most): what a peer that does not read is written before it is behind.
+    send_buffer_bytes: Annotated[int, Field(ge=0, le=64 * 2**20)] = 256 * 1024
     max_connections: Annotated[int, Field(ge=1, le=100_000)] = 256  # open at once, in all
     max_connections_per_peer: Annotated[int, Field(ge=1, le=100_000)] = 64  # of one address
     max_requests: Annotated[int, Field(ge=1, le=10_000)] = 64  # answered at once (no streams)

@@ -16,7 +16,9 @@ protocol with:
   event stream, which never ends: caught up within it, each time it falls behind); past
   it the connection is dropped, what it did not take with it. Until the peer has taken
   an answer, the next pipelined request is not read: a peer that does not read holds its
-  connection, for at most the deadline, and no request slot;
+  connection, for at most the deadline, and no request slot. The kernel's send buffer of
+  a connection is ``send_buffer_bytes`` (instead of growing to 4 MiB), so such a peer is
+  behind, and costs no more answers, once that much is written;
 - connection caps: ``max_connections_per_peer`` from one address, and ``max_connections``
   in all (lowered to half the process's open-file limit when that is smaller). Past the
   first, the connection is refused; past the second, the connection idle longest
@@ -33,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import resource
+import socket
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -118,18 +122,20 @@ def bounded_protocol(limits: HttpLimits, shed: ShedLog, cap: int) -> type[H11Pro
     (``cap``: ``connection_cap``)."""
     refusal = _refusal(limits.retry_after_s)
     per_peer: dict[str, int] = {}  # open connections, by the peer's address
+    idle: OrderedDict[H11Protocol, None] = OrderedDict()  # no request runs; idle longest first
 
     class BoundedH11(H11Protocol):
         _peer: str | None = None  # counted in per_peer
         _taken_first = False  # an answer is whole, its peer has not taken it: the next waits
-        _idle_since = 0.0
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
             self._head = Deadline(self.loop, limits.header_timeout_s, self._head_late)
             self._write = Deadline(self.loop, limits.write_timeout_s, self._write_late)
-            self._idle_since = self.loop.time()
             transport.set_write_buffer_limits(high=0)  # told of the first byte that waits
+            if limits.send_buffer_bytes:  # a peer that does not read is behind sooner
+                sock = transport.get_extra_info("socket")
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, limits.send_buffer_bytes)
             peer = self.client[0] if self.client else ""
             if per_peer.get(peer, 0) >= limits.max_connections_per_peer:
                 self._refuse(
@@ -143,6 +149,7 @@ def bounded_protocol(limits: HttpLimits, shed: ShedLog, cap: int) -> type[H11Pro
             if not self._room():
                 self._refuse("connections", "raise [http.limits] max_connections if it is real")
                 return
+            idle[self] = None
             self._head.start()
 
         def _refuse(self, what: str, remedy: str) -> None:
@@ -155,15 +162,13 @@ def bounded_protocol(limits: HttpLimits, shed: ShedLog, cap: int) -> type[H11Pro
             longest is dropped if need be."""
             if len(self.connections) <= cap:
                 return True
-            open_ = [p for p in self.connections if not p.transport.is_closing()]
-            if len(open_) <= cap:
-                return True
-            idle = [p for p in open_ if isinstance(p, BoundedH11) and p is not self and p._idle()]
-            if not idle:
-                return False
-            shed.shed("idle connections dropped", "raise [http.limits] max_connections if real")
-            min(idle, key=lambda p: p._idle_since).transport.abort()
-            return True
+            while idle:
+                oldest, _ = idle.popitem(last=False)
+                if not oldest.transport.is_closing():
+                    shed.shed("idle connections dropped", "raise [http.limits] max_connections")
+                    oldest.transport.abort()
+                    return True
+            return False
 
         def _idle(self) -> bool:
             """No request of this connection runs."""
@@ -200,9 +205,12 @@ def bounded_protocol(limits: HttpLimits, shed: ShedLog, cap: int) -> type[H11Pro
             super().handle_events()
             if self.conn.their_state is not h11.IDLE:
                 self._head.clear()  # the head is in: the request runs
+            if not self._idle():
+                idle.pop(self, None)
 
         def on_response_complete(self) -> None:
-            self._idle_since = self.loop.time()
+            idle[self] = None
+            idle.move_to_end(self)  # the newest idle
             if self.transport.get_write_buffer_size() > 0:
                 self._taken_first = True  # the next request once the peer took this answer
                 return
@@ -223,6 +231,7 @@ def bounded_protocol(limits: HttpLimits, shed: ShedLog, cap: int) -> type[H11Pro
         def connection_lost(self, exc: Exception | None) -> None:
             self._head.clear()
             self._write.clear()
+            idle.pop(self, None)
             if self._peer is not None:
                 left = per_peer.pop(self._peer) - 1
                 if left:

@@ -8,7 +8,7 @@ and the next pipelined request waits for the answer before it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +32,14 @@ from tests.support.fake_github import (
     serve_fake_github,
     signed_webhook,
 )
-from tests.support.peers import PIPELINE, backed_up, cut, hostile_peers, pipelined
+from tests.support.peers import (
+    PIPELINE,
+    backed_up,
+    cut,
+    hostile_peers,
+    listener_ends,
+    pipelined,
+)
 from tests.support.polling import eventually
 
 SLOW_READERS, IDLE = 16, 300
@@ -97,12 +104,15 @@ async def listener(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIter
         yield opened
 
 
-async def answered_throughout(listener: Listener, seconds: float) -> None:
+async def answered_throughout(
+    listener: Listener, seconds: float, until: Callable[[], bool] = lambda: True
+) -> None:
     """``/healthz`` and a signed webhook answered (200, 202), asked again and again for
-    ``seconds``."""
+    ``seconds`` at least, and on until ``until()`` (within a minute and a half)."""
     loop = asyncio.get_running_loop()
-    until = loop.time() + seconds
-    while loop.time() < until:
+    started = loop.time()
+    while loop.time() < started + seconds or not until():
+        assert loop.time() < started + 90, "the load never came"
         assert await listener.answered() == (200, 202)
         await asyncio.sleep(0.2)
 
@@ -113,10 +123,22 @@ async def test_probes_and_webhooks_are_answered_under_slow_readers(listener: Lis
     assert await listener.answered() == (200, 202)
     with hostile_peers("127.0.0.1", listener.port) as peers:
         readers = await peers.slow_readers(SLOW_READERS, "/v1/openapi.json")
-        await answered_throughout(listener, 10.0)
+        seen: set[int] = set()
+
+        def each_backed_up() -> bool:
+            seen.update(n for n, waits in enumerate(backed_up(readers)) if waits)
+            return len(seen) == len(readers)
+
+        # On and on, until each reader's answers have waited (a few seconds here), and
+        # some more: on the old listener each then held a request slot.
+        await answered_throughout(listener, 10.0, until=each_backed_up)
+        await answered_throughout(listener, 5.0)
+        # Each was written no more than its send buffer holds (the kernel doubles the
+        # setting) before it was behind, not the 4 MiB the kernel grows one to by itself.
+        most = 2 * HttpLimits().send_buffer_bytes
+        assert all(end is None or end[1] <= most for end in listener_ends(readers))
         read = await listener.http.get("/v1/openapi.json")  # the read API too: no slot is held
         assert read.status_code == 200
-        assert all(backed_up(readers))  # their answers wait, within the write deadline still
 
 
 async def test_probes_and_webhooks_are_answered_under_idle_sockets(listener: Listener) -> None:
