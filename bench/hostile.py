@@ -23,7 +23,7 @@ import httpx
 from nats.aio.client import Client as NATS
 
 from bench.figures import Rate, Table
-from bench.wire import CALLERS, ENDPOINT, SPACE, Bodies, Served, broker, callers_of, paired, serving
+from bench.wire import CALLERS, ENDPOINT, SPACE, Served, broker, get_task_rate, serving
 from cotal_tasks.bridge.process.broker import free_port
 from tests.support.fake_github import (
     FakeGitHub,
@@ -131,20 +131,7 @@ async def main(rounds: int = 5, tasks: int = 200) -> None:
         broker() as (url, nc, folder),
         hooked_bridge(url, nc, folder, api_url, fake.token, port) as served,
     ):
-        ids = [
-            (await served.operator.invoke("create-task", {"title": f"bench {n}"}))["taskId"]
-            for n in range(tasks)
-        ]
-        callers = await callers_of(nc, served)
-        gets = Bodies(
-            lambda i: callers[i % CALLERS].body("get-task", {"taskId": ids[i % tasks]}), MANY
-        )
-
-        def get(i: int) -> Awaitable[object]:
-            return callers[i % CALLERS].send("get-task", gets[i])
-
-        async def measured() -> Rate:
-            return (await paired({"get": get}, CALLERS, MANY, rounds, (gets,)))["get"]
+        _, measured = await get_task_rate(nc, served, rounds, tasks, MANY)
 
         base = f"http://127.0.0.1:{port}"
         body, headers = signed_webhook(SECRET, "pull_request", payload)

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable
 from pathlib import Path
 
-from bench.figures import Rate, Table
-from bench.wire import CALLERS, ENDPOINT, TOKEN, Bodies, bridge, broker, callers_of, paired
+from bench.figures import Table
+from bench.wire import CALLERS, ENDPOINT, TOKEN, bridge, broker, get_task_rate
 from cotal_tasks.bridge.service.commands import DEFAULT_PAGE_CEILING
 from cotal_tasks.core.ceiling import max_payload_bytes
 from tests.support.flood import flood
@@ -39,21 +38,7 @@ async def main(rounds: int = 5, tasks: int = 200) -> None:
     async with broker(max_payload=max_payload_bytes(DEFAULT_PAGE_CEILING)) as (url, nc, folder):
         log = folder / "nats" / "nats-server.log"
         async with bridge(url, nc, folder) as served:
-            ids = [
-                (await served.operator.invoke("create-task", {"title": f"bench {n}"}))["taskId"]
-                for n in range(tasks)
-            ]
-            callers = await callers_of(nc, served)
-            gets = Bodies(
-                lambda i: callers[i % CALLERS].body("get-task", {"taskId": ids[i % tasks]}), MANY
-            )
-
-            def get(i: int) -> Awaitable[object]:
-                return callers[i % CALLERS].send("get-task", gets[i])
-
-            async def measured() -> Rate:
-                return (await paired({"get": get}, CALLERS, MANY, rounds, (gets,)))["get"]
-
+            callers, measured = await get_task_rate(nc, served, rounds, tasks, MANY)
             seat = callers[0].seat
             body = json.dumps(
                 {

@@ -340,6 +340,28 @@ async def callers_of(nc: NATS, served: Served, count: int = CALLERS) -> list[Fas
     return [FastCaller(replies, served.service, s) for s in seats]
 
 
+async def get_task_rate(
+    nc: NATS, served: Served, rounds: int, tasks: int, many: int = MANY
+) -> tuple[list[FastCaller], Callable[[], Awaitable[Rate]]]:
+    """``tasks`` tasks created on ``served`` and its callers, with a measurement of get-task
+    (``many`` requests a round at ``CALLERS`` callers) to repeat under each load a part
+    applies."""
+    ids = [
+        (await served.operator.invoke("create-task", {"title": f"bench {n}"}))["taskId"]
+        for n in range(tasks)
+    ]
+    callers = await callers_of(nc, served)
+    gets = Bodies(lambda i: callers[i % CALLERS].body("get-task", {"taskId": ids[i % tasks]}), many)
+
+    def get(i: int) -> Awaitable[object]:
+        return callers[i % CALLERS].send("get-task", gets[i])
+
+    async def measured() -> Rate:
+        return (await paired({"get": get}, CALLERS, many, rounds, (gets,)))["get"]
+
+    return callers, measured
+
+
 async def main(rounds: int = 5, tasks: int = 500) -> None:
     async with broker() as (url, nc, folder), bridge(url, nc, folder) as served, echo_process(url):
         ids = [
