@@ -149,6 +149,12 @@ class WebhookReceiver(Protocol):
         """Ask the next poll, on whichever instance leads, to read every issue again."""
         ...
 
+    async def moved(self, mark: str) -> None:
+        """The source moved beyond the issues the delivery names (``mark``: its id): the
+        next poll, on whichever instance leads, reads what the source's tracker otherwise
+        reads on its own cadence."""
+        ...
+
 
 class SyncRole(Protocol):
     """Whether this instance runs a mirrored source's sync loop, and since when."""

@@ -166,6 +166,7 @@ class PortOnly:
     woken: list[set[int]] = field(default_factory=list)
     rereads: int = 0
     checked: int = 0  # ``delivered`` asked: only before a lookup
+    moves: list[str] = field(default_factory=list)
 
     async def remembered_id(self) -> int | None:
         return None
@@ -194,6 +195,9 @@ class PortOnly:
 
     async def reread(self) -> None:
         self.rereads += 1
+
+    async def moved(self, mark: str) -> None:
+        self.moves.append(mark)
 
 
 SCHEME: Scheme[ListTracker] = Scheme(

@@ -25,6 +25,7 @@ from tests.support.fake_github_webhooks import (
     issues_payload,
     ping_payload,
     pull_request_payload,
+    push_payload,
     sign,
     signed_webhook,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "parse_iso",
     "ping_payload",
     "pull_request_payload",
+    "push_payload",
     "serve_fake_github",
     "sign",
     "signed_webhook",

@@ -139,6 +139,41 @@ def pull_request_payload(
     return payload | _envelope(fake, repo, sender or issue.user)
 
 
+def push_payload(
+    fake: FakeGitHub, repo: str, sha: str, message: str, *, ref: str = "refs/heads/main"
+) -> JSON:
+    """A ``push`` of one commit (``sha``, ``message``) to ``ref``, in the documented shape
+    (octokit/webhooks ``payload-schemas`` ``push``): it names no issue, though its message
+    may reference some."""
+    owner = fake.repos[repo].owner
+    commit = {
+        "id": sha,
+        "tree_id": "0" * 40,
+        "distinct": True,
+        "message": message,
+        "timestamp": iso(fake.clock.seconds),
+        "url": f"https://github.com/{repo}/commit/{sha}",
+        "author": {"name": owner, "email": f"{owner}@users.noreply.github.com"},
+        "committer": {"name": owner, "email": f"{owner}@users.noreply.github.com"},
+        "added": [],
+        "removed": [],
+        "modified": ["README.md"],
+    }
+    return {
+        "ref": ref,
+        "before": "0" * 39 + "1",
+        "after": sha,
+        "created": False,
+        "deleted": False,
+        "forced": False,
+        "base_ref": None,
+        "compare": f"https://github.com/{repo}/compare/{'0' * 12}...{sha[:12]}",
+        "commits": [commit],
+        "head_commit": commit,
+        "pusher": {"name": owner, "email": f"{owner}@users.noreply.github.com"},
+    } | _envelope(fake, repo, None)
+
+
 def ping_payload(
     fake: FakeGitHub,
     repo: str,

@@ -93,10 +93,12 @@ class GitHubConfig(ReadsBackWrites):
     # project_status rules can match. Off by default: it costs a request per page.
     project_status: bool = False
     graphql_url: str | None = None  # default: derived from api_url
-    # Read the repository's issue events feed each poll (conditionally: a 304 is not
-    # counted by GitHub's rate limit) for commits that reference an issue without
-    # changing it. Off: an unchanged poll is one request instead of two.
+    # Read the repository's issue events feed (conditionally: a 304 is not counted by
+    # GitHub's rate limit) for commits that reference an issue without changing it: in a
+    # poll whose listing changed or after a webhook delivery named the repository, else
+    # every ``reference_events_interval_s`` (``github.cadence``). Off: never.
     reference_events: bool = True
+    reference_events_interval_s: Annotated[float, Field(gt=0)] = 300.0
     # Each poll, read the link counts of the next 100 open issues (one GraphQL request,
     # wrapping to the first after the last) and read again each issue whose count moved:
     # finds what only a timeline shows (another repository's pull request) within

@@ -1,11 +1,12 @@
 """The repository's issue events feed (``GET /repos/{owner}/{repo}/issues/events``): the
-issues commits referenced since the last poll, and those an event may have moved into or
-out of the endpoint's scope."""
+issues commits referenced since the feed was last read, and those an event may have moved
+into or out of the endpoint's scope. When a poll reads it is ``cadence``'s to say."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from cotal_tasks.providers.github.cadence import wait_of
 from cotal_tasks.providers.github.mapping import is_pull_request
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list
 from cotal_tasks.providers.hosted.http import TrackerHttp
@@ -33,13 +34,15 @@ SCOPE_EVENTS = frozenset(
 class EventsRead:
     """What a read of the repository's issue events feed found: the issues a commit
     referenced since the last event seen, those an event may have moved out of a scope,
-    the newest event id, the feed's ETag."""
+    the newest event id, the feed's ETag, and the ``X-Poll-Interval`` its answer asked
+    (seconds; 0: none)."""
 
     referenced: frozenset[int] = frozenset()
     newest: int | None = None
     etag: str | None = None
     not_modified: bool = False
     rescoped: frozenset[int] = frozenset()
+    wait_s: float = 0.0
 
 
 async def read(
@@ -57,8 +60,9 @@ async def read(
     headers = {"If-None-Match": etag} if etag else None
     params = {"per_page": FEED_PAGE}
     response = await http.request("GET", path, params=params, headers=headers)
+    wait_s = wait_of(response.headers.get("x-poll-interval"))
     if response.status_code == 304:
-        return EventsRead(not_modified=True)
+        return EventsRead(not_modified=True, wait_s=wait_s)
     first_etag = response.headers.get("etag")
     referenced: set[int] = set()
     rescoped: set[int] = set()
@@ -86,5 +90,7 @@ async def read(
             break
         response = await http.request("GET", following)
     if seen is None:  # the first read: a mark, even of an empty feed
-        return EventsRead(frozenset(), newest or 0, first_etag)
-    return EventsRead(frozenset(referenced), newest, first_etag, rescoped=frozenset(rescoped))
+        return EventsRead(frozenset(), newest or 0, first_etag, wait_s=wait_s)
+    return EventsRead(
+        frozenset(referenced), newest, first_etag, rescoped=frozenset(rescoped), wait_s=wait_s
+    )

@@ -10,7 +10,7 @@ from typing import Any, Self
 
 import httpx
 
-from cotal_tasks.providers.github import evidence, mapping, sweep
+from cotal_tasks.providers.github import cadence, evidence, mapping, sweep
 from cotal_tasks.providers.github.client import PER_PAGE, GitHubClient
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.github.graphql import GraphQLRefused, GraphQLUnavailable
@@ -21,6 +21,7 @@ from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
+    MOVED,
     IssueGone,
     ListPage,
     NewIssue,
@@ -77,8 +78,11 @@ class GitHubTracker(Tracker):
     ) -> AsyncIterator[ListPage]:
         """The issue listing, then the issues commits referenced (the issue events feed).
         ``remembered["etag"]`` is the (URL, ETag) of the last poll's last page, for a
-        conditional request; ``remembered["marks"]`` where the events feed was left."""
+        conditional request; ``remembered["marks"]`` where the events feed was left;
+        ``remembered[MOVED]`` the last webhook's word that the repository moved."""
         marks: dict[str, str] = dict(remembered.get(MARKS) or {})
+        moved = remembered.get(MOVED)
+        moved = moved if isinstance(moved, str) else None
         saved_etag = remembered.get(ETAG)
         etag = (saved_etag[0], saved_etag[1]) if saved_etag else None
         since = None
@@ -99,7 +103,7 @@ class GitHubTracker(Tracker):
         horizon = remembered.get(HORIZON)
         async for response, phase in self._listings(since, etag, horizon):
             if response.status_code == 304:
-                if referenced := await self._referenced(marks, set()):
+                if referenced := await self._referenced(marks, set(), False, moved):
                     yield referenced
                 if swept := await self._swept(remembered.get(sweep.SWEEP)):
                     yield swept
@@ -134,7 +138,7 @@ class GitHubTracker(Tracker):
                 fetched=read.reread,  # earlier pages' issues, read again for evidence
                 owed=self._take_owed(),
             )
-        if referenced := await self._referenced(marks, set(walk.as_of)):
+        if referenced := await self._referenced(marks, set(walk.as_of), True, moved):
             yield referenced
         if swept := await self._swept(remembered.get(sweep.SWEEP)):
             yield swept
@@ -163,22 +167,34 @@ class GitHubTracker(Tracker):
     async def open_numbers(self) -> tuple[set[int], int]:
         return await self.client.open_numbers()
 
-    async def _referenced(self, marks: Mapping[str, str], read: set[int]) -> ListPage | None:
-        """After the walk: the issues commits referenced since the last poll, from the
-        issue events feed (a commit reference may move neither the issue's ``updated_at``
-        nor any listing, so the walk need not see it), each read with its evidence,
-        ``BATCH`` to a GraphQL request, except those whose evidence the walk ``read``.
-        ``None`` when the feed is left unread or unchanged."""
+    async def _referenced(
+        self, marks: Mapping[str, str], read: set[int], changed: bool, moved: str | None
+    ) -> ListPage | None:
+        """After the walk, when ``cadence`` says the feed is due (``changed``: the
+        listing was not 304; ``moved``: the last webhook's mark): the issues commits
+        referenced since the feed was last read (a commit reference may move neither the
+        issue's ``updated_at`` nor any listing, so the walk need not see it), each read
+        with its evidence, ``BATCH`` to a GraphQL request, except those whose evidence
+        the walk ``read``. ``None`` when the feed is left unread and nothing is owed."""
         scoped = bool(self.config.scope.keys() - {"horizon_days"})
         if not self.config.reference_events:
             return None
+        now = self.client.http.clock_s()
+        clock = cadence.FeedClock.load(marks)
+        asked = clock.asked(changed, moved)
+        if not clock.due(now, self.config.reference_events_interval_s, asked):
+            if not asked or clock.owed:
+                return None
+            return ListPage((), pages=0, remember={MARKS: {**marks, **clock.held(moved)}})
         seen = marks.get(EVENTS_MARK)
         found = await self.client.referenced_since(
             int(seen) if seen and seen.isdigit() else None, marks.get(EVENTS_ETAG), scoped
         )
+        mark = clock.read(now, found.wait_s, moved)
         if found.not_modified:
-            return None
-        mark = {EVENTS_MARK: str(found.newest)} if found.newest is not None else {}
+            return ListPage((), pages=0, remember={MARKS: {**marks, **mark}})
+        if found.newest is not None:
+            mark[EVENTS_MARK] = str(found.newest)
         if found.etag:
             mark[EVENTS_ETAG] = found.etag
         numbers = sorted(found.referenced - read)

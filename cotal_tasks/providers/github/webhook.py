@@ -2,7 +2,8 @@
 endpoint a delivery is for, and name the issues it touches.
 
 The signature is ``sha256=<hex HMAC-SHA256(secret, raw body)>``, compared in constant
-time. A delivery only wakes the sync for the issues it names; polling stays the truth.
+time. A delivery only wakes the sync for the issues it names (and a ``push``, which names
+none, the next poll's read of the issue events feed); polling stays the truth.
 
 Two kinds of edit move no issue's ``updated_at``, so no poll would see them: a ``label``
 renamed (``edited`` with ``changes.name``) or ``deleted`` (one a status rule reads), and a
@@ -33,6 +34,7 @@ EVENT_HEADER = "x-github-event"
 PING = "ping"  # sent when a hook is created; an organisation's carries no repository
 LABEL = "label"
 CARD = "projects_v2_item"  # an organisation's project's item: created, edited, moved...
+PUSH = "push"  # commits pushed to a branch: names no issue, wakes the issue events feed
 
 
 def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
@@ -123,5 +125,9 @@ SCHEME: Scheme[GitHubTracker] = Scheme(
     hello=lambda event, payload: event == PING,
     lookup=lookup,
     lookup_events=frozenset({LABEL, CARD}),
+    # A push names no issue, but its commits may reference some (``referenced`` events
+    # the listing never shows); an issue or pull request delivery comes with activity
+    # that may too: the next poll reads the issue events feed (``cadence``).
+    moves=frozenset({PUSH, "issues", "pull_request"}),
 )
 WEBHOOK = SCHEME.webhook()

@@ -27,6 +27,11 @@ on another instance takes it too), and the next poll walks the listing from the 
 asking no validator; the request is cleared once that poll has read it through. So does
 a mirror written by an older mapping (``MAPPING_REVISION``, kept beside the checkpoint):
 an issue no one touched since would otherwise keep the old mapping's record for good.
+
+A delivery that says the source moved beyond the issues it names (a push) leaves its mark
+beside the checkpoint (``moved``, so the leader on another instance sees it too); each
+poll hands the latest to the tracker (``remembered[MOVED]``), which reads what it
+otherwise reads on its own cadence (GitHub's issue events feed) at once.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from cotal_tasks.providers.hosted.mirroring import MirrorSync
 from cotal_tasks.providers.hosted.refreshes import RefreshQueue
 from cotal_tasks.providers.hosted.scope import HORIZON, Scope, horizon_edge
 from cotal_tasks.providers.hosted.store import SyncHealth
-from cotal_tasks.providers.hosted.tracker import Tracker
+from cotal_tasks.providers.hosted.tracker import MOVED, Tracker
 from cotal_tasks.providers.hosted.wakes import process_holder
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,7 @@ log = logging.getLogger(__name__)
 OWED = "owed"  # the checkpoint's issues whose evidence is still to be read
 REREAD = ":reread"  # beside the checkpoint (its key and this): a full re-read is asked
 MAPPING = ":mapping"  # beside the checkpoint: the mapping revision the mirror was read with
+MOVED_AT = ":moved"  # beside the checkpoint: the last delivery that said the source moved
 # The mapping's revision: raised when the same issue maps to another record (2: a brief
 # keeps its line structure), so a mirror read with an older one is read again in full.
 MAPPING_REVISION = 2
@@ -123,6 +129,11 @@ class SyncEngine:
         """Ask the next poll to read every issue again (see the module's description)."""
         await self.checkpoints.save(self.key + REREAD, {"at": self.clock()}, self.clock())
 
+    async def moved(self, mark: str) -> None:
+        """A delivery (its id: ``mark``) said the source moved: the next poll tells the
+        tracker (see the module's description)."""
+        await self.checkpoints.save(self.key + MOVED_AT, {MOVED: mark}, self.clock())
+
     async def _mapped_anew(self, saved: Mapping[str, Any]) -> None:
         """Ask a full re-read when the mirror was read with an older mapping revision (a
         first import reads everything anyway), and record the current one."""
@@ -155,6 +166,8 @@ class SyncEngine:
         remembered = {} if asked else saved
         if (edge := horizon_edge(self.scope, self.clock())) is not None:
             remembered = {**remembered, HORIZON: edge}
+        if moved := await self.checkpoints.load(self.key + MOVED_AT):
+            remembered = {**remembered, MOVED: moved.get(MOVED)}
         async for page in tracker.list_changed(cursor, remembered):
             if page.not_modified:
                 report.not_modified = True

@@ -34,6 +34,11 @@ from cotal_tasks.providers.hosted.boundary import epoch_ms as epoch_ms
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.taskids import number_in, task_id
 
+# ``list_changed``'s ``remembered[MOVED]``: the mark of the last webhook delivery that said
+# the source moved beyond the issues it names (a push), or absent. A tracker that reads a
+# feed on its own cadence reads it at once when the mark is new to it.
+MOVED = "moved"
+
 
 @dataclass(frozen=True, slots=True)
 class NativeState:
@@ -210,7 +215,7 @@ class Tracker(abc.ABC):
         """Pages of issues updated at or after ``cursor`` minus the overlap, oldest first.
 
         ``remembered`` is the checkpoint, holding what earlier pages asked to keep
-        (``ListPage.remember``), the latest of each entry.
+        (``ListPage.remember``), the latest of each entry, and ``MOVED``.
         """
 
     @abc.abstractmethod

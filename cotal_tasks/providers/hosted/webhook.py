@@ -19,6 +19,11 @@ names its issue by a node id, with no repository at all. The tracker is asked (b
 reads every issue again); a delivery with no repository goes to the verified endpoint
 whose tracker says the issue is its own, and is refused as one for a repository this
 bridge does not sync when none does.
+
+Some deliveries say the source moved beyond the issues they name (``Scheme.moves``: a
+GitHub push, which names no issue, may carry commits that reference some): the source's
+next poll reads what its tracker otherwise reads on its own cadence (``SyncEngine.moved``).
+Only the source the delivery names is told.
 """
 
 from __future__ import annotations
@@ -90,6 +95,9 @@ class HookTarget:
     async def reread(self) -> None:
         await self.sync.ask_reread()
         await self.wake(set())
+
+    async def moved(self, mark: str) -> None:
+        await self.sync.moved(mark)
 
     @property
     def known_id(self) -> int | None:
@@ -228,10 +236,12 @@ async def accept(
     tracker: str,
     *,
     reread: bool = False,
+    moved: bool = False,
 ) -> WebhookReply:
     """Deduplicate a verified delivery by its id, then wake the sync for what it names
     (``None``: the payload named nothing readable; the poll finds the change;
-    ``reread``: the next poll reads every issue again)."""
+    ``reread``: the next poll reads every issue again; ``moved``: the source moved beyond
+    what it names, and its next poll reads its feed)."""
     numbers = named or set()
     if not delivery:
         return WebhookReply(
@@ -245,6 +255,11 @@ async def accept(
         return WebhookReply(503, exc.message)
     if not first:
         return WebhookReply(200, "delivery already received")
+    if moved:
+        try:
+            await endpoint.moved(f"{tracker}:{delivery}")
+        except ContractError as exc:
+            return WebhookReply(503, exc.message)
     if reread:
         await endpoint.reread()
         return WebhookReply(
@@ -262,6 +277,8 @@ async def accept(
         )
     if numbers:
         await endpoint.wake(numbers)
+    elif moved:
+        return WebhookReply(202, "accepted; the next poll reads what the source's events say")
     return WebhookReply(202, f"accepted; {len(numbers)} issue(s) to refresh")
 
 
@@ -288,6 +305,9 @@ class Scheme(Generic[T]):
     # ``lookup_events`` alone: the route asks nothing of the tracker for any other.
     lookup: Lookup[T] | None = None
     lookup_events: frozenset[str] = frozenset()
+    # Events that say the source moved beyond the issues they name (``accept``'s
+    # ``moved``): GitHub's ``push``, ``issues`` and ``pull_request``.
+    moves: frozenset[str] = frozenset()
 
     def target(
         self,
@@ -361,7 +381,13 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
         if (looked := await ask(scheme, endpoint, event, headers, payload)) is not None:
             return looked
         named = endpoint.named(event, payload)
-        return await accept(endpoint, scheme.delivery(headers, payload), named, scheme.tracker)
+        return await accept(
+            endpoint,
+            scheme.delivery(headers, payload),
+            named,
+            scheme.tracker,
+            moved=event in scheme.moves,
+        )
 
     return receive
 

@@ -3,7 +3,9 @@ event on the issue (a commit pushed with ``#12`` in its message, with or without
 request). GitHub does not say that it moves the issue's ``updated_at``; the fake leaves it
 alone, so no listing shows it. The repository's issue events feed
 (``GET /repos/{owner}/{repo}/issues/events``) carries those events; it is asked
-conditionally each poll, and a 304 is not counted by GitHub's rate limit.
+conditionally (a 304 is not counted by GitHub's rate limit) in a poll whose listing
+changed, after a webhook says the repository moved, and else once every
+``reference_events_interval_s``, so an unchanged poll is the listing's one request.
 
 A pull request of another repository that references the issue makes a
 ``cross-referenced`` event, which GitHub shows only in the issue's timeline, never in the
@@ -17,17 +19,33 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
+from starlette.applications import Starlette
 
+from cotal_tasks.bridge.http.webhooks import webhook_routes
+from cotal_tasks.providers.github.cadence import MAX_WAIT_S, FeedClock, wait_of
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
+from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttp
-from tests.providers.github._support import ISSUES, REPO, GitHubEndpoint, open_github
+from tests.providers.github._support import (
+    ISSUES,
+    REPO,
+    SECRET_ENV,
+    WEBHOOK_SECRET,
+    GitHubEndpoint,
+    open_github,
+)
 from tests.providers.hosted_support import add_issues
-from tests.support.fake_github import FakeGitHub
+from tests.support.fake_github import FakeGitHub, push_payload, signed_webhook
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "github"
 EVENTS = f"{ISSUES}/events"
 OTHER = "octo-org/elsewhere"
 SHA = "6dcb09b5b57875f334f61aebed695e2e4193db5e"
+MORE = ("octo-org/widgets", "octo-org/gadgets")  # further repositories of an endpoint
+POLL_S = 60  # the poll interval the tests keep
+INTERVAL_S = GitHubConfig.model_fields["reference_events_interval_s"].default
+FEED = {"reference_events": True}  # the default, which the tests' endpoints turn off
 
 
 async def refs(gh: GitHubEndpoint, number: int) -> set[tuple[str, str]]:
@@ -130,17 +148,33 @@ async def test_the_feed_is_read_only_back_to_the_last_event_seen() -> None:
 # -- over the fake GitHub ---------------------------------------------------------------------
 
 
-async def test_a_commit_reference_without_a_pull_request_becomes_evidence(
+@pytest.fixture
+def fake() -> FakeGitHub:
+    return FakeGitHub(repos=(REPO, *MORE))
+
+
+async def test_a_commit_reference_with_no_webhook_is_found_within_the_feeds_interval(
     fake: FakeGitHub, github_url: str, tmp_path: Path
 ) -> None:
-    """Before: the commit never reached the task (GitHub leaves ``updated_at`` alone)."""
+    """Before: the commit never reached the task (GitHub leaves ``updated_at`` alone), or,
+    with the feed read every poll, it cost every unchanged poll a second request. Now a
+    poll with nothing to say the repository moved asks the listing alone, and the feed is
+    read once ``reference_events_interval_s`` has passed since its last read."""
     async with open_github(fake, github_url, tmp_path / "b", reference_events=True) as gh:
-        await settled(gh)
-        fake.advance(60)
+        gh.virtual_time()  # the tracker's clock is the fake's, moved by hand
+        await settled(gh)  # the import read the feed (its mark) at this time
+        fake.advance(POLL_S)
         fake.add_commit_reference(REPO, 3, SHA)
         fake.add_commit_reference(REPO, 4, "f" * 40, commit_repo=OTHER)
         mark = len(fake.requests)
 
+        await gh.poll()  # one poll interval after the read: not due yet
+
+        assert statuses(fake, mark) == [(ISSUES, 304)]
+        assert await refs(gh, 3) == set()
+
+        fake.advance(INTERVAL_S - POLL_S)  # the interval since the last read is over
+        mark = len(fake.requests)
         await gh.poll()
 
         # The listing did not change; the feed did. The two issues are read, their
@@ -156,26 +190,98 @@ async def test_a_commit_reference_without_a_pull_request_becomes_evidence(
         assert ("commit", f"{OTHER}@{'f' * 40}") in await refs(gh, 4)
         assert await refs(gh, 2) == set()
 
+        fake.advance(POLL_S)
         mark = len(fake.requests)
         await gh.poll()
-        assert [s for _, s in statuses(fake, mark)] == [304, 304]
+        assert statuses(fake, mark) == [(ISSUES, 304)]
 
 
-async def test_an_unchanged_poll_is_two_conditional_requests(
+async def test_an_unchanged_poll_is_one_conditional_request_per_repository(
     fake: FakeGitHub, github_url: str, tmp_path: Path
 ) -> None:
-    """With the feed read, an unchanged poll asks it and the listing conditionally: two
-    304s, neither counted by GitHub's rate limit (``reference_events = false``: one)."""
-    async with open_github(fake, github_url, tmp_path / "b", reference_events=True) as gh:
-        await settled(gh)
-        fake.advance(60)
+    """With the feed on (the default), every poll of a quiet endpoint over several
+    repositories asks each repository's listing conditionally and nothing else: one 304 a
+    repository, not counted by GitHub's rate limit (it was two: the feed's too)."""
+    repos = [REPO, *MORE]
+    async with open_github(
+        fake, github_url, tmp_path / "b", repository=None, repositories=repos, **FEED
+    ) as gh:
+        gh.virtual_time()
+        for repo in repos:
+            add_issues(fake, repo, 3, spacing_s=60)
+        await gh.poll()  # the import, which marks each feed
+        await gh.poll()  # past the overlap
+        for _ in range(3):
+            fake.advance(POLL_S)
+            mark = len(fake.requests)
+
+            await gh.poll()
+
+            sent = fake.requests[mark:]
+            assert [(r.path, r.status) for r in sent] == [
+                (f"/repos/{repo}/issues", 304) for repo in repos
+            ]
+            assert all(r.if_none_match for r in sent)
+
+
+async def test_a_push_delivery_has_the_next_poll_read_its_repositorys_feed(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit pushed with ``#3`` in its message: the ``push`` delivery names no issue,
+    so it refreshes nothing itself, but the next poll reads the feed of the repository it
+    names (and only of that one) at once, not at the end of the interval."""
+    monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
+    repos = [REPO, *MORE]
+    async with open_github(
+        fake,
+        github_url,
+        tmp_path / "b",
+        repository=None,
+        repositories=repos,
+        webhook_secret_env=SECRET_ENV,
+        **FEED,
+    ) as gh:
+        gh.virtual_time()
+        add_issues(fake, REPO, 3, spacing_s=60)
+        await gh.poll()
+        await gh.poll()
+        fake.advance(POLL_S)
+        fake.add_commit_reference(REPO, 3, SHA)
+        body, headers = signed_webhook(
+            WEBHOOK_SECRET, "push", push_payload(fake, REPO, SHA, "Fix the parser (#3)")
+        )
+        hooks = [("github", s.webhook) for s in gh.hosted.sources if s.webhook is not None]
+        app = Starlette(routes=webhook_routes(hooks))
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bridge") as http:
+            answer = await http.post("/webhooks/github", content=body, headers=headers)
+        assert answer.status_code == 202, answer.text
         mark = len(fake.requests)
 
         await gh.poll()
 
-        sent = fake.requests[mark:]
-        assert [(r.path, r.status) for r in sent] == [(ISSUES, 304), (EVENTS, 304)]
-        assert all(r.if_none_match for r in sent)
+        assert statuses(fake, mark) == [
+            (ISSUES, 304),
+            (EVENTS, 200),
+            (f"{ISSUES}/3", 200),
+            ("/graphql", 200),
+            *((f"/repos/{repo}/issues", 304) for repo in MORE),
+        ]
+        assert ("commit", SHA) in await refs(gh, 3)
+
+
+def test_the_feeds_cadence_honours_x_poll_interval() -> None:
+    """A read asked (the listing changed, a webhook) waits no less than the
+    ``X-Poll-Interval`` the feed's last answer asked; the interval itself never less."""
+    read = FeedClock.load(FeedClock().read(1000.0, wait_of("90"), None))
+    assert not read.due(1060.0, 300, asked=True)
+    assert read.due(1090.0, 300, asked=True)
+    assert not read.due(1090.0, 300, asked=False)
+    assert read.due(1300.0, 300, asked=False)
+    slow = FeedClock.load(FeedClock().read(1000.0, wait_of("600"), None))
+    assert not slow.due(1300.0, 300, asked=False)
+    assert (wait_of(None), wait_of("soon"), wait_of("86400")) == (0.0, 0.0, MAX_WAIT_S)
+    assert FeedClock.load(read.held("github:d1")).asked(changed=False, moved=None)
 
 
 async def test_a_changed_issue_is_read_once_even_when_a_commit_named_it(
