@@ -254,7 +254,8 @@ class Built:
     the store up to date once, with its report; ``degradations`` counts what the source
     gave that did not map in full; ``rate_budgets`` the rate-limit budget the source's
     answers last reported; ``webhooks`` the endpoint's receivers for its provider's
-    route (one per source it reads: a repository, a project); ``close`` releases what
+    route (one per source it reads: a repository, a project; read live, as an endpoint
+    whose sources are discovered adds and removes them while it runs); ``close`` releases what
     ``build`` opened besides the store (an HTTP client). ``parts`` are the provider's own
     parts, for its tools and tests: the bridge never reads them.
     """
@@ -267,7 +268,7 @@ class Built:
     catch_up: CatchUp | None = None
     degradations: Degradations | None = None
     rate_budgets: RateBudgets | None = None
-    webhooks: tuple[WebhookReceiver, ...] = ()
+    webhooks: Sequence[WebhookReceiver] = ()
     parts: object | None = None
     close: Callable[[], Awaitable[None]] = field(default=_nothing)
 

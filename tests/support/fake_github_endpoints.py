@@ -59,6 +59,39 @@ def get_repo(ctx: Ctx) -> Reply:
     )
 
 
+def list_org_repos(ctx: Ctx) -> Reply:
+    """``GET /orgs/{org}/repos``: the organization's repositories (``type`` all, the
+    default), by name, paged by ``Link``; 404 for an organization with none here."""
+    org = ctx.params["org"].casefold()
+    parse_choice(ctx, "type", "all", ("all", "public", "private", "forks", "sources", "member"))
+    repos = sorted(
+        (r for r in ctx.fake.repos.values() if r.owner.casefold() == org),
+        key=lambda r: r.full_name.casefold(),
+    )
+    if not repos:
+        raise not_found()
+    return Reply(200, [ctx.shapes.repository(r) for r in ctx.page(repos)])
+
+
+def list_installation_repos(ctx: Ctx) -> Reply:
+    """``GET /installation/repositories``: ``{total_count, repository_selection,
+    repositories}`` of what the installation was granted (``fake.installation``), paged
+    by ``Link``; 403 without an installation (a token that is not an App's)."""
+    granted = ctx.fake.installation
+    if granted is None:
+        raise ApiError(403, "This endpoint can only be accessed with an installation token")
+    repos = [ctx.fake.repos[name] for name in sorted(granted, key=str.casefold)]
+    page = ctx.page(repos)
+    return Reply(
+        200,
+        {
+            "total_count": len(repos),
+            "repository_selection": "selected",
+            "repositories": [ctx.shapes.repository(r) for r in page],
+        },
+    )
+
+
 def list_issues(ctx: Ctx) -> Reply:
     """``state`` (default open), ``sort`` created|updated|comments, ``direction`` (default
     desc), ``since`` (updated at or after), ``labels`` (all of), ``assignee``, ``creator``.
@@ -353,6 +386,8 @@ ENDPOINTS: list[Endpoint[Ctx, Reply]] = [
     endpoint("GET", r"/user", get_user),
     endpoint("POST", r"/graphql", graphql),
     endpoint("POST", r"/api/graphql", graphql),  # GitHub Enterprise Server's path
+    endpoint("GET", r"/orgs/(?P<org>[^/]+)/repos", list_org_repos),
+    endpoint("GET", r"/installation/repositories", list_installation_repos),
     endpoint("GET", _REPO, get_repo),
     endpoint("GET", _REPO + r"/issues", list_issues),
     endpoint("POST", _REPO + r"/issues", create_issue),

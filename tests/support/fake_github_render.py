@@ -101,7 +101,7 @@ class Shapes:
             "pushed_at": iso(repo.created_at),
             "clone_url": f"{self.html}/{repo.full_name}.git",
             "has_issues": True,
-            "archived": False,
+            "archived": repo.archived,
             "disabled": False,
             "visibility": "public",
             "open_issues_count": open_count,

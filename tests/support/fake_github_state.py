@@ -67,6 +67,9 @@ class FakeGitHub(FakeGitHubMutations):
         self.primary_status = 403
         # seconds during which a fresh update is not yet visible to ``since`` queries
         self.since_lag = 0
+        # the repositories a GitHub App installation was granted (``None``: the token is
+        # no installation's): ``GET /installation/repositories`` lists them
+        self.installation: set[str] | None = None
         # whole bodies the next GraphQL requests are answered with (200), in order
         self.graphql_answers: deque[JSON] = deque()
         for name in repos:

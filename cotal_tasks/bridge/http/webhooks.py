@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import overload
 
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
@@ -91,21 +92,48 @@ def _route(
     return Route(f"/webhooks/{webhook.route}", deliver, methods=["POST"])
 
 
+class LiveReceivers(Sequence[WebhookReceiver]):
+    """The receivers of a provider's endpoints, read as they are at each delivery (an
+    endpoint whose sources are discovered adds and removes its own while it runs)."""
+
+    def __init__(self, lists: Sequence[Sequence[WebhookReceiver]]) -> None:
+        self.lists = lists
+
+    def _now(self) -> list[WebhookReceiver]:
+        return [receiver for each in self.lists for receiver in each]
+
+    @overload
+    def __getitem__(self, index: int) -> WebhookReceiver: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[WebhookReceiver]: ...
+
+    def __getitem__(self, index: int | slice) -> WebhookReceiver | Sequence[WebhookReceiver]:
+        return self._now()[index]
+
+    def __len__(self) -> int:
+        return sum(len(each) for each in self.lists)
+
+    def __iter__(self) -> Iterator[WebhookReceiver]:
+        return iter(self._now())
+
+
 def webhook_routes(
-    receivers: Sequence[tuple[str, WebhookReceiver]],
+    receivers: Sequence[tuple[str, Sequence[WebhookReceiver]]],
     limits: HttpLimits | None = None,
     refusals: Mapping[str, RefusedDeliveries] | None = None,
 ) -> list[BaseRoute]:
     """A route per provider with a webhook, over the receivers of its endpoints, given as
-    (provider name, receiver); a provider with none answers every delivery 404, naming the
-    remedy. ``limits``: the listener's bounds (the defaults when ``None``); ``refusals``:
-    where each provider's route records the deliveries it refuses (``refused_records``)."""
+    (provider name, an endpoint's receivers, read live); a provider with none answers
+    every delivery 404, naming the remedy. ``limits``: the listener's bounds (the defaults
+    when ``None``); ``refusals``: where each provider's route records the deliveries it
+    refuses (``refused_records``)."""
     bounds = limits or HttpLimits()
     records = refusals if refusals is not None else refused_records()
     routes: list[BaseRoute] = []
     for entry in PROVIDERS:
         if entry.webhook is not None:
-            own = [receiver for name, receiver in receivers if name == entry.name]
+            own = LiveReceivers([each for name, each in receivers if name == entry.name])
             routes.append(_route(entry.webhook, own, bounds, records[entry.name]))
     return routes
 

@@ -11,7 +11,7 @@ part what it is.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
@@ -55,8 +55,8 @@ class Endpoint:
     service: CommandService
     location: str
     runner: Runner | None = None  # run while serving: a sync loop (elected), a file follower
-    # its side of the provider's webhook route: one receiver per source it reads
-    webhooks: tuple[WebhookReceiver, ...] = ()
+    # its side of the provider's webhook route: one receiver per source it reads (live)
+    webhooks: Sequence[WebhookReceiver] = ()
     parts: object | None = None  # the provider's own parts (for its tools and tests)
     catch_up: CatchUp | None = None  # bring the store up to date once (the CLI's sync)
     degradations: Degradations | None = None  # what the source gave that did not map

@@ -75,7 +75,7 @@ def build_http_app(
         tokens,
         events,
         webhook_routes=webhook_routes(
-            [(ep.config.provider, hook) for ep in endpoints for hook in ep.webhooks],
+            [(ep.config.provider, ep.webhooks) for ep in endpoints],
             config.http.limits,
             refused,
         ),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Literal
@@ -67,6 +68,30 @@ def _repository_name(value: str) -> str:
 
 Repository = Annotated[str, AfterValidator(_repository_name)]
 MAX_SOURCES = 500  # repositories one endpoint reads
+_ACCOUNT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})")
+DISCOVERED_KEYS = ("include", "exclude", "include_archived")  # an organization's or App's
+
+
+def _account(value: str) -> str:
+    if not _ACCOUNT.fullmatch(value):
+        raise ValueError(
+            f"{value[:80]!r} is not an organization login (letters, digits and '-'). Give "
+            "it as GitHub shows it, such as octo-org"
+        )
+    return value
+
+
+def _glob(value: str) -> str:
+    """An include or exclude glob: it matches a repository's name, never its owner."""
+    if "/" in value or not value:
+        raise ValueError(
+            f"{value[:80]!r}: include and exclude match the repository's name without its "
+            "owner (fnmatch, case-insensitive). Write 'web-*', not 'acme/web-*'"
+        )
+    return value
+
+
+Glob = Annotated[str, AfterValidator(_glob)]
 
 
 class GitHubConfig(ReadsBackWrites):
@@ -83,6 +108,16 @@ class GitHubConfig(ReadsBackWrites):
     # One repository (``owner/name``), or several; ``repository`` is a list of one.
     repository: Repository | None = None
     repositories: Annotated[tuple[Repository, ...], Field(max_length=MAX_SOURCES)] = ()
+    # Or the repositories discovered (``github.discovery``): an organization's, or those
+    # a GitHub App installation's token can read, picked by name with include/exclude
+    # globs, archived ones skipped unless include_archived, listed again every
+    # discover_interval_s (0: at start only) so a repository created later joins.
+    organization: Annotated[str, AfterValidator(_account)] | None = None
+    installation: bool = False
+    include: tuple[Glob, ...] = ()  # none: every repository
+    exclude: tuple[Glob, ...] = ()
+    include_archived: bool = False
+    discover_interval_s: Annotated[float, Field(ge=0)] = 600.0
     api_url: str = "https://api.github.com"
     token_env: str = "GITHUB_TOKEN"
     claimed_label: str | None = CLAIMED_LABEL
@@ -114,19 +149,7 @@ class GitHubConfig(ReadsBackWrites):
     @classmethod
     def _one_list_of_sources(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            one, many = data.get("repository"), data.get("repositories")
-            if one is None and not many:
-                raise ValueError(
-                    'no repository. Set repository = "owner/name", or repositories = '
-                    '["owner/a", "owner/b"]'
-                )
-            if one is not None and many:
-                raise ValueError(
-                    "both repository and repositories are set. Keep one: repositories "
-                    "lists every repository, repository names a single one"
-                )
-            if many and len({str(name).lower() for name in many}) != len(many):
-                raise ValueError("repositories names a repository twice. Name each once")
+            _one_kind_of_sources(data)
         return data
 
     @model_validator(mode="before")
@@ -139,6 +162,20 @@ class GitHubConfig(ReadsBackWrites):
             if (claimed, blocked) != (CLAIMED_LABEL, BLOCKED_LABEL):
                 data = {**data, "status_rules": github_default_rules(claimed, blocked)}
         return data
+
+    @model_validator(mode="after")
+    def _route_is_discovered(self) -> GitHubConfig:
+        route = self.route
+        if route is None or self.discovery is None:
+            return self
+        owner, _, name = _repository_name(route).partition("/")
+        org = self.organization
+        if (org is not None and owner.casefold() != org.casefold()) or not self.picks(name):
+            raise ValueError(
+                f"route {route!r} is not a repository the {self.discovery} source takes "
+                "(its owner, and include/exclude). Name one it takes"
+            )
+        return self
 
     def status_labels(self) -> dict[TaskStatus, str]:
         """Status -> the label write-back writes for it."""
@@ -171,11 +208,30 @@ class GitHubConfig(ReadsBackWrites):
 
     @property
     def sources(self) -> tuple[str, ...]:
-        return self.repositories or (self.repository or "",)
+        """The repositories listed (discovered ones are not: ``discovery``)."""
+        return self.repositories or ((self.repository,) if self.repository else ())
 
     @property
     def location(self) -> str:
-        return self.sources[0]
+        if self.installation:
+            return "installation"
+        return self.organization or self.sources[0]
+
+    @property
+    def discovery(self) -> str | None:
+        if self.installation:
+            return "the App installation"
+        return None if self.organization is None else f"organization {self.organization}"
+
+    def picks(self, name: str) -> bool:
+        """Whether a repository's ``name`` (without its owner) passes include/exclude."""
+        folded = name.casefold()
+        included = not self.include or any(
+            fnmatch.fnmatchcase(folded, glob.casefold()) for glob in self.include
+        )
+        return included and not any(
+            fnmatch.fnmatchcase(folded, glob.casefold()) for glob in self.exclude
+        )
 
     @property
     def task_link(self) -> str:
@@ -185,5 +241,54 @@ class GitHubConfig(ReadsBackWrites):
         Server's host."""
         base = self.api_url.rstrip("/")
         web = "https://github.com" if base == "https://api.github.com" else base
-        path = self.sources[0] if len(self.sources) == 1 else "{path}"
+        path = self.sources[0] if len(self.sources) == 1 and not self.discovery else "{path}"
         return f"{web.removesuffix('/api/v3')}/{path}/issues/{{number}}"
+
+
+def _one_kind_of_sources(data: dict[str, Any]) -> None:
+    """The repositories are named once: ``repository``, ``repositories``, an
+    ``organization`` or the App ``installation``; include/exclude only with the last two.
+    Listed repositories and discovered ones are not mixed: the leave rule of a discovered
+    repository (it leaves when discovery no longer lists it) would not hold for a listed
+    one, so a repository outside the organization is another endpoint's."""
+    one, many = data.get("repository"), data.get("repositories")
+    org, app = data.get("organization"), bool(data.get("installation"))
+    given = [
+        key
+        for key, value in (
+            ("repository", one is not None),
+            ("repositories", bool(many)),
+            ("organization", org is not None),
+            ("installation", app),
+        )
+        if value
+    ]
+    if not given:
+        raise ValueError(
+            'no repository. Set repository = "owner/name", repositories = ["owner/a", '
+            '"owner/b"], organization = "owner" or installation = true'
+        )
+    if given == ["repository", "repositories"]:
+        raise ValueError(
+            "both repository and repositories are set. Keep one: repositories "
+            "lists every repository, repository names a single one"
+        )
+    if len(given) > 1:
+        raise ValueError(
+            f"{' and '.join(given)} are set. Keep one: include/exclude pick the repositories "
+            "of an organization or installation; a repository elsewhere is another endpoint's"
+        )
+    if many and len({str(name).lower() for name in many}) != len(many):
+        raise ValueError("repositories names a repository twice. Name each once")
+    discovered = org is not None or app
+    stray = [key for key in DISCOVERED_KEYS if key in data and not discovered]
+    if stray:
+        raise ValueError(
+            f"{', '.join(stray)} pick(s) the repositories of an organization or installation. "
+            'Set organization = "owner" (or installation = true), or list the repositories'
+        )
+    if discovered and data.get("route") is None:
+        raise ValueError(
+            "an organization or installation endpoint creates its tasks in one repository. "
+            'Set route = "owner/name" (a repository it discovers)'
+        )

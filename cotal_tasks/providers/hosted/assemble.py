@@ -20,8 +20,10 @@ from cotal_tasks.core.secrets import TRACKER_TOKEN, WEBHOOK_SECRET, SecretRule
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.config import HostedConfig
+from cotal_tasks.providers.hosted.discovery import Discovery, Sources
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.leader import Election
+from cotal_tasks.providers.hosted.ledger import Ledger
 from cotal_tasks.providers.hosted.mirroring import ChangeHook, MirrorSync, Projection
 from cotal_tasks.providers.hosted.preview import preview
 from cotal_tasks.providers.hosted.sources import Hosted as Hosted
@@ -47,6 +49,7 @@ from cotal_tasks.providers.provider import (
     BuildContext,
     Built,
     Provider,
+    WebhookReceiver,
 )
 from cotal_tasks.providers.store import Mirror
 
@@ -105,7 +108,7 @@ def tracker_http(
         deadline_s=cfg.attempt_deadline_s,
         max_pages=cfg.max_pages,
         credential=cfg.token_env,
-        source=" or ".join(cfg.sources),
+        source=" or ".join(cfg.sources) or cfg.discovery,
     )
 
 
@@ -119,8 +122,10 @@ def assemble(
     plan: WritePlan,
     key: str,
     scheme: Scheme[T] | None,
+    discovery: Discovery | None = None,
 ) -> Built:
-    """The endpoint over ``tracker`` and its siblings, one per source of ``cfg``, each
+    """The endpoint over ``tracker`` and its siblings, one per source of ``cfg`` (or, with
+    ``discovery``, one per source it lists: ``Sources.start`` before it serves), each
     part handed what it uses: ``key`` (``<tracker>:``, then the source) names each
     source's sync checkpoint, ``scheme`` the webhook route (``None``: no deliveries)."""
     metrics, name = ctx.metrics, ctx.name
@@ -132,11 +137,13 @@ def assemble(
     hooks: list[ChangeHook] = []
     secret = _webhook_secret(cfg, name) if scheme is not None else None
     prefix = key.split(":", 1)[0]
-    sources: list[Source] = [
-        _source(
+    first = cfg.sources[0] if cfg.sources else None
+
+    def make(path: str) -> Source:
+        return _source(
             ctx,
             mirror,
-            tracker if index == 0 else tracker.sibling(path),
+            tracker if path == first else tracker.sibling(path),
             boundary,
             cfg,
             plan=plan,
@@ -145,46 +152,46 @@ def assemble(
             scheme=scheme,
             secret=secret,
             hooks=hooks,
-            id_key=ID_KEY if index == 0 else f"{ID_KEY}:{path}",
+            id_key=ID_KEY if path == first else f"{ID_KEY}:{path}",
         )
-        for index, path in enumerate(cfg.sources)
-    ]
-    first = sources[0]
-    routed = next(source for source in sources if source.path == cfg.routed)
-    several = len(sources) > 1
-    health: Health = SourcesHealth(sources) if several else first.health
+
+    sources: list[Source] = [make(path) for path in cfg.sources]
+    receivers: list[WebhookReceiver] = [s.webhook for s in sources if s.webhook is not None]
+    discovering = None
+    if discovery is not None:
+        discovering = Sources(
+            discovery,
+            make,
+            sources=sources,
+            receivers=receivers,
+            checkpoints=mirror.checkpoints(),
+            key=f"{prefix}:discovered:{cfg.location}",
+            clock=ctx.clock,
+        )
+    several = len(sources) > 1 or discovering is not None
+    health: Health = SourcesHealth(sources, discovering) if several else sources[0].health
     store = HostedStore(
         mirror,
-        first.writes,
+        sources[0].writes if sources else None,
         health,
         boundary,
         tracker=tracker.name,
         stale_after_s=cfg.stale_after_s,
         clock=ctx.clock,
         hooks=hooks,
-        routes=RoutedWrites(sources, routed) if several else None,
+        ledger=Ledger(mirror.checkpoints().engine),
+        routes=RoutedWrites(sources, cfg.routed, cfg.discovery) if several else None,
     )
-    hosted = Hosted(
-        store,
-        first.mirroring,
-        first.sync,
-        first.election,
-        first.tracker,
-        boundary,
-        http,
-        cfg,
-        first.webhook,
-        tuple(sources),
-    )
+    hosted = Hosted(store, tracker, boundary, http, cfg, sources, discovering)
     return Built(
         store,
         runner=hosted,
-        sync_role=Roles(sources) if several else first.election,
+        sync_role=Roles(sources) if several else sources[0].election,
         on_change=store.on_change,
         catch_up=hosted.catch_up,
         degradations=store.degradations,
         rate_budgets=lambda: tuple(http.rate_budgets.values()),
-        webhooks=tuple(source.webhook for source in sources if source.webhook is not None),
+        webhooks=receivers,
         parts=hosted,
         close=hosted.close,
     )
@@ -281,15 +288,17 @@ def _webhook_secret(cfg: HostedConfig, name: str) -> bytes | None:
 
 def describe(provider: str, cfg: HostedConfig) -> list[str]:
     """What ``check-config`` prints about a hosted tracker's settings."""
+    if cfg.discovery is not None:
+        sources = [f"sources: those {cfg.discovery} lists; created in {cfg.routed}"]
+    elif len(cfg.sources) > 1:
+        sources = [f"{len(cfg.sources)} sources: {', '.join(cfg.sources)}; created in {cfg.routed}"]
+    else:
+        sources = []
     return [
         f"{provider} at {mask_credentials(cfg.api_url)}, token from ${cfg.token_env}, "
         f"poll every {cfg.poll_interval_s:g} s, stale after {cfg.stale_after_s:g} s",
         f"{len(cfg.status_rules)} status rules, {len(cfg.seats)} seats",
-        *(
-            [f"{len(cfg.sources)} sources: {', '.join(cfg.sources)}; created in {cfg.routed}"]
-            if len(cfg.sources) > 1
-            else []
-        ),
+        *sources,
         *(cfg.scope.lines() if cfg.scope.keys() else []),
     ]
 
@@ -298,6 +307,8 @@ C = TypeVar("C", bound=HostedConfig)
 T = TypeVar("T", bound=Tracker)
 # (settings, item boundary) -> the tracker over it and its HTTP client (the caller closes it)
 OpenTracker = Callable[[C, ItemBoundary], tuple[T, TrackerHttp]]
+# (settings, their HTTP client) -> how the tracker lists the sources, or ``None``: listed
+Discover = Callable[[C, TrackerHttp], Discovery | None]
 
 
 def provider(
@@ -309,11 +320,14 @@ def provider(
     scheme: Scheme[T] | None,
     access: Callable[[C, TrackerHttp], Awaitable[Access]] | None = None,
     prepare: Callable[[T, C, BuildContext], Awaitable[None]] | None = None,
+    discover: Discover[C] | None = None,
 ) -> Provider[C]:
     """A hosted tracker's registry entry: ``open_tracker`` makes its ``Tracker`` and HTTP
     client over the item boundary it is given, ``plan`` its write plan, ``scheme`` its
-    webhook route, ``access`` asks what the token may do, and ``prepare`` learns what
-    the tracker must know before the endpoint serves (GitLab: a numeric project's path)."""
+    webhook route, ``access`` asks what the token may do, ``prepare`` learns what
+    the tracker must know before the endpoint serves (GitLab: a numeric project's path),
+    and ``discover`` how a config whose sources the tracker lists finds them
+    (``hosted.discovery``; ``None`` for a config that lists its own)."""
 
     def opened(config: C) -> tuple[T, ItemBoundary, TrackerHttp]:
         boundary = ItemBoundary(name)
@@ -321,22 +335,49 @@ def provider(
         boundary.tracker = tracker.name
         return tracker, boundary, http
 
+    def discovery(config: C, http: TrackerHttp) -> Discovery | None:
+        return None if discover is None else discover(config, http)
+
     async def build(config: C, ctx: BuildContext) -> Built:
         tracker, boundary, http = opened(config)
         if prepare is not None:
             await prepare(tracker, config, ctx)
         key = f"{name}:{config.location}"
-        return assemble(
-            ctx, tracker, boundary, config, http, plan=plan(config), key=key, scheme=scheme
+        found = discovery(config, http)
+        built = assemble(
+            ctx,
+            tracker,
+            boundary,
+            config,
+            http,
+            plan=plan(config),
+            key=key,
+            scheme=scheme,
+            discovery=found,
         )
+        hosted = Hosted.of(built.parts)
+        if hosted is not None and hosted.discovering is not None:
+            await hosted.discovering.start()
+        return built
 
     async def show(config: C, space: str, count: int) -> list[tuple[int, Task]]:
         tracker, _, http = opened(config)
-        return await preview(tracker, config, http, space=space, count=count)
+        found = discovery(config, http)
+        paths = config.sources
+        if found is not None:
+            try:
+                paths = (await found.find()).paths
+            except BaseException:
+                await http.client.aclose()
+                raise
+        return await preview(tracker, config, http, paths, space=space, count=count)
 
     async def reach(config: C) -> int:
         tracker, _, http = opened(config)
         try:
+            found = discovery(config, http)
+            if found is not None:  # the listing of the sources is the first contact
+                return len((await found.find()).paths)
             return len(await tracker.recent(1))  # the newest page, no issue or evidence read
         finally:
             await http.client.aclose()

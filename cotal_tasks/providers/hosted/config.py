@@ -129,6 +129,13 @@ class HostedConfig(Closed):
         return (self.location,)
 
     @property
+    def discovery(self) -> str | None:
+        """Where the sources are discovered, as messages name it ("organization acme"),
+        for a tracker whose sources are listed by the tracker rather than the config
+        (``hosted.discovery``); ``None``: ``sources`` are all of them."""
+        return None
+
+    @property
     def routed(self) -> str:
         """The source created tasks go to."""
         return self.route or self.sources[0]
@@ -147,7 +154,8 @@ class HostedConfig(Closed):
                 f"the scope's assignee {account!r} is no account of the seat directory. "
                 'Name an account of `seats`, or "none", or "anyone"'
             )
-        if self.route is not None and self.route not in self.sources:
+        listed = self.discovery is None
+        if self.route is not None and listed and self.route not in self.sources:
             raise ValueError(
                 f"route {self.route!r} is not one of the sources ({', '.join(self.sources)}). "
                 "Name one of them, or leave route out to create tasks in the first"

@@ -4,6 +4,7 @@ each source mapped to tasks, those the scope leaves out shown with why; nothing 
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 from cotal_tasks.core import Task
@@ -15,17 +16,24 @@ from cotal_tasks.providers.hosted.tracker import Tracker
 
 
 async def preview(
-    tracker: Tracker, cfg: HostedConfig, http: TrackerHttp, *, space: str, count: int
+    tracker: Tracker,
+    cfg: HostedConfig,
+    http: TrackerHttp,
+    paths: Sequence[str],
+    *,
+    space: str,
+    count: int,
 ) -> list[tuple[int, Task]]:
-    """Map the ``count`` most recently updated issues of each source (evidence included);
+    """Map the ``count`` most recently updated issues of each source of ``paths`` (those
+    configured, or those discovery lists; evidence included);
     write nothing. An issue the scope leaves out is shown with why, as the statusSource
     ``out of scope: …`` of a dropped task (it would not be taken; the horizon is read
     from the wall clock). Closes ``http``."""
     now_ms = int(time.time() * 1000)
     try:
         shown: list[tuple[int, Task]] = []
-        for index, path in enumerate(cfg.sources):
-            source = tracker if index == 0 else tracker.sibling(path)
+        for path in paths:
+            source = tracker if path == tracker.path else tracker.sibling(path)
             shown += await _preview_source(source, cfg, space=space, count=count, now_ms=now_ms)
         return shown
     finally:

@@ -23,9 +23,9 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from cotal_tasks.core import ContractError
+from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
@@ -66,55 +66,96 @@ class Source:
         )
 
 
-class RoutedWrites:
-    """The write path of an endpoint over several sources."""
+class Discovering(Protocol):
+    """The live sources of an endpoint whose tracker lists them
+    (``hosted.discovery.Sources``), as the endpoint's parts read it."""
 
-    def __init__(self, sources: Sequence[Source], routed: Source) -> None:
+    @property
+    def name(self) -> str:
+        """Where they are discovered ("organization acme")."""
+        ...
+
+    def state(self) -> SourceState:
+        """Discovery's own state, shown as one more source's."""
+        ...
+
+    async def start(self) -> None: ...
+
+    async def rediscover(self) -> bool: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+
+class RoutedWrites:
+    """The write path of an endpoint over several sources (``sources``: read live, as a
+    discovering endpoint's grow and shrink)."""
+
+    def __init__(self, sources: Sequence[Source], route: str, discovery: str | None = None) -> None:
         self.sources = sources
-        self.routed = routed
+        self.route = route  # the source created tasks go to
+        self.discovery = discovery  # where the sources are discovered, if they are
 
     def writes_for(self, write: Write) -> Writes:
         if write.expected_revision is not None:
             for source in self.sources:
                 if source.tracker.number_of(write.task.taskId) is not None:
                     return source.writes
-        # A create, or a task id of no source: the routed source creates it, or refuses
-        # the id naming the remedy.
-        return self.routed.writes
+        # A create goes to the routed source. A task of no source (one that left: its
+        # record says why, and the write is refused over it) or an id of none: any
+        # source's path refuses it, naming the remedy.
+        routed = next((s for s in self.sources if s.path == self.route), None)
+        if routed is not None:
+            return routed.writes
+        if write.expected_revision is not None and self.sources:
+            return self.sources[0].writes
+        raise ContractError(
+            ErrorCode.FAILED_PRECONDITION,
+            f"the route {self.route} is not among the sources {self.discovery} lists now, so "
+            "the bridge creates nothing. Restore it on the tracker, or set route to one it "
+            "lists",
+            outcome="not-executed",
+        )
 
     async def drain(self) -> None:
         await asyncio.gather(*(source.writes.drain() for source in self.sources))
 
 
 class SourcesHealth:
-    """The endpoint's sync health over its sources (``HostedStore`` reads it as one)."""
+    """The endpoint's sync health over its sources (``HostedStore`` reads it as one);
+    ``discovery`` shows the discovery of a discovering endpoint as one more of them."""
 
-    def __init__(self, sources: Sequence[Source]) -> None:
+    def __init__(self, sources: Sequence[Source], discovery: Discovering | None = None) -> None:
         self.sources = sources
+        self.discovery = discovery
+
+    def _states(self) -> list[SourceState]:
+        states = [source.state() for source in self.sources]
+        return states if self.discovery is None else [self.discovery.state(), *states]
 
     @property
     def last_success_ms(self) -> int | None:
         """When every source had synced, as of the one behind the others."""
-        stamps = [s.health.last_success_ms for s in self.sources]
+        stamps = [s.last_success_ms for s in self._states()]
         return None if None in stamps else min(s for s in stamps if s is not None)
 
     @property
     def failing(self) -> str | None:
-        failing = [s for s in self.sources if s.health.failing is not None]
+        failing = [s for s in self._states() if s.failing is not None]
         if not failing:
             return None
         first = failing[0]
         more = f" (and {len(failing) - 1} more source(s))" if len(failing) > 1 else ""
-        return f"{first.path}: {first.health.failing}{more}"[:400]
+        return f"{first.source}: {first.failing}{more}"[:400]
 
     @property
     def failing_since_ms(self) -> int | None:
-        since = [s.health.failing_since_ms for s in self.sources if s.health.failing_since_ms]
+        since = [s.failing_since_ms for s in self._states() if s.failing_since_ms]
         return min(since) if since else None
 
     @property
     def refused(self) -> bool:
-        return all(s.health.refused for s in self.sources)
+        states = self._states()
+        return bool(states) and all(s.refused for s in states)
 
     def report(self) -> SyncState:
         return SyncState(
@@ -122,7 +163,7 @@ class SourcesHealth:
             self.failing,
             self.failing_since_ms,
             self.refused,
-            sources=tuple(source.state() for source in self.sources),
+            sources=tuple(self._states()),
         )
 
 
@@ -148,26 +189,44 @@ class Roles:
 class Hosted:
     """A hosted endpoint's parts, for its tools and tests (the bridge reads ``Built``'s
     declared fields, never these): the store over the mirror, the item boundary, the
-    tracker's HTTP client, its settings, and its ``sources``. ``mirroring``, ``sync``,
-    ``election``, ``tracker`` and ``webhook`` are the first source's (an endpoint over
-    one source: its only one)."""
+    tracker's HTTP client, its settings, the endpoint's ``tracker`` (an endpoint over one
+    source: that source's), and its ``sources`` (read live: ``discovering`` grows and
+    shrinks them while it runs). ``mirroring``, ``sync``, ``election`` and ``webhook``
+    are the first source's (an endpoint over one source: its only one)."""
 
     store: HostedStore
-    mirroring: MirrorSync
-    sync: SyncEngine
-    election: Election
     tracker: Tracker
     boundary: ItemBoundary
     http: TrackerHttp
     tracker_config: HostedConfig
-    webhook: HookTarget | None
-    sources: tuple[Source, ...] = ()
+    sources: list[Source]
+    discovering: Discovering | None = None
+
+    @property
+    def mirroring(self) -> MirrorSync:
+        return self.sources[0].mirroring
+
+    @property
+    def sync(self) -> SyncEngine:
+        return self.sources[0].sync
+
+    @property
+    def election(self) -> Election:
+        return self.sources[0].election
+
+    @property
+    def webhook(self) -> HookTarget | None:
+        return self.sources[0].webhook
 
     async def run(self, stop: asyncio.Event) -> None:
         """Sync every poll interval until ``stop``, each source on the instance its
-        election makes leader (on SQLite, one instance: always this one)."""
-        elections = [s.election for s in self.sources] or [self.election]
-        await asyncio.gather(*(election.run(stop) for election in elections))
+        election makes leader (on SQLite, one instance: always this one); a discovering
+        endpoint discovers on its schedule too, its sources' loops started and stopped
+        as they join and leave."""
+        if self.discovering is not None:
+            await self.discovering.run(stop)
+            return
+        await asyncio.gather(*(source.election.run(stop) for source in self.sources))
 
     async def close(self) -> None:
         await self.http.client.aclose()
@@ -185,11 +244,17 @@ class Hosted:
         """One poll of every source to the tracker's present (the CLI's ``sync``), with
         its report. Over several sources a failing one is reported and the others go
         on; when every one fails, the first failure is raised."""
-        if len(self.sources) <= 1:
+        lines: list[str] = []
+        if self.discovering is not None:
+            found = await self.discovering.rediscover()
+            name = self.discovering.name
+            paths = ", ".join(s.path for s in self.sources) or "none"
+            why = "" if found else f"discovery failed ({self.discovering.state().failing}); "
+            lines.append(f"{name}: {why}{len(self.sources)} source(s): {paths}")
+        elif len(self.sources) <= 1:
             report = await self.sync.poll_once(progress)
             return CatchUpReport(report_lines(report), dataclasses.asdict(report))
         total = SyncReport()
-        lines: list[str] = []
         each: dict[str, Any] = {}
         failures: list[Exception] = []
         for source in self.sources:
@@ -204,7 +269,7 @@ class Hosted:
             lines += [f"{source.path}: {line}" for line in report_lines(report)]
             each[source.path] = dataclasses.asdict(report)
             _add(total, report)
-        if len(failures) == len(self.sources):
+        if failures and len(failures) == len(self.sources):
             raise failures[0]
         details = {**dataclasses.asdict(total), "sources": each}
         return CatchUpReport(tuple(lines), details)

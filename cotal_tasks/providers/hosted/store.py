@@ -26,6 +26,7 @@ from cotal_tasks.core import (
 )
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.http import RateLimited, RefusedBeforeSending, TrackerHttpError
+from cotal_tasks.providers.hosted.ledger import Ledger
 from cotal_tasks.providers.hosted.writes import Writes
 from cotal_tasks.providers.store import (
     Committed,
@@ -184,6 +185,14 @@ class MirroredReads:
         await self.mirror.close()
 
 
+class _NoWrites:
+    async def drain(self) -> None:
+        return None
+
+
+_NO_WRITES = _NoWrites()
+
+
 class HostedStore(MirroredReads):
     """The ``TaskStore`` of one hosted tracker endpoint: the mirror's reads, writes through
     the tracker first (``writes``), and the freshness the sync's health says."""
@@ -191,7 +200,7 @@ class HostedStore(MirroredReads):
     def __init__(
         self,
         mirror: Mirror,
-        writes: Writes,
+        writes: Writes | None,
         health: Health,
         boundary: ItemBoundary,
         *,
@@ -199,11 +208,15 @@ class HostedStore(MirroredReads):
         stale_after_s: float,
         clock: Callable[[], int],
         hooks: list[ChangeHook],
+        ledger: Ledger,
         routes: Routes | None = None,
     ) -> None:
         self.mirror = mirror
-        self.writes = writes  # the first source's (one source: its only one)
-        self.routes = routes  # several sources: where each write goes
+        # The first source's (one source: its only one); several: ``routes`` says where
+        # each write goes (a discovering endpoint may have no source at a time).
+        self._writes = writes
+        self.routes = routes
+        self.ledger = ledger  # every source's writes keep theirs in this one
         self.health = health
         self.boundary = boundary
         self.tracker = tracker  # its name, in the stale marker's reason
@@ -213,11 +226,11 @@ class HostedStore(MirroredReads):
 
     # -- reads: the mirror, never the tracker (``MirroredReads``) -------------------------
     async def prune(self, before: int, history_before: int | None = None) -> int:
-        await self.writes.ledger.prune(before)
+        await self.ledger.prune(before)
         return await super().prune(before, history_before)
 
     async def close(self) -> None:
-        await (self.routes or self.writes).drain()
+        await (self.routes or self._writes or _NO_WRITES).drain()
         await super().close()
 
     def degradations(self) -> dict[str, Any]:
@@ -245,5 +258,13 @@ class HostedStore(MirroredReads):
 
     # -- writes: the tracker first, then the mirror (see ``writes``) --------------------
     async def commit(self, write: Write) -> Committed:
-        writes = self.writes if self.routes is None else self.routes.writes_for(write)
-        return await writes.commit(write)
+        return await self.writes_for(write).commit(write)
+
+    def writes_for(self, write: Write) -> Writes:
+        return self.writes if self.routes is None else self.routes.writes_for(write)
+
+    @property
+    def writes(self) -> Writes:
+        """The first source's write path (tools and tests)."""
+        assert self._writes is not None, "an endpoint with no source yet writes nothing"
+        return self._writes

@@ -58,6 +58,7 @@ log = logging.getLogger(__name__)
 
 OWED = "owed"  # the checkpoint's issues whose evidence is still to be read
 REREAD = ":reread"  # beside the checkpoint (its key and this): a full re-read is asked
+WHOLE = "whole"  # in it: the import horizon aside
 MAPPING = ":mapping"  # beside the checkpoint: the mapping revision the mirror was read with
 MOVED_AT = ":moved"  # beside the checkpoint: the last delivery that said the source moved
 # The mapping's revision: raised when the same issue maps to another record (2: a brief
@@ -125,9 +126,11 @@ class SyncEngine:
         self.health.succeeded(self.clock())
         return report
 
-    async def ask_reread(self) -> None:
-        """Ask the next poll to read every issue again (see the module's description)."""
-        await self.checkpoints.save(self.key + REREAD, {"at": self.clock()}, self.clock())
+    async def ask_reread(self, *, whole: bool = False) -> None:
+        """Ask the next poll to read every issue again (see the module's description);
+        ``whole``: the import horizon aside (a source coming back, ``hosted.discovery``)."""
+        asked = {"at": self.clock(), **({WHOLE: True} if whole else {})}
+        await self.checkpoints.save(self.key + REREAD, asked, self.clock())
 
     async def moved(self, mark: str) -> None:
         """A delivery (its id: ``mark``) said the source moved: the next poll tells the
@@ -164,7 +167,8 @@ class SyncEngine:
         held_back = False  # a page held an issue not applied: nothing moves past it
         rescoped: set[int] = set()
         remembered = {} if asked else saved
-        if (edge := horizon_edge(self.scope, self.clock())) is not None:
+        edge = None if asked and asked.get(WHOLE) else horizon_edge(self.scope, self.clock())
+        if edge is not None:
             remembered = {**remembered, HORIZON: edge}
         if moved := await self.checkpoints.load(self.key + MOVED_AT):
             remembered = {**remembered, MOVED: moved.get(MOVED)}

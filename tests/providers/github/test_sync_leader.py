@@ -219,7 +219,7 @@ async def deliver_closed(end: GitHubEndpoint, fake: FakeGitHub, number: int) -> 
         WEBHOOK_SECRET, "issues", issues_payload(fake, "closed", REPO, number)
     )
     assert end.hosted.webhook is not None
-    app = Starlette(routes=webhook_routes([("github", end.hosted.webhook)]))
+    app = Starlette(routes=webhook_routes([("github", [end.hosted.webhook])]))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://bridge") as http:
         return await http.post("/webhooks/github", content=body, headers=headers)

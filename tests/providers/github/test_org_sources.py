@@ -1,0 +1,210 @@
+"""An endpoint over the repositories GitHub lists for it (``hosted.discovery``,
+``github.discovery``): an organization's, picked by include/exclude globs, or a GitHub
+App installation's; discovered again on a schedule, so a repository that joins is
+synced without a restart, and one that leaves takes its tasks out of the scope (same
+ids, dropped saying why) until it comes back with their history."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from cotal_tasks.core import ErrorCode
+from cotal_tasks.providers.github.config import GitHubConfig
+from tests.bridge._support import DictPresence
+from tests.providers.github._support import BUILDER, SEAT_LOGIN, GitHubEndpoint, open_github
+from tests.support.fake_github import FakeGitHub
+from tests.support.polling import eventually
+
+ORG = "acme"
+WEB_A, WEB_B, API, OLD = "acme/web-a", "acme/web-b", "acme/api", "acme/web-old"
+
+
+def org(**settings: Any) -> dict[str, Any]:
+    """The overrides of an endpoint over the organization's ``web-*`` repositories."""
+    return {
+        "repository": None,
+        "organization": ORG,
+        "include": ["web-*"],
+        "route": WEB_A,
+        **settings,
+    }
+
+
+def installation(**settings: Any) -> dict[str, Any]:
+    return {"repository": None, "installation": True, "route": WEB_A, **settings}
+
+
+@pytest.fixture
+def fake() -> FakeGitHub:
+    fake = FakeGitHub(repos=(WEB_A, WEB_B, API, OLD, "other/web-x"), assignable=[SEAT_LOGIN])
+    fake.repos[OLD].archived = True
+    for repo in fake.repos:
+        fake.add_issue(repo, f"the first of {repo}")
+    return fake
+
+
+def task_ids(tasks: list[dict[str, Any]]) -> set[str]:
+    return {task["taskId"] for task in tasks}
+
+
+def paths(end: GitHubEndpoint) -> list[str]:
+    return [source.path for source in end.hosted.sources]
+
+
+def listings(fake: FakeGitHub, path: str) -> int:
+    return len([r for r in fake.requests if r.method == "GET" and r.path == path])
+
+
+async def test_an_organization_with_globs_mirrors_exactly_the_matching_repositories(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    for k in range(100):  # a second page of the organization's listing, none of them taken
+        fake.add_repo(f"{ORG}/lib-{k:03}")
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **org()) as end:
+        # Archived and unmatched repositories, and another owner's, are left out.
+        assert paths(end) == [WEB_A, WEB_B]
+        assert listings(fake, f"/orgs/{ORG}/repos") == 2  # both pages, by their Link
+        await end.poll()
+        assert task_ids(await end.all_tasks()) == {f"{WEB_A}#1", f"{WEB_B}#1"}
+        keys = {source.sync.key for source in end.hosted.sources}
+        assert keys == {f"github:{WEB_A}", f"github:{WEB_B}"}  # a checkpoint each
+        state = await end.store.sync_state()
+        assert state is not None
+        assert [s.source for s in state.sources] == [f"organization {ORG}", WEB_A, WEB_B]
+        created = await end.client.create("made by a seat")
+        assert created["taskId"] == f"{WEB_A}#2"  # in the routed repository
+
+
+async def test_a_repository_created_later_joins_the_running_endpoint(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    """The endpoint runs (``Hosted.run``: every source's loop and discovery); a
+    repository created in the organization is synced at the next discovery, in its own
+    loop, with its own checkpoint and state, and the loops all stop on ``stop``."""
+    settings = org(discover_interval_s=0.2)
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **settings) as end:
+        stop = asyncio.Event()
+        running = asyncio.create_task(end.hosted.run(stop))
+        try:
+            await eventually(lambda: _has(end, f"{WEB_B}#1"), 10, what="the first sync")
+            fake.add_repo(f"{ORG}/web-c")
+            fake.add_issue(f"{ORG}/web-c", "in a new repository")
+            await eventually(lambda: _has(end, f"{ORG}/web-c#1"), 10, what="web-c synced")
+            assert paths(end) == [WEB_A, WEB_B, f"{ORG}/web-c"]
+            await eventually(lambda: _synced(end, f"{ORG}/web-c"), 10, what="its state")
+        finally:
+            stop.set()
+            await asyncio.wait_for(running, 10)
+
+
+async def _synced(end: GitHubEndpoint, source: str) -> bool:
+    state = await end.store.sync_state()
+    return state is not None and source in {s.source for s in state.sources if s.last_success_ms}
+
+
+async def _has(end: GitHubEndpoint, task_id: str) -> bool:
+    return task_id in task_ids(await end.all_tasks())
+
+
+async def test_a_repository_leaving_the_installation_drops_its_tasks_until_it_returns(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    presence.put(BUILDER, environment=None)
+    fake.installation = {WEB_A, WEB_B}
+    settings = installation(scope={"horizon_days": 30})
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **settings) as end:
+        assert paths(end) == [WEB_A, WEB_B]
+        await end.poll()
+        task_id = f"{WEB_B}#1"
+        await end.client.claim(BUILDER, task_id)
+
+        fake.installation = {WEB_A}  # an admin took web-b out of the installation
+        assert await end.hosted.discovering.rediscover()  # type: ignore[union-attr]
+        assert paths(end) == [WEB_A]
+        left = await end.client.get(task_id)
+        assert (left["status"], left["statusSource"]) == (
+            "dropped",
+            f"out of scope: {WEB_B} left the installation",
+        )
+        assert left["binding"]["actor"] == BUILDER.actor  # the seat stays named
+        error = await end.client.refused_update(
+            ErrorCode.FAILED_PRECONDITION, BUILDER, task_id, status="done"
+        )
+        assert f"{WEB_B} left the installation" in error.message
+        assert fake.issue(WEB_B, 1).state == "open"  # nothing written to it
+
+        fake.advance(5)
+        fake.installation = {WEB_A, WEB_B}
+        assert await end.hosted.discovering.rediscover()  # type: ignore[union-attr]
+        await end.poll()
+        back = await end.client.get(task_id)
+        assert (back["status"], back["statusSource"]) == ("claimed", "in-progress")
+        history = [entry.status for entry in await end.store.history(task_id)]
+        assert history == ["open", "claimed", "dropped", "claimed"]
+
+
+async def test_a_left_repository_is_known_after_a_restart(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    """A repository that leaves while the bridge is down leaves at the next start."""
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **org()) as end:
+        await end.poll()
+    fake.repos[WEB_B].archived = True
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **org()) as end:
+        assert paths(end) == [WEB_A]
+        left = await end.client.get(f"{WEB_B}#1")
+        assert (left["status"], left["statusSource"]) == (
+            "dropped",
+            f"out of scope: {WEB_B} archived",
+        )
+
+
+async def test_one_repository_answering_404_and_a_failing_discovery_leave_the_rest_syncing(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    fake.fail_next(1000, status=404, message="Not Found", path=f"/repos/{WEB_B}/*")
+    settings = org(max_retries=0)  # the discovery's 502 below is not waited out
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **settings) as end:
+        report = await end.hosted.catch_up()
+        assert any(line.startswith(f"{WEB_B}: failed") for line in report.lines)
+        assert any(line.startswith(f"{WEB_A}: synced") for line in report.lines)
+        assert task_ids(await end.all_tasks()) == {f"{WEB_A}#1"}
+
+        fake.fail_next(1000, status=502, path=f"/orgs/{ORG}/repos")
+        assert not await end.hosted.discovering.rediscover()  # type: ignore[union-attr]
+        assert paths(end) == [WEB_A, WEB_B]  # the known sources stay
+        fake.add_issue(WEB_A, "still synced")
+        await end.hosted.source(WEB_A).sync.poll_once()
+        assert f"{WEB_A}#2" in task_ids(await end.all_tasks())
+        state = await end.store.sync_state()
+        assert state is not None
+        assert not state.refused  # ready on web-a
+        by_source = {s.source: s for s in state.sources}
+        assert by_source[f"organization {ORG}"].failing is not None
+        assert by_source[WEB_B].refused
+        stale = await end.store.freshness()
+        assert stale is not None
+        assert stale.reason.startswith(f"GitHub sync is failing: organization {ORG}: ")
+
+
+@pytest.mark.parametrize(
+    ("settings", "says"),
+    [
+        ({"organization": ORG, "repositories": [WEB_A], "route": WEB_A}, "Keep one"),
+        ({"organization": ORG, "installation": True, "route": WEB_A}, "Keep one"),
+        ({"organization": ORG}, "Set route"),
+        ({"organization": ORG, "route": "other/web-x"}, "not a repository the organization"),
+        ({"organization": ORG, "include": ["acme/web-*"], "route": WEB_A}, "without its owner"),
+        ({"repository": WEB_A, "include": ["web-*"]}, "Set organization"),
+    ],
+)
+def test_an_organization_setting_that_cannot_work_is_refused_naming_the_remedy(
+    settings: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(ValidationError, match=says):
+        GitHubConfig.model_validate(settings)
