@@ -119,21 +119,27 @@ class LiveReceivers(Sequence[WebhookReceiver]):
 
 
 def webhook_routes(
-    receivers: Sequence[tuple[str, Sequence[WebhookReceiver]]],
+    receivers: Sequence[tuple[str, WebhookReceiver | Sequence[WebhookReceiver]]],
     limits: HttpLimits | None = None,
     refusals: Mapping[str, RefusedDeliveries] | None = None,
 ) -> list[BaseRoute]:
     """A route per provider with a webhook, over the receivers of its endpoints, given as
-    (provider name, an endpoint's receivers, read live); a provider with none answers
-    every delivery 404, naming the remedy. ``limits``: the listener's bounds (the defaults
-    when ``None``); ``refusals``: where each provider's route records the deliveries it
-    refuses (``refused_records``)."""
+    (provider name, an endpoint's receivers, read live, or one receiver); a provider with
+    none answers every delivery 404, naming the remedy. ``limits``: the listener's bounds
+    (the defaults when ``None``); ``refusals``: where each provider's route records the
+    deliveries it refuses (``refused_records``)."""
     bounds = limits or HttpLimits()
     records = refusals if refusals is not None else refused_records()
     routes: list[BaseRoute] = []
     for entry in PROVIDERS:
         if entry.webhook is not None:
-            own = LiveReceivers([each for name, each in receivers if name == entry.name])
+            own = LiveReceivers(
+                [
+                    each if isinstance(each, Sequence) else (each,)
+                    for name, each in receivers
+                    if name == entry.name
+                ]
+            )
             routes.append(_route(entry.webhook, own, bounds, records[entry.name]))
     return routes
 
