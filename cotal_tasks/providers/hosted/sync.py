@@ -8,7 +8,10 @@ they were, and a deferred one is read again, one by one, until it is applied.
 Each poll walks the issues updated since the cursor (the highest ``updated_at`` seen,
 re-read with a small overlap), oldest first, checkpointing the cursor after every page,
 so a crash or a rate limit resumes where it stopped rather than starting over. The walk
-itself (the tracker's) loses no issue that changes while it runs (``hosted.paging``). An
+itself (the tracker's) loses no issue that changes while it runs (``hosted.paging``), and
+runs one page ahead of the commits: the tracker answers the next page while this one is
+mapped and committed (``hosted.ahead``), and the checkpoint still passes only what was
+committed. An
 unchanged repository costs the tracker's cheapest answers (conditional requests answered
 304 where it offers them). The tracker reads the evidence of the issues changed on a
 page with that page; issues a pull or merge request names that the walk did not bring,
@@ -45,6 +48,7 @@ from typing import Any
 
 from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board.checkpoints import Checkpoints
+from cotal_tasks.providers.hosted.ahead import one_ahead
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, where
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.mirroring import MirrorSync
@@ -172,34 +176,37 @@ class SyncEngine:
             remembered = {**remembered, HORIZON: edge}
         if moved := await self.checkpoints.load(self.key + MOVED_AT):
             remembered = {**remembered, MOVED: moved.get(MOVED)}
-        async for page in tracker.list_changed(cursor, remembered):
-            if page.not_modified:
-                report.not_modified = True
-                break
-            report.pages += page.pages
-            report.issues += len(page.issues) - page.fetched
-            report.fetched += page.fetched
-            mirrored = await self.mirror.mirror_page(page.issues, mark)
-            report.changed += mirrored.changed
-            report.skipped += len(mirrored.skipped)
-            report.deferred += len(mirrored.deferred)
-            held_back = held_back or mirrored.held_back
-            linked = (linked - page.evidenced) | (page.linked - page.evidenced)
-            linked |= mirrored.deferred
-            rescoped |= page.rescoped
-            self._owed |= page.owed
-            if page.cursor is not None and not held_back:
-                cursor = page.cursor
-            # Neither the cursor nor a validator (an ETag, a feed's mark) passes an issue
-            # that was not applied: the next poll reads it again, whatever else changed.
-            remember = {} if held_back else (page.remember or {})
-            saved = {**saved, **remember, "cursor": cursor, "pending": sorted(linked)}
-            await self.checkpoints.save(self.key, saved, self.clock())  # checkpoint every page
-            total = page.total_pages or total
-            if total is not None:  # an estimate: a walk may take a page more than it said
-                total = max(total, report.pages)
-            if progress is not None:
-                progress(report.pages, total)
+        # The next page is fetched while this one is committed (``hosted.ahead``); the
+        # cursor and the validators still pass only what was committed.
+        async with one_ahead(tracker.list_changed(cursor, remembered)) as pages:
+            async for page in pages:
+                if page.not_modified:
+                    report.not_modified = True
+                    break
+                report.pages += page.pages
+                report.issues += len(page.issues) - page.fetched
+                report.fetched += page.fetched
+                mirrored = await self.mirror.mirror_page(page.issues, mark)
+                report.changed += mirrored.changed
+                report.skipped += len(mirrored.skipped)
+                report.deferred += len(mirrored.deferred)
+                held_back = held_back or mirrored.held_back
+                linked = (linked - page.evidenced) | (page.linked - page.evidenced)
+                linked |= mirrored.deferred
+                rescoped |= page.rescoped
+                self._owed |= page.owed
+                if page.cursor is not None and not held_back:
+                    cursor = page.cursor
+                # Neither the cursor nor a validator (an ETag, a feed's mark) passes an issue
+                # that was not applied: the next poll reads it again, whatever else changed.
+                remember = {} if held_back else (page.remember or {})
+                saved = {**saved, **remember, "cursor": cursor, "pending": sorted(linked)}
+                await self.checkpoints.save(self.key, saved, self.clock())  # checkpoint every page
+                total = page.total_pages or total
+                if total is not None:  # an estimate: a walk may take a page more than it said
+                    total = max(total, report.pages)
+                if progress is not None:
+                    progress(report.pages, total)
         numbers = linked | self._take_woken() | self._owed_to_read(self.boundary.unavailable)
         # An event may have taken these out of the scope, where no scoped listing shows
         # them: those with a task are read again and checked (``hosted.scope``).
