@@ -14,6 +14,7 @@ from cotal_tasks.providers.github import events, graphql
 from cotal_tasks.providers.github.events import EventsRead
 from cotal_tasks.providers.github.mapping import is_pull_request
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_ms
+from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     TrackerHttp,
@@ -140,7 +141,7 @@ class GitHubClient:
                 response = await self.http.request("GET", url)
             yield response
             following = response.links.get("next", {}).get("url")
-            last = steps.page([i for i in as_list(response.json()) if isinstance(i, dict)], since)
+            last = steps.page([i for i in as_list(body_of(response)) if isinstance(i, dict)], since)
             if following is not None and steps.stepping:
                 url = following  # a page of one timestamp: step through it by number
             elif following is not None and last is not None:

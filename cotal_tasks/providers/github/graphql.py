@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from cotal_tasks.providers.hosted.boundary import as_dict, as_list, as_str
+from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttp, TrackerHttpError, backoff
 
 ATTEMPTS = 4  # a transient answer is asked again up to this many times in all
@@ -59,7 +60,7 @@ async def query(http: TrackerHttp, url: str, document: str, variables: Mapping[s
             response = await http.request(
                 "POST", url, json={"query": document, "variables": dict(variables)}
             )
-            body = as_dict(response.json())
+            body = as_dict(body_of(response))
         except RateLimited:
             raise
         except TrackerHttpError as exc:

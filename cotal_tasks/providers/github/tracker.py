@@ -17,6 +17,7 @@ from cotal_tasks.providers.github.graphql import GraphQLRefused, GraphQLUnavaila
 from cotal_tasks.providers.github.steps import write_steps
 from cotal_tasks.providers.github.walk import EDGE, Walk
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, as_int
+from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import RateLimited, TrackerHttpError
 from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
@@ -111,7 +112,7 @@ class GitHubTracker(Tracker):
                     yield ListPage((), pages=0, owed=self._take_owed())
                 yield ListPage((), not_modified=True)
                 return
-            raw = self.boundary.page(response.json(), "the issue listing")
+            raw = self.boundary.page(body_of(response), "the issue listing")
             read = await walk.page(raw)
             page_etag = None
             # A page with room to spare is the last one: remember its ETag, so the next

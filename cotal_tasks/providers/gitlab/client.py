@@ -12,6 +12,7 @@ from urllib.parse import quote
 import httpx
 
 from cotal_tasks.providers.hosted.boundary import as_int, as_list
+from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     TrackerHttp,
@@ -111,7 +112,7 @@ class GitLabClient:
                 continue
             params.pop("pagination", None)  # the server answered with offset pagination
             next_page = response.headers.get("x-next-page")
-            items = [i for i in as_list(response.json()) if isinstance(i, dict)]
+            items = [i for i in as_list(body_of(response)) if isinstance(i, dict)]
             newest = steps.page(items, params.get("updated_after"))
             if next_page and steps.stepping:
                 # A page of one timestamp: step through it by page number.

@@ -23,6 +23,7 @@ from cotal_tasks.providers.hosted.boundary import (
     as_stamp,
     as_str,
 )
+from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
@@ -134,7 +135,7 @@ class GitLabTracker(Tracker):
         async for response, phase in self._listings(since, remembered.get(HORIZON)):
             issues: list[TrackedIssue] = []
             changed: set[int] = set()
-            for item in self.boundary.page(response.json(), "the issue listing"):
+            for item in self.boundary.page(body_of(response), "the issue listing"):
                 iid = as_int(item.get("iid")) if isinstance(item, dict) else None
                 if not isinstance(item, dict) or iid is None:
                     self.boundary.note("item-unmappable", "an item of the issue listing")

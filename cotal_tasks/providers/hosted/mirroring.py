@@ -89,7 +89,9 @@ class Projection:
         """The record ``issue`` maps to over ``existing`` (refused parts counted); an issue
         outside the endpoint's scope maps as having left it (``hosted.scope``)."""
         why = outside(self.config.scope, issue, self.config.seats) if issue.gone is None else None
-        issue = replace(issue, body=strip_marker(issue.body), out_of_scope=why)
+        body = strip_marker(issue.body)
+        if body != issue.body or why != issue.out_of_scope:  # most issues: neither
+            issue = replace(issue, body=body, out_of_scope=why)
         seats = self._seats_for(issue, existing)
         uids: dict[tuple[str, str], str | None] = {}
         for login in issue.assignees:
