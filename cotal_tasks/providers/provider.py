@@ -149,6 +149,16 @@ class WebhookReceiver(Protocol):
         """Ask the next poll, on whichever instance leads, to read every issue again."""
         ...
 
+    def covers(self, payload: Mapping[str, Any]) -> bool:
+        """Whether a verified delivery is about where the endpoint discovers its sources
+        (its organization, its App installation) though it names none of them: taken
+        (a change of the set: discovered again) or ignored, never refused."""
+        ...
+
+    async def rediscover(self) -> None:
+        """Discover the endpoint's sources again now (a webhook says the set changed)."""
+        ...
+
     async def moved(self, mark: str) -> None:
         """The source moved beyond the issues the delivery names (``mark``: its id): the
         next poll, on whichever instance leads, reads what the source's tracker otherwise

@@ -196,6 +196,12 @@ class PortOnly:
     async def reread(self) -> None:
         self.rereads += 1
 
+    def covers(self, payload: Mapping[str, Any]) -> bool:
+        return False
+
+    async def rediscover(self) -> None:
+        return None
+
     async def moved(self, mark: str) -> None:
         self.moves.append(mark)
 

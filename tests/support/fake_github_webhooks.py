@@ -278,3 +278,67 @@ def projects_v2_item_payload(
         },
         "sender": fake.shapes().user(issue.user),
     }
+
+
+def organization(fake: FakeGitHub, login: str) -> JSON:
+    """The ``organization`` object an organization's webhook adds to its deliveries."""
+    return {
+        "login": login,
+        "id": 38_302_899,
+        "node_id": node_id("O", 38_302_899),
+        "url": f"{fake.api_url}/orgs/{login}",
+        "description": "",
+    }
+
+
+def from_organization(fake: FakeGitHub, payload: JSON) -> JSON:
+    """``payload`` as an organization's webhook sends it: with its ``organization``."""
+    owner = str(payload["repository"]["owner"]["login"])
+    return payload | {"organization": organization(fake, owner)}
+
+
+def repository_payload(fake: FakeGitHub, action: str, repo: str) -> JSON:
+    """A ``repository`` event (``created``, ``archived``, ``deleted``, ...) for the
+    repository as it is now, from its organization's webhook."""
+    return from_organization(fake, {"action": action} | _envelope(fake, repo, None))
+
+
+def installation_repositories_payload(
+    fake: FakeGitHub,
+    action: str,
+    *,
+    added: tuple[str, ...] = (),
+    removed: tuple[str, ...] = (),
+    installation_id: int = 42_424_242,
+) -> JSON:
+    """An ``installation_repositories`` event (``added`` or ``removed``) of a GitHub App
+    installation, naming the repositories as GitHub does (``id``, ``node_id``, ``name``,
+    ``full_name``, ``private``)."""
+
+    def brief(name: str) -> JSON:
+        repo = fake.repos[name]
+        rid = node_id("R", repo.id).replace("_kwDO", "_kgDO")
+        return {
+            "id": repo.id,
+            "node_id": rid,
+            "name": repo.name,
+            "full_name": name,
+            "private": False,
+        }
+
+    account = (added or removed or ("octo-org/x",))[0].split("/", 1)[0]
+    return {
+        "action": action,
+        "installation": {
+            "id": installation_id,
+            "account": fake.shapes().user(account),
+            "repository_selection": "selected",
+            "app_id": 1_000,
+            "target_type": "Organization",
+        },
+        "repository_selection": "selected",
+        "repositories_added": [brief(name) for name in added],
+        "repositories_removed": [brief(name) for name in removed],
+        "requester": None,
+        "sender": fake.shapes().user(fake.login),
+    }

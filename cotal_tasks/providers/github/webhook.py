@@ -13,6 +13,14 @@ refreshes the issues listed with the new name (``webhook_max_issues`` of them at
 more, or a deletion, whose issues no listing can find: the next poll reads every issue
 again); a card refreshes its issue, with its Projects v2 Status, once GraphQL says it is
 an issue of this endpoint's repository.
+
+An endpoint over an organization's repositories, or an App installation's
+(``github.discovery``), takes the organization's webhook, or the App's: its deliveries
+go to the repository they name (``repository.full_name``), as a repository webhook's do;
+one about a repository of the organization (or installation) that the endpoint does not
+read is ignored (200), and a ``repository`` event (created, deleted, archived,
+unarchived, renamed, transferred) or an ``installation_repositories`` one (added,
+removed) discovers the repositories again at once.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import hmac
 from collections.abc import Mapping
 from typing import Any
 
+from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.github.mapping import is_pull_request, mentioned_issues
 from cotal_tasks.providers.github.tracker import GitHubTracker
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
@@ -101,6 +110,24 @@ async def _card(tracker: GitHubTracker, payload: Mapping[str, Any]) -> Looked | 
     return Looked(frozenset({found[1]}))
 
 
+def about(config: GitHubConfig, payload: Mapping[str, Any]) -> bool:
+    """Whether a delivery comes from where ``config`` discovers its repositories: an App
+    installation's (it carries ``installation``; the App's secret verified it), or the
+    organization's (its repository's owner, the ``organization``, or the installation's
+    account is the organization)."""
+    if config.installation:
+        return bool(as_dict(payload.get("installation")))
+    if config.organization is None:
+        return False
+    owners = (
+        as_dict(as_dict(payload.get("repository")).get("owner")).get("login"),
+        as_dict(payload.get("organization")).get("login"),
+        as_dict(as_dict(payload.get("installation")).get("account")).get("login"),
+    )
+    org = config.organization.casefold()
+    return any(isinstance(login, str) and login.casefold() == org for login in owners)
+
+
 def source(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
     """The repository's full name and its stable id (the id survives a rename or a
     transfer of the repository)."""
@@ -129,5 +156,8 @@ SCHEME: Scheme[GitHubTracker] = Scheme(
     # the listing never shows); an issue or pull request delivery comes with activity
     # that may too: the next poll reads the issue events feed (``cadence``).
     moves=frozenset({PUSH, "issues", "pull_request"}),
+    # created, deleted, archived, unarchived, renamed, transferred; added, removed
+    rediscover_events=frozenset({"repository", "installation_repositories"}),
+    about=lambda tracker, payload: about(tracker.config, payload),
 )
 WEBHOOK = SCHEME.webhook()

@@ -168,6 +168,18 @@ def assemble(
             key=f"{prefix}:discovered:{cfg.location}",
             clock=ctx.clock,
         )
+        if scheme is not None:
+            receivers.append(
+                scheme.set_target(
+                    tracker,
+                    name=name,
+                    secret=secret,
+                    checkpoints=mirror.checkpoints(),
+                    clock=ctx.clock,
+                    max_issues=cfg.webhook_max_issues,
+                    soon=discovering.soon,
+                )
+            )
     several = len(sources) > 1 or discovering is not None
     health: Health = SourcesHealth(sources, discovering) if several else sources[0].health
     store = HostedStore(

@@ -122,6 +122,64 @@ class HookTarget:
     async def lookup(self, event: str, payload: Mapping[str, Any]) -> Looked | None:
         return None if self.looks_up is None else await self.looks_up(event, payload)
 
+    def covers(self, payload: Mapping[str, Any]) -> bool:
+        return False  # a source's receiver takes what names its source
+
+    async def rediscover(self) -> None:
+        return None
+
+
+@dataclass
+class SetTarget:
+    """The receiver of a discovering endpoint itself (``hosted.discovery``): it names no
+    source, and takes what a webhook of the organization or App installation says about
+    the set (``covers``): such a change discovers the sources again at once, and a
+    delivery about a repository the endpoint does not read is ignored. The sources'
+    own receivers take what names them."""
+
+    name: str
+    secret: bytes | None
+    checkpoints: Checkpoints
+    clock: Callable[[], int]
+    max_issues: int
+    about: Callable[[Mapping[str, Any]], bool]  # the tracker's: is it of the set's place
+    soon: Callable[[], None]  # discover again now (``Sources.soon``)
+    path: str = ""  # matches no delivery's repository or project
+    known_id: int | None = None
+
+    async def remembered_id(self) -> int | None:
+        return None
+
+    async def remember_id(self, pid: int) -> None:
+        return None
+
+    def named(self, event: str, payload: Mapping[str, Any]) -> set[int] | None:
+        return set()
+
+    async def lookup(self, event: str, payload: Mapping[str, Any]) -> Looked | None:
+        return None
+
+    async def first_delivery(self, delivery_id: str) -> bool:
+        return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+
+    async def delivered(self, delivery_id: str) -> bool:
+        return await self.checkpoints.delivered(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+
+    async def wake(self, numbers: set[int]) -> None:
+        self.soon()
+
+    async def reread(self) -> None:
+        self.soon()
+
+    def covers(self, payload: Mapping[str, Any]) -> bool:
+        return self.about(payload)
+
+    async def rediscover(self) -> None:
+        self.soon()
+
+    async def moved(self, mark: str) -> None:
+        return None  # no source of its own
+
 
 def json_object(body: bytes) -> dict[str, Any] | None:
     """The body as a JSON object; ``None`` when it is not one, nested too deep included."""
@@ -229,6 +287,37 @@ def lookup_failed(tracker: str, exc: SourceRefused) -> WebhookReply:
     )
 
 
+async def seen_before(
+    endpoint: WebhookReceiver, delivery: str | None, tracker: str
+) -> WebhookReply | None:
+    """Record a verified delivery's id with ``endpoint``: the answer when it has none or
+    was received before (or the record cannot be read); ``None``: a first delivery."""
+    if not delivery:
+        return WebhookReply(
+            400,
+            "the delivery id header is missing. Send the delivery as the tracker sends it, "
+            "with its delivery headers",
+        )
+    try:
+        first = await endpoint.first_delivery(f"{tracker}:{delivery}")
+    except ContractError as exc:
+        return WebhookReply(503, exc.message)
+    return None if first else WebhookReply(200, "delivery already received")
+
+
+async def rediscovered(
+    covering: Sequence[WebhookReceiver], delivery: str | None, tracker: str
+) -> WebhookReply:
+    """A verified delivery saying a discovering endpoint's set of sources changed (a
+    repository created, archived or renamed; one added to or removed from an App
+    installation): each endpoint it is about discovers its sources again now."""
+    if (seen := await seen_before(covering[0], delivery, tracker)) is not None:
+        return seen
+    for endpoint in covering:
+        await endpoint.rediscover()
+    return WebhookReply(202, "accepted; the endpoint's sources are discovered again now")
+
+
 async def accept(
     endpoint: WebhookReceiver,
     delivery: str | None,
@@ -243,18 +332,8 @@ async def accept(
     ``reread``: the next poll reads every issue again; ``moved``: the source moved beyond
     what it names, and its next poll reads its feed)."""
     numbers = named or set()
-    if not delivery:
-        return WebhookReply(
-            400,
-            "the delivery id header is missing. Send the delivery as the tracker sends it, "
-            "with its delivery headers",
-        )
-    try:
-        first = await endpoint.first_delivery(f"{tracker}:{delivery}")
-    except ContractError as exc:
-        return WebhookReply(503, exc.message)
-    if not first:
-        return WebhookReply(200, "delivery already received")
+    if (seen := await seen_before(endpoint, delivery, tracker)) is not None:
+        return seen
     if moved:
         try:
             await endpoint.moved(f"{tracker}:{delivery}")
@@ -305,6 +384,12 @@ class Scheme(Generic[T]):
     # ``lookup_events`` alone: the route asks nothing of the tracker for any other.
     lookup: Lookup[T] | None = None
     lookup_events: frozenset[str] = frozenset()
+    # Deliveries that change where a discovering endpoint's sources are (a repository
+    # created or archived, an installation's repositories): discovered again at once.
+    rediscover_events: frozenset[str] = frozenset()
+    # (tracker, payload) -> whether a delivery is about the place the endpoint over that
+    # tracker discovers its sources in (its organization, its App installation).
+    about: Callable[[T, Mapping[str, Any]], bool] = lambda tracker, payload: False
     # Events that say the source moved beyond the issues they name (``accept``'s
     # ``moved``): GitHub's ``push``, ``issues`` and ``pull_request``.
     moves: frozenset[str] = frozenset()
@@ -345,6 +430,28 @@ class Scheme(Generic[T]):
             id_key=id_key,
         )
 
+    def set_target(
+        self,
+        tracker: T,
+        *,
+        name: str,
+        secret: bytes | None,
+        checkpoints: Checkpoints,
+        clock: Callable[[], int],
+        max_issues: int,
+        soon: Callable[[], None],
+    ) -> SetTarget:
+        """The receiver of a discovering endpoint itself, over its ``tracker``."""
+        return SetTarget(
+            name,
+            secret,
+            checkpoints,
+            clock,
+            max_issues,
+            about=lambda payload: self.about(tracker, payload),
+            soon=soon,
+        )
+
     def webhook(self) -> Webhook:
         """The provider's route over its endpoints' receivers."""
         return Webhook(self.tracker, lambda receivers: receiver(self, receivers))
@@ -371,12 +478,17 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
         path, pid = scheme.source(payload)
         if path is None and pid is None and scheme.hello(event, payload):
             return WebhookReply(200, "pong")
+        covering = [ep for ep in verified if ep.covers(payload)]
+        if covering and event in scheme.rediscover_events:
+            return await rediscovered(covering, scheme.delivery(headers, payload), scheme.tracker)
         if path is None and pid is None and event in scheme.lookup_events:
             return await unsourced(scheme, verified, event, headers, payload)
         endpoint = await find_verified(
             matcher, pid, path, verified, what=scheme.what, mismatch=scheme.mismatch
         )
         if isinstance(endpoint, WebhookReply):
+            if endpoint.status == 404 and covering:  # an organization's other repository
+                return WebhookReply(200, f"ignored; no endpoint here reads that {scheme.what}")
             return endpoint
         if (looked := await ask(scheme, endpoint, event, headers, payload)) is not None:
             return looked

@@ -7,17 +7,36 @@ ids, dropped saying why) until it comes back with their history."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from pydantic import ValidationError
+from starlette.applications import Starlette
 
+from cotal_tasks.bridge.http.webhooks import webhook_routes
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.github.config import GitHubConfig
 from tests.bridge._support import DictPresence
-from tests.providers.github._support import BUILDER, SEAT_LOGIN, GitHubEndpoint, open_github
-from tests.support.fake_github import FakeGitHub
+from tests.providers.github._support import (
+    BUILDER,
+    SEAT_LOGIN,
+    SECRET_ENV,
+    WEBHOOK_SECRET,
+    GitHubEndpoint,
+    open_github,
+)
+from tests.support.fake_github import (
+    FakeGitHub,
+    from_organization,
+    installation_repositories_payload,
+    issues_payload,
+    repository_payload,
+    signed_webhook,
+)
 from tests.support.polling import eventually
 
 ORG = "acme"
@@ -190,6 +209,101 @@ async def test_one_repository_answering_404_and_a_failing_discovery_leave_the_re
         stale = await end.store.freshness()
         assert stale is not None
         assert stale.reason.startswith(f"GitHub sync is failing: organization {ORG}: ")
+
+
+@asynccontextmanager
+async def running(end: GitHubEndpoint) -> AsyncIterator[httpx.AsyncClient]:
+    """The endpoint's loops running (``Hosted.run``, as the bridge runs it), and a client
+    of the webhook route over its receivers, as the bridge serves it."""
+    stop = asyncio.Event()
+    loops = asyncio.create_task(end.hosted.run(stop))
+    app = Starlette(routes=webhook_routes([("github", end.endpoint.webhooks)]))
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://bridge") as http:
+            await eventually(lambda: _synced(end, WEB_B), 10, what="the first sync")
+            yield http
+    finally:
+        stop.set()
+        await asyncio.wait_for(loops, 10)
+
+
+async def deliver(
+    http: httpx.AsyncClient, event: str, payload: dict[str, Any], delivery: str | None = None
+) -> httpx.Response:
+    body, headers = signed_webhook(WEBHOOK_SECRET, event, payload, delivery=delivery)
+    return await http.post("/webhooks/github", content=body, headers=headers)
+
+
+async def test_an_organization_webhook_reaches_the_source_it_names_and_rediscovers(
+    fake: FakeGitHub,
+    github_url: str,
+    tmp_path: Path,
+    presence: DictPresence,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
+    settings = org(webhook_secret_env=SECRET_ENV)
+    async with (
+        open_github(fake, github_url, tmp_path / "b", presence=presence, **settings) as end,
+        running(end) as http,
+    ):
+        # An issue of a repository the endpoint reads: that source, that issue, only.
+        fake.advance(5)
+        fake.set_title(fake.issue(WEB_B, 1), "renamed by a person", "octocat")
+        mark = len(fake.requests)
+        hook = from_organization(fake, issues_payload(fake, "edited", WEB_B, 1))
+        assert (await deliver(http, "issues", hook)).status_code == 202
+
+        async def retitled() -> bool:
+            return bool((await end.client.get(f"{WEB_B}#1"))["title"] == "renamed by a person")
+
+        await eventually(retitled, 10, what="the named issue refreshed")
+        asked = {r.path for r in fake.requests[mark:] if "graphql" not in r.path}
+        assert asked == {f"/repos/{WEB_B}/issues/1"}
+
+        # The organization's other repositories are ignored; another owner's is not ours.
+        other = from_organization(fake, issues_payload(fake, "edited", API, 1))
+        ignored = await deliver(http, "issues", other)
+        assert (ignored.status_code, ignored.json()["message"].split(";")[0]) == (200, "ignored")
+        stranger = issues_payload(fake, "edited", "other/web-x", 1)
+        assert (await deliver(http, "issues", stranger)).status_code == 404
+
+        # A repository created: discovered at once (the schedule is 600 s away).
+        fake.add_repo(f"{ORG}/web-c")
+        fake.add_issue(f"{ORG}/web-c", "in a new repository")
+        created = repository_payload(fake, "created", f"{ORG}/web-c")
+        assert (await deliver(http, "repository", created, "d-1")).status_code == 202
+        await eventually(lambda: _has(end, f"{ORG}/web-c#1"), 10, what="web-c synced")
+        again = await deliver(http, "repository", created, "d-1")
+        assert (again.status_code, again.json()["message"]) == (200, "delivery already received")
+
+
+async def test_a_repository_removed_from_the_installation_leaves_at_its_webhook(
+    fake: FakeGitHub,
+    github_url: str,
+    tmp_path: Path,
+    presence: DictPresence,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
+    fake.installation = {WEB_A, WEB_B}
+    settings = installation(webhook_secret_env=SECRET_ENV)
+    async with (
+        open_github(fake, github_url, tmp_path / "b", presence=presence, **settings) as end,
+        running(end) as http,
+    ):
+        fake.installation = {WEB_A}
+        removed = installation_repositories_payload(fake, "removed", removed=(WEB_B,))
+        assert (await deliver(http, "installation_repositories", removed)).status_code == 202
+
+        async def dropped() -> bool:
+            task = await end.client.get(f"{WEB_B}#1")
+            return bool(task["statusSource"] == f"out of scope: {WEB_B} left the installation")
+
+        await eventually(dropped, 10, what="web-b's task out of the scope")
+        assert paths(end) == [WEB_A]
+        assert end.endpoint.webhooks[-1].path != WEB_B  # its receiver left with it
 
 
 @pytest.mark.parametrize(
