@@ -150,6 +150,8 @@ def _record(metrics: Metrics, name: str, entry: dict[str, Any]) -> None:
         last_success_ms=entry.get("lastSync"),
         leader=sync["role"] == "leader" if "role" in sync else None,
     )
+    if entry["storeReadable"]:  # a source no longer listed (it left) loses its gauges
+        metrics.sources_now(name, {source["source"] for source in sync.get("sources", ())})
     for source in sync.get("sources", ()):
         metrics.source_state(
             name,

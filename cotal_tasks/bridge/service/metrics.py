@@ -3,6 +3,7 @@ one, so several bridges in one process, as in tests, do not collide)."""
 
 from __future__ import annotations
 
+import contextlib
 from bisect import bisect_left
 from collections.abc import Iterator
 
@@ -68,6 +69,7 @@ class _Served:
 class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
+        self._sources: dict[str, set[str]] = {}  # endpoint -> the sources it has a gauge of
         self._served = _Served()
         self.registry.register(self._served)
         self.sync_requests = self._counter(
@@ -237,9 +239,19 @@ class Metrics:
         last_success_ms: int | None,
     ) -> None:
         """One source's state, from a probe of an endpoint over several sources."""
+        self._sources.setdefault(endpoint, set()).add(source)
         self.source_failing.labels(endpoint, source).set(2 if refused else 1 if failing else 0)
         if last_success_ms is not None:
             self.source_last_sync.labels(endpoint, source).set(last_success_ms / 1000)
+
+    def sources_now(self, endpoint: str, sources: set[str]) -> None:
+        """Drop the gauges of the endpoint's sources that are not ``sources`` any more (a
+        repository that left an organization endpoint)."""
+        for gone in self._sources.get(endpoint, set()) - sources:
+            for gauge in (self.source_failing, self.source_last_sync):
+                with contextlib.suppress(KeyError):
+                    gauge.remove(endpoint, gone)
+        self._sources[endpoint] = set(sources)
 
     def rate_budget(
         self,

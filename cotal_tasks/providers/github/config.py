@@ -223,6 +223,17 @@ class GitHubConfig(ReadsBackWrites):
             return "the App installation"
         return None if self.organization is None else f"organization {self.organization}"
 
+    def picking(self) -> str:
+        every = f"every {self.discover_interval_s:g} s" if self.discover_interval_s else "at start"
+        return "; ".join(
+            [
+                f"names {', '.join(self.include)}" if self.include else "every name",
+                *([f"not {', '.join(self.exclude)}"] if self.exclude else []),
+                "archived ones too" if self.include_archived else "archived ones skipped",
+                f"listed {every}",
+            ]
+        )
+
     def picks(self, name: str) -> bool:
         """Whether a repository's ``name`` (without its owner) passes include/exclude."""
         folded = name.casefold()

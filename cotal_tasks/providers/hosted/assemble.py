@@ -301,7 +301,9 @@ def _webhook_secret(cfg: HostedConfig, name: str) -> bytes | None:
 def describe(provider: str, cfg: HostedConfig) -> list[str]:
     """What ``check-config`` prints about a hosted tracker's settings."""
     if cfg.discovery is not None:
-        sources = [f"sources: those {cfg.discovery} lists; created in {cfg.routed}"]
+        sources = [
+            f"sources: those {cfg.discovery} lists ({cfg.picking()}); created in {cfg.routed}"
+        ]
     elif len(cfg.sources) > 1:
         sources = [f"{len(cfg.sources)} sources: {', '.join(cfg.sources)}; created in {cfg.routed}"]
     else:

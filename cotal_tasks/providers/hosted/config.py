@@ -135,6 +135,10 @@ class HostedConfig(Closed):
         (``hosted.discovery``); ``None``: ``sources`` are all of them."""
         return None
 
+    def picking(self) -> str:
+        """How the discovered sources are picked, as ``check-config`` says it."""
+        return ""
+
     @property
     def routed(self) -> str:
         """The source created tasks go to."""

@@ -18,13 +18,16 @@ from pydantic import ValidationError
 from starlette.applications import Starlette
 
 from cotal_tasks.bridge.http.webhooks import webhook_routes
+from cotal_tasks.bridge.service.metrics import Metrics
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.github.config import GitHubConfig
+from cotal_tasks.providers.registry import provider
 from tests.bridge._support import DictPresence
 from tests.providers.github._support import (
     BUILDER,
     SEAT_LOGIN,
     SECRET_ENV,
+    TOKEN_ENV,
     WEBHOOK_SECRET,
     GitHubEndpoint,
     open_github,
@@ -304,6 +307,28 @@ async def test_a_repository_removed_from_the_installation_leaves_at_its_webhook(
         await eventually(dropped, 10, what="web-b's task out of the scope")
         assert paths(end) == [WEB_A]
         assert end.endpoint.webhooks[-1].path != WEB_B  # its receiver left with it
+
+
+async def test_the_preview_shows_the_repositories_discovery_lists_now(
+    fake: FakeGitHub, github_url: str
+) -> None:
+    settings = GitHubConfig.model_validate({**org(), "api_url": github_url, "token_env": TOKEN_ENV})
+    show = provider("github").preview
+    assert show is not None
+    shown = {task.taskId for _, task in await show(settings, "demo", 5)}
+    assert shown == {f"{WEB_A}#1", f"{WEB_B}#1"}
+    said = "those organization acme lists (names web-*; archived ones skipped; listed every 600 s)"
+    assert any(said in line for line in provider("github").describe(settings))
+
+
+def test_a_source_that_left_loses_its_gauges() -> None:
+    metrics = Metrics()
+    for source in (f"organization {ORG}", WEB_A, WEB_B):
+        metrics.source_state("ep", source, failing=False, refused=False, last_success_ms=1000)
+    metrics.sources_now("ep", {f"organization {ORG}", WEB_A})
+    shown = metrics.render().decode()
+    assert f'source="{WEB_A}"' in shown
+    assert f'source="{WEB_B}"' not in shown
 
 
 @pytest.mark.parametrize(
