@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from cotal_tasks.bridge.config import EndpointConfig
 from cotal_tasks.bridge.http.auth import READ, SELF, Grant, require
-from cotal_tasks.bridge.http.context import HttpContext, context_of, tokens_of
+from cotal_tasks.bridge.http.context import HttpContext, ServedEndpoint, context_of, tokens_of
 from cotal_tasks.bridge.http.events import PlacedStream, event_stream
 from cotal_tasks.bridge.http.history import history_page
 from cotal_tasks.bridge.http.responses import error_answer, json_answer
@@ -117,17 +117,29 @@ async def list_endpoints(request: Request, ctx: HttpContext) -> Response:
     """GET /v1/endpoints: the endpoints this bridge serves."""
     authorize(request, READ)
     query_args(request, "GET /v1/endpoints", ())
-    return json_answer(
-        {
-            "space": ctx.config.space,
-            "endpoints": [
-                describe_endpoint(name, endpoint.config) for name, endpoint in ctx.endpoints.items()
-            ],
-        }
-    )
+    described = [
+        describe_endpoint(name, endpoint.config, await discovered_sources(endpoint))
+        for name, endpoint in ctx.endpoints.items()
+    ]
+    return json_answer({"space": ctx.config.space, "endpoints": described})
 
 
-def describe_endpoint(name: str, config: EndpointConfig) -> Json:
+async def discovered_sources(endpoint: ServedEndpoint) -> tuple[str, ...] | None:
+    """The sources an endpoint whose tracker lists them has now (its sync state's, the
+    discovery's own entry left out); ``None`` for one whose config lists them."""
+    discovery = getattr(endpoint.config.settings, "discovery", None)
+    if not isinstance(discovery, str):
+        return None
+    try:
+        state = await endpoint.service.store.sync_state()
+    except ContractError:
+        return None
+    return tuple(s.source for s in state.sources if s.source != discovery) if state else None
+
+
+def describe_endpoint(
+    name: str, config: EndpointConfig, discovered: tuple[str, ...] | None = None
+) -> Json:
     out: Json = {"name": name, "provider": config.provider, "pageCeiling": config.page_ceiling}
     # A tracker's settings may say where a task's own page is (``{number}``: the number
     # after ``#`` in the task id); the dashboard links each card there.
@@ -140,8 +152,8 @@ def describe_endpoint(name: str, config: EndpointConfig) -> Json:
     if isinstance(seats, dict) and seats:
         out["seatAccounts"] = len(seats)
     # An endpoint over several sources (repositories, projects) names them: the dashboard
-    # filters its cards by the one a task id names.
-    sources = getattr(config.settings, "sources", None)
+    # filters its cards by the one a task id names. Discovered ones: those it has now.
+    sources = discovered if discovered is not None else getattr(config.settings, "sources", None)
     if isinstance(sources, tuple) and len(sources) > 1:
         out["sources"] = list(sources)
     return out

@@ -145,8 +145,8 @@ class Sources:
         (recorded in the health; the known sources go on)."""
         async with self._lock:
             try:
-                found = await self.discovery.find()
-            except (TrackerHttpError, ContractError) as exc:
+                await self._apply(await self.discovery.find())
+            except (TrackerHttpError, ContractError) as exc:  # the tracker's, or the mirror's
                 reason = exc.message if isinstance(exc, ContractError) else str(exc)
                 self.health.failed(reason, self.clock(), refused=refusal(exc))
                 if reason != self._reported:
@@ -154,7 +154,6 @@ class Sources:
                     name = self.discovery.name
                     log.warning("%s: discovery failed (%s); the known sources go on", name, reason)
                 return False
-            await self._apply(found)
             self.health.succeeded(self.clock())
             self._reported = None
             return True

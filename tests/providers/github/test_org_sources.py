@@ -17,8 +17,10 @@ import pytest
 from pydantic import ValidationError
 from starlette.applications import Starlette
 
+from cotal_tasks.bridge.http.api import describe_endpoint, discovered_sources
 from cotal_tasks.bridge.http.webhooks import webhook_routes
 from cotal_tasks.bridge.service.metrics import Metrics
+from cotal_tasks.bridge.wiring.http import served_endpoint
 from cotal_tasks.core import ErrorCode
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.registry import provider
@@ -100,6 +102,9 @@ async def test_an_organization_with_globs_mirrors_exactly_the_matching_repositor
         assert [s.source for s in state.sources] == [f"organization {ORG}", WEB_A, WEB_B]
         created = await end.client.create("made by a seat")
         assert created["taskId"] == f"{WEB_A}#2"  # in the routed repository
+        # The dashboard's source filter names the repositories the endpoint has now.
+        described = await list_endpoints_of(end)
+        assert described["sources"] == [WEB_A, WEB_B]
 
 
 async def test_a_repository_created_later_joins_the_running_endpoint(
@@ -122,6 +127,12 @@ async def test_a_repository_created_later_joins_the_running_endpoint(
         finally:
             stop.set()
             await asyncio.wait_for(running, 10)
+
+
+async def list_endpoints_of(end: GitHubEndpoint) -> dict[str, Any]:
+    """What ``GET /v1/endpoints`` says of the endpoint."""
+    served = served_endpoint(end.endpoint)
+    return describe_endpoint("x", served.config, await discovered_sources(served))
 
 
 async def _synced(end: GitHubEndpoint, source: str) -> bool:
