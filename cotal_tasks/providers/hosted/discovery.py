@@ -31,7 +31,6 @@ the others follow at their next turn.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -249,8 +248,11 @@ class Sources:
             if stop.is_set():
                 return
             self._woken.clear()
-            with contextlib.suppress(Exception):  # a failure is in the health and the log
-                await self.rediscover()
+            try:
+                await self.rediscover()  # a tracker's or the mirror's failure: its state
+            except Exception:  # anything else never stops the sources' loops
+                log.exception("%s: discovery failed unexpectedly; retrying", self.name)
+                self.health.failed("unexpected error (see the bridge log)", self.clock())
 
 
 async def leave(mirroring: MirrorSync, why: str, now: int) -> int:

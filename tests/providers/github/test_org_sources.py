@@ -7,6 +7,7 @@ ids, dropped saying why) until it comes back with their history."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -45,6 +46,7 @@ from tests.support.fake_github import (
 from tests.support.polling import eventually
 
 ORG = "acme"
+DAY_S = 86_400
 WEB_A, WEB_B, API, OLD = "acme/web-a", "acme/web-b", "acme/api", "acme/web-old"
 
 
@@ -145,11 +147,15 @@ async def _has(end: GitHubEndpoint, task_id: str) -> bool:
 
 
 async def test_a_repository_leaving_the_installation_drops_its_tasks_until_it_returns(
-    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence, mirror_url: str
 ) -> None:
     presence.put(BUILDER, environment=None)
     fake.installation = {WEB_A, WEB_B}
-    settings = installation(scope={"horizon_days": 30})
+    fake.advance(-25 * DAY_S)  # closed 25 days ago: inside the horizon at the import
+    fake.add_issue(WEB_B, "closed weeks ago")
+    fake.close_issue(WEB_B, 2)
+    fake.advance(25 * DAY_S)
+    settings = installation(scope={"horizon_days": 30}, database=mirror_url)
     async with open_github(fake, github_url, tmp_path / "b", presence=presence, **settings) as end:
         assert paths(end) == [WEB_A, WEB_B]
         await end.poll()
@@ -171,14 +177,21 @@ async def test_a_repository_leaving_the_installation_drops_its_tasks_until_it_re
         assert f"{WEB_B} left the installation" in error.message
         assert fake.issue(WEB_B, 1).state == "open"  # nothing written to it
 
+        assert (await end.client.get(f"{WEB_B}#2"))["status"] == "dropped"
+
         fake.advance(5)
         fake.installation = {WEB_A, WEB_B}
         assert await end.hosted.discovering.rediscover()  # type: ignore[union-attr]
+        # Ten days later, the closed issue is older than the horizon: the return reads it
+        # all the same, as it reads every issue the source left behind.
+        later = time.time() + 10 * DAY_S
+        end.hosted.source(WEB_B).sync.clock = lambda: int(later * 1000)
         await end.poll()
         back = await end.client.get(task_id)
         assert (back["status"], back["statusSource"]) == ("claimed", "in-progress")
         history = [entry.status for entry in await end.store.history(task_id)]
         assert history == ["open", "claimed", "dropped", "claimed"]
+        assert (await end.client.get(f"{WEB_B}#2"))["status"] == "done"
 
 
 async def test_a_left_repository_is_known_after_a_restart(
