@@ -123,9 +123,14 @@ class FakeLinear(FakeLinearState):
             return f"/graphql/{op.name.value if op.name else 'query'}"
         field = next(s for s in op.selection_set.selections if isinstance(s, FieldNode))
         variables = body.get("variables") or {}
-        target = variables.get("id") or (variables.get("input") or {}).get("issueId")
+        given = variables.get("input") or {}
+        target = variables.get("id") or given.get("issueId") or given.get("agentSessionId")
         found = next(
-            (i for i in self.issues.values() if target in (i.id, i.identifier, *i.previous)),
+            (
+                i
+                for i in self.issues.values()
+                if target in (i.id, i.identifier, *i.previous, *(x.id for x in i.sessions))
+            ),
             None,
         )
         if field.name.value == "issueCreate" or found is None:
@@ -284,13 +289,13 @@ class Root:
         return self.fake.render(self._issue(id))
 
     def teams(self, info: Any, **args: Any) -> dict[str, Any]:
-        wanted = ((args.get("filter") or {}).get("key") or {}).get("in")
+        wanted = (args.get("filter") or {}).get("key")
         return {
             "nodes": [
                 {"id": t.id, "key": t.key, "name": t.key}
                 for t in self.fake.teams.values()
-                if wanted is None or t.key in wanted
-            ]
+                if wanted is None or _compare(t.key, wanted)
+            ][: args.get("first") or 50]
         }
 
     def issueLabels(self, info: Any, **args: Any) -> dict[str, Any]:
@@ -335,11 +340,13 @@ class Root:
         fake, issue = self.fake, self._issue(id)
         if "stateId" in input:
             (issue.state,) = [s for s in issue.team.states if s.id == input["stateId"]]
-        for field, attr in (("assigneeId", "assignee"), ("delegateId", "delegate")):
-            if field in input:
-                if input[field] is not None and input[field] not in fake.users:
-                    raise GraphQLError(f"Entity not found: {field}")
-                setattr(issue, attr, input[field])
+        for field in ("assigneeId", "delegateId"):
+            if field in input and input[field] is not None and input[field] not in fake.users:
+                raise GraphQLError(f"Entity not found: {field}")
+        if "assigneeId" in input:
+            issue.assignee = input["assigneeId"]
+        if "delegateId" in input:
+            fake.set_delegate(issue, input["delegateId"])
         for label in input.get("addedLabelIds") or []:
             if label not in fake.labels:
                 raise GraphQLError("Entity not found: IssueLabel")
@@ -367,12 +374,34 @@ class Root:
         if input.get("cycleId") is not None:
             issue.cycle = int(input["cycleId"].rsplit("-", 1)[1])
             issue.cycle_active = issue.cycle == team.active_cycle
+        for field in ("assigneeId", "delegateId"):
+            if input.get(field) is not None and input[field] not in fake.users:
+                raise GraphQLError(f"Entity not found: {field}")
+        issue.assignee = input.get("assigneeId")
+        fake.set_delegate(issue, input.get("delegateId"))
         return {"success": True, "issue": fake.render(issue), "lastSyncId": 0.0}
 
     def commentCreate(self, info: Any, input: dict[str, Any]) -> dict[str, Any]:
         fake, issue = self.fake, self._issue(input["issueId"])
         issue.comments.append(Comment(new_id(), input["body"], fake.clock.ms, fake.viewer.id))
         fake.touch(issue)
+        return {"success": True, "lastSyncId": 0.0}
+
+    def agentActivityCreate(self, info: Any, input: dict[str, Any]) -> dict[str, Any]:
+        """An agent's activity on its session: only the session's own app user may post
+        (the token's viewer), and the content is a type the schema names, with a body."""
+        fake = self.fake
+        sessions = [x for i in fake.issues.values() for x in i.sessions]
+        found = [x for x in sessions if x.id == input["agentSessionId"]]
+        if not found:
+            raise GraphQLError("Entity not found: AgentSession")
+        content = input["content"]
+        kinds = {"thought", "response", "action", "elicitation", "error"}
+        if content.get("type") not in kinds or not isinstance(content.get("body"), str):
+            raise GraphQLError("Invalid activity content")
+        if found[0].app_user != fake.viewer.id:
+            raise GraphQLError("Forbidden: not this session's agent")
+        found[0].activities.append((content["type"], content["body"]))
         return {"success": True, "lastSyncId": 0.0}
 
 

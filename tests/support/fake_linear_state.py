@@ -81,6 +81,17 @@ class Attachment:
 
 
 @dataclass
+class Session:
+    """An agent session on an issue (Linear opens one when the issue is delegated to an
+    agent), with the activities posted to it: (type, body)."""
+
+    id: str
+    app_user: str
+    activities: list[tuple[str, str]] = field(default_factory=list)
+    dismissed_ms: int | None = None
+
+
+@dataclass
 class Issue:
     id: str
     team: Team
@@ -101,6 +112,7 @@ class Issue:
     project: str | None = None
     cycle: int | None = None
     cycle_active: bool = False
+    sessions: list[Session] = field(default_factory=list)
 
     labels_of: Any = None  # the workspace's labels by id, for ``label_names``
 
@@ -233,12 +245,28 @@ class FakeLinearState(FakeTracker):
         self.edited(issue)
 
     def delegate_to(self, issue: Issue, agent: User | None) -> None:
-        issue.delegate = None if agent is None else agent.id
+        self.set_delegate(issue, None if agent is None else agent.id)
         self.edited(issue)
+
+    def set_delegate(self, issue: Issue, account: str | None) -> None:
+        """Delegate (or not): an agent delegated an issue gets a session on it, as in
+        Linear."""
+        issue.delegate = account
+        app = account is not None and self.users[account].app
+        if app and not any(s.app_user == account for s in issue.sessions):
+            issue.sessions.append(Session(new_id(), str(account)))
 
     def label(self, issue: Issue, name: str) -> None:
         (label,) = [x for x in self.labels.values() if x.name == name]
         issue.label_ids.append(label.id)
+        self.edited(issue)
+
+    def set_project(self, issue: Issue, name: str | None) -> None:
+        issue.project = name
+        self.edited(issue)
+
+    def unlabel(self, issue: Issue, name: str) -> None:
+        issue.label_ids = [x for x in issue.label_ids if self.labels[x].name != name]
         self.edited(issue)
 
     def attach(self, issue: Issue, url: str, title: str = "linked") -> None:
@@ -305,6 +333,35 @@ class FakeLinearState(FakeTracker):
                 ]
             },
             "comments": {"nodes": [{"body": c.body} for c in issue.comments]},
+            "project": None if issue.project is None else self.render_project(issue.project),
+            "cycle": None
+            if issue.cycle is None
+            else {"number": float(issue.cycle), "isActive": issue.cycle_active},
+            "completedAt": iso(issue.updated_ms) if issue.state.type == "completed" else None,
+            "canceledAt": iso(issue.updated_ms) if issue.state.type == "canceled" else None,
+            "agentSessions": {"nodes": [self.render_session(x) for x in issue.sessions]},
+        }
+
+    def render_project(self, name: str) -> dict[str, Any]:
+        (found,) = [pid for pid, n in self.projects.items() if n == name]
+        return {"id": found, "name": name}
+
+    def render_session(self, session: Session) -> dict[str, Any]:
+        kinds = {
+            "thought": "AgentActivityThoughtContent",
+            "response": "AgentActivityResponseContent",
+        }
+        return {
+            "id": session.id,
+            "appUser": vars(self.users[session.app_user]),
+            "endedAt": None,
+            "dismissedAt": None if session.dismissed_ms is None else iso(session.dismissed_ms),
+            "activities": {
+                "nodes": [
+                    {"content": {"__typename": kinds[kind], "type": kind, "body": body}}
+                    for kind, body in session.activities
+                ]
+            },
         }
 
 

@@ -314,6 +314,7 @@ def describe(provider: str, cfg: HostedConfig) -> list[str]:
         f"{len(cfg.status_rules)} status rules, {len(cfg.seats)} seats",
         *sources,
         *(cfg.scope.lines() if cfg.scope.keys() else []),
+        *([f"{provider} scope: {', '.join(cfg.native_keys())}"] if cfg.native_keys() else []),
     ]
 
 

@@ -19,6 +19,7 @@ from cotal_tasks.core.identity import Principal
 from cotal_tasks.core.masking import mask_credentials
 from cotal_tasks.core.models import Settings
 from cotal_tasks.providers.hosted.scope import Scope
+from cotal_tasks.providers.hosted.tracker import TrackedIssue
 
 Closed = Settings  # the settings base every provider shares (providers.provider)
 
@@ -143,6 +144,16 @@ class HostedConfig(Closed):
     def routed(self) -> str:
         """The source created tasks go to."""
         return self.route or self.sources[0]
+
+    def outside_natively(self, issue: TrackedIssue) -> str | None:
+        """Why ``issue`` is outside the scope keys this tracker has beside ``scope`` (Linear:
+        its project, cycle, state types, and the teams), after ``out of scope: ``; ``None``:
+        inside, or no such keys."""
+        return None
+
+    def native_keys(self) -> list[str]:
+        """Those keys as ``check-config`` prints them."""
+        return []
 
     @model_validator(mode="after")
     def _scope_fits(self) -> Self:

@@ -88,7 +88,10 @@ class Projection:
     async def record(self, issue: TrackedIssue, existing: Task | None) -> Task:
         """The record ``issue`` maps to over ``existing`` (refused parts counted); an issue
         outside the endpoint's scope maps as having left it (``hosted.scope``)."""
-        why = outside(self.config.scope, issue, self.config.seats) if issue.gone is None else None
+        cfg = self.config
+        why = None
+        if issue.gone is None:
+            why = outside(cfg.scope, issue, cfg.seats, cfg.outside_natively)
         body = strip_marker(issue.body)
         if body != issue.body or why != issue.out_of_scope:  # most issues: neither
             issue = replace(issue, body=body, out_of_scope=why)
@@ -129,7 +132,8 @@ class Projection:
         the import horizon), or ``None``: it is."""
         if issue.gone is not None:
             return issue.gone
-        return left_out(self.config.scope, issue, self.config.seats, self.clock())
+        cfg = self.config
+        return left_out(cfg.scope, issue, cfg.seats, self.clock(), cfg.outside_natively)
 
     def _seats_for(self, issue: TrackedIssue, existing: Task | None) -> Mapping[str, str]:
         """The seat directory to read ``issue`` with. Where an issue keeps one assignee

@@ -49,7 +49,7 @@ async def _preview_source(
         if issue is None:
             continue
         if issue.gone is None:
-            why = left_out(cfg.scope, issue, cfg.seats, now_ms)
+            why = left_out(cfg.scope, issue, cfg.seats, now_ms, cfg.outside_natively)
             issue = replace(issue, out_of_scope=why)
         task = project(
             issue,

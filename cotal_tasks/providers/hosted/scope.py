@@ -25,7 +25,7 @@ The rules of leaving and re-entering, written once for every tracker:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated
 
 from pydantic import Field
@@ -39,6 +39,9 @@ DAY_MS = 86_400_000
 # What the sync hands a tracker's listing beside its checkpoint: the import horizon's
 # edge, epoch ms (a tracker whose query can ask "changed since" lists no older issue).
 HORIZON = "horizon"
+# A tracker's own scope keys (``HostedConfig.outside_natively``): why an issue is outside
+# them, after ``out of scope: ``, or ``None``.
+Native = Callable[[TrackedIssue], str | None]
 
 
 class Scope(Settings):
@@ -88,9 +91,12 @@ class Scope(Settings):
         return [f"scope: {', '.join(said)}"] if said else ["scope: every issue"]
 
 
-def outside(scope: Scope, issue: TrackedIssue, seats: Mapping[str, str]) -> str | None:
-    """Why ``issue`` is outside ``scope`` (its left task's ``statusSource``), or ``None``.
-    The horizon is not asked here (``beyond_horizon``)."""
+def outside(
+    scope: Scope, issue: TrackedIssue, seats: Mapping[str, str], native: Native | None = None
+) -> str | None:
+    """Why ``issue`` is outside ``scope`` or the tracker's own keys (``native``) (its left
+    task's ``statusSource``), or ``None``. The horizon is not asked here
+    (``beyond_horizon``)."""
     labels = {label.casefold() for label in issue.native.labels}
     why: str | None = None
     missing = [name for name in scope.labels if name.casefold() not in labels]
@@ -108,6 +114,8 @@ def outside(scope: Scope, issue: TrackedIssue, seats: Mapping[str, str]) -> str 
         why = f"assigned to {people[0]}" if people else None
     elif scope.account is not None and scope.account not in issue.assignees:
         why = f"not assigned to {scope.account}"
+    elif native is not None:
+        why = native(issue)
     return None if why is None else f"{OUT_OF_SCOPE}: {why}"
 
 
@@ -128,14 +136,18 @@ def beyond_horizon(scope: Scope, issue: TrackedIssue, now_ms: int) -> bool:
 
 
 def left_out(
-    scope: Scope, issue: TrackedIssue, seats: Mapping[str, str], now_ms: int
+    scope: Scope,
+    issue: TrackedIssue,
+    seats: Mapping[str, str],
+    now_ms: int,
+    native: Native | None = None,
 ) -> str | None:
     """Why an issue with no task is not taken, in the words of a left task's
     ``statusSource`` (outside the scope, or closed before the import horizon), or
     ``None``: it is."""
     if beyond_horizon(scope, issue, now_ms):
         return f"{OUT_OF_SCOPE}: closed before the last {scope.horizon_days:g} days"
-    return outside(scope, issue, seats)
+    return outside(scope, issue, seats, native)
 
 
 def left_scope(status_source: str | None) -> bool:

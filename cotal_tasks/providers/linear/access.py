@@ -15,13 +15,13 @@ from cotal_tasks.providers.provider import Access
 
 async def access(config: LinearConfig, http: TrackerHttp) -> Access:
     data = await LinearClient(http, config.api_url).query(
-        queries.VIEWER, {"keys": list(config.teams)}
+        queries.VIEWER, {"keys": list(config.sources)}
     )
     viewer = as_dict(data.get("viewer"))
     kind = "the app user" if viewer.get("app") is True else "the user"
     who = f"{kind} {as_str(viewer.get('name')) or '?'}"
     seen = {as_str(as_dict(t).get("key")) for t in as_list(at_path(data, "teams", "nodes"))}
-    missing = [key for key in config.teams if key not in seen]
+    missing = [key for key in config.sources if key not in seen]
     if missing:
         return Access(
             False,
@@ -30,6 +30,6 @@ async def access(config: LinearConfig, http: TrackerHttp) -> Access:
         )
     return Access(
         None,
-        f"the token is {who}'s and reads {', '.join(config.teams)}; Linear says whether it "
+        f"the token is {who}'s and reads {', '.join(config.sources)}; Linear says whether it "
         "may write only when it writes",
     )

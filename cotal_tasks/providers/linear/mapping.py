@@ -5,21 +5,29 @@ of several teams share one endpoint, so the issue's number inside the bridge pac
 team's key with Linear's per-team number (``number_of``; ``identifier_of`` reads it
 back), which no configuration change can reorder.
 
+A task id is stable for the task's life (the contract), and Linear gives an issue a new
+identifier when it moves to another team (``ENG-12`` to ``OPS-40``, the old ones kept in
+``previousIdentifiers``, oldest first; Linear still answers for an old one). So the task
+an issue maps to is the *first* identifier of its history that is in one of the
+endpoint's teams (``task_identifier``): an issue moved between two teams of the endpoint
+stays the task it was, and one that leaves for another team and comes back is that task
+again. An issue that moved to a team outside the endpoint is read for its task all the
+same, its team in ``extra`` (``config.TEAM``): it has left the scope (``hosted.scope``).
+
 Its native state is ``closed`` when the workflow state's type is completed, canceled
 or duplicate and ``open`` otherwise; the rules read the type (``extra["type"]``), the
 state's name (``extra["state"]``) and the labels, and ``statusSource`` is the state's
 name (``"Done (archived)"`` once Linear archived it). An issue in the trash is gone
-(``trashed``), as is one moved to another team (``moved``: its identifier changed; the
-new one is another task when that team is synced too). The assignee and the delegate
-(the agent an issue is delegated to while a person stays assigned) are both accounts
-the seat directory may map. Evidence comes from the issue's attachments: Linear's GitHub
-and GitLab integrations attach pull and merge requests and commits (``hosted.links``).
+(``trashed``). The assignee and the delegate (the agent an issue is delegated to while a
+person stays assigned) are both accounts the seat directory may map. Evidence comes from
+the issue's attachments: Linear's GitHub and GitLab integrations attach pull and merge
+requests and commits (``hosted.links``).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cotal_tasks.providers.hosted.boundary import as_dict, as_list, as_ms, as_str, at_path
@@ -27,14 +35,23 @@ from cotal_tasks.providers.hosted.links import url_evidence
 from cotal_tasks.providers.hosted.mapping import label_names
 from cotal_tasks.providers.hosted.tracker import Evidence, NativeState, TrackedIssue
 from cotal_tasks.providers.hosted.writeback import mark_in
-from cotal_tasks.providers.linear.config import CLOSED_TYPES, STATE, TYPE
+from cotal_tasks.providers.linear.config import (
+    CLOSED_TYPES,
+    CYCLE,
+    CYCLE_ACTIVE,
+    NOW,
+    PROJECT,
+    PROJECT_ID,
+    STATE,
+    TEAM,
+    TYPE,
+)
 
 # A claim mark among the labels the write plan compares: the issue stands in a started
 # state. Never a Linear label (write-back never sends it).
 STARTED = "\x00started"
 STATE_TYPES = frozenset({"triage", "backlog", "unstarted", "started", *CLOSED_TYPES})
 TRASHED = "trashed"
-MOVED = "moved"
 
 _IDENTIFIER = re.compile(r"^([A-Z][A-Z0-9]{0,5})-([1-9][0-9]{0,8})$")
 _BASE = 37  # a key's characters are 1..36 in this base, so no two keys pack alike
@@ -70,6 +87,19 @@ def identifier_of(number: int) -> str:
     return f"{''.join(reversed(chars))}-{n}"
 
 
+def history(issue: Mapping[str, Any]) -> list[str]:
+    """The identifiers the issue has had, oldest first, the one it has now last."""
+    now = as_str(issue.get("identifier"))
+    earlier = [x for x in as_list(issue.get("previousIdentifiers")) if isinstance(x, str)]
+    return [x for x in [*earlier, now] if x and split(x) is not None]
+
+
+def task_identifier(issue: Mapping[str, Any], teams: Sequence[str]) -> str | None:
+    """The task an issue is: the first identifier of its history in one of ``teams``
+    (the endpoint's); ``None``: it was never in any of them."""
+    return next((x for x in history(issue) if (parsed := split(x)) and parsed[0] in teams), None)
+
+
 def native_of(issue: Mapping[str, Any]) -> NativeState:
     state = as_dict(issue.get("state"))
     kind = as_str(state.get("type"))
@@ -79,13 +109,28 @@ def native_of(issue: Mapping[str, Any]) -> NativeState:
     if kind == "started":
         labels += (STARTED,)
     shown = f"{name} (archived)" if as_str(issue.get("archivedAt")) else name
+    extra = {TYPE: kind, STATE: name}
+    now = split(issue.get("identifier"))
+    facts = {
+        TEAM: now[0] if now else None,
+        NOW: as_str(issue.get("identifier")),
+        PROJECT: as_str(at_path(issue, "project", "name")),
+        PROJECT_ID: as_str(at_path(issue, "project", "id")),
+        CYCLE: _number(at_path(issue, "cycle", "number")),
+        CYCLE_ACTIVE: "true" if at_path(issue, "cycle", "isActive") is True else None,
+    }
+    extra |= {key: value for key, value in facts.items() if value is not None}
     return NativeState(
         state="closed" if kind in CLOSED_TYPES else "open",
         state_reason=kind,
         labels=labels,
-        extra={TYPE: kind, STATE: name},
+        extra=extra,
         source=shown,
     )
+
+
+def _number(value: Any) -> str | None:
+    return str(int(value)) if isinstance(value, (int, float)) and value == int(value) else None
 
 
 def accounts(issue: Mapping[str, Any]) -> tuple[str, ...]:
@@ -106,24 +151,19 @@ def attachment_evidence(issue: Mapping[str, Any]) -> list[Evidence]:
 def tracked(
     issue: Mapping[str, Any], teams: Sequence[str], asked: int | None = None
 ) -> TrackedIssue:
-    """An issue node in neutral terms; a field of the wrong shape is read as absent.
+    """An issue node in neutral terms, as the task ``task_identifier`` names over
+    ``teams`` (the endpoint's); a field of the wrong shape is read as absent.
 
-    ``asked`` is the number a one-issue read asked for: an answer under another
-    identifier is that issue, moved. An issue of no synced team, asked for by no one, is
-    not an issue of the endpoint (``ValueError``)."""
-    parsed = split(issue.get("identifier"))
-    if parsed is None:
+    ``asked`` is the number a one-issue read asked for: an issue that moved to a team
+    outside the endpoint is still that task (its team in ``extra`` says it left). An
+    issue never in the endpoint's teams, asked for by no one, is not one of its issues
+    (``ValueError``)."""
+    if split(issue.get("identifier")) is None:
         raise ValueError("the item has no issue identifier")
-    own = number_of(issue.get("identifier"))
-    assert own is not None
-    if asked is None and parsed[0] not in teams:
+    task = task_identifier(issue, teams)
+    number = number_of(task) if task is not None else asked
+    if number is None:
         raise ValueError("the item is an issue of another team")
-    number = asked if asked is not None else own
-    fate = None
-    if asked is not None and asked != own:
-        fate = MOVED
-    elif issue.get("trashed") is True:
-        fate = TRASHED
     description = as_str(issue.get("description"))
     return TrackedIssue(
         number=number,
@@ -135,20 +175,10 @@ def tracked(
         created_at=as_ms(issue.get("createdAt")),
         updated_at=as_ms(issue.get("updatedAt")),
         evidence=tuple(attachment_evidence(issue)),
-        gone=fate,
+        gone=TRASHED if issue.get("trashed") is True else None,
         mark=mark_in(description),
+        closed_at=as_ms(issue.get("completedAt")) or as_ms(issue.get("canceledAt")) or None,
     )
-
-
-def moved_away(issue: Mapping[str, Any], teams: Sequence[str]) -> Iterator[TrackedIssue]:
-    """The synced identifiers a listed issue carried before a team move: each is gone."""
-    now = as_str(issue.get("identifier"))
-    for earlier in as_list(issue.get("previousIdentifiers")):
-        parsed = split(earlier)
-        if parsed is not None and earlier != now and parsed[0] in teams:
-            number = number_of(earlier)
-            assert number is not None
-            yield TrackedIssue.vanished(number, earlier, MOVED)
 
 
 def comment_marks(comments: Sequence[Any]) -> set[str]:

@@ -3,7 +3,8 @@
 Linear prices a query by its complexity (about one point an object and a tenth a field,
 each connection's children counted ``first`` times), so the connections nested in an
 issue ask for few nodes, and a walk's page asks for attachments only where the sync
-reads evidence (``$evidence``).
+reads evidence (``$evidence``), and for the project, the cycle and when it closed only
+where the scope reads them (``$facts``).
 """
 
 from __future__ import annotations
@@ -18,19 +19,24 @@ fragment IssueFields on Issue {
   delegate { id }
   labels(first: 20) { nodes { name } }
   attachments(first: 20) @include(if: $evidence) { nodes { url createdAt updatedAt } }
+  project @include(if: $facts) { id name }
+  cycle @include(if: $facts) { number isActive }
+  completedAt @include(if: $facts)
+  canceledAt @include(if: $facts)
 }
 """
 
 ISSUES = (
     """
 query Issues($filter: IssueFilter, $first: Int, $after: String, $orderBy: PaginationOrderBy,
-             $evidence: Boolean!, $keys: [String!], $withTeams: Boolean = false) {
+             $evidence: Boolean!, $facts: Boolean = false, $team: String = "",
+             $withTeam: Boolean = false) {
   issues(filter: $filter, first: $first, after: $after, orderBy: $orderBy,
          includeArchived: true) {
     nodes { ...IssueFields }
     pageInfo { hasNextPage endCursor }
   }
-  teams(filter: { key: { in: $keys } }, first: 50) @include(if: $withTeams) {
+  teams(filter: { key: { eq: $team } }, first: 1) @include(if: $withTeam) {
     nodes { id key }
   }
 }
@@ -41,7 +47,7 @@ query Issues($filter: IssueFilter, $first: Int, $after: String, $orderBy: Pagina
 IDENTIFIERS = """
 query Open($filter: IssueFilter, $first: Int, $after: String) {
   issues(filter: $filter, first: $first, after: $after) {
-    nodes { identifier }
+    nodes { identifier previousIdentifiers }
     pageInfo { hasNextPage endCursor }
   }
 }
@@ -49,7 +55,7 @@ query Open($filter: IssueFilter, $first: Int, $after: String) {
 
 ISSUE = (
     """
-query Issue($id: String!, $evidence: Boolean!) {
+query Issue($id: String!, $evidence: Boolean!, $facts: Boolean = false) {
   issue(id: $id) { ...IssueFields }
 }
 """
@@ -57,17 +63,18 @@ query Issue($id: String!, $evidence: Boolean!) {
 )
 
 TEAMS = """
-query Teams($keys: [String!]) {
-  teams(filter: { key: { in: $keys } }, first: 50) { nodes { id key } }
+query Teams($team: String!) {
+  teams(filter: { key: { eq: $team } }, first: 1) { nodes { id key } }
 }
 """
 
 # What a write reads before it sends anything: where the issue stands, who holds it,
-# its team's workflow states, the labels the write names, and whether the account a
-# claim gives it to is an agent (an app user: delegated) or a person's (assigned).
+# its team's workflow states, the labels the write names, whether the account a claim
+# gives it to is an agent (an app user: delegated) or a person's (assigned), and for a
+# note, whose the token is and the issue's agent sessions (an agent's note is activity).
 BEFORE_WRITE = """
 query BeforeWrite($id: String!, $labels: [String!], $withLabels: Boolean!,
-                  $account: String!, $withAccount: Boolean!) {
+                  $account: String!, $withAccount: Boolean!, $withNote: Boolean = false) {
   issue(id: $id) {
     id identifier
     state { id name type }
@@ -75,7 +82,11 @@ query BeforeWrite($id: String!, $labels: [String!], $withLabels: Boolean!,
     delegate { id }
     labels(first: 50) { nodes { id name } }
     team { id key states(first: 100) { nodes { id name type position } } }
+    agentSessions(first: 10) @include(if: $withNote) {
+      nodes { id appUser { id } endedAt dismissedAt }
+    }
   }
+  viewer @include(if: $withNote) { id app }
   issueLabels(filter: { name: { in: $labels } }, first: 50) @include(if: $withLabels) {
     nodes { id name team { id } }
   }
@@ -84,11 +95,12 @@ query BeforeWrite($id: String!, $labels: [String!], $withLabels: Boolean!,
 """
 
 # What a created issue needs to stay in the endpoint's scope: the scope's labels, its
-# project and its cycle, by id.
+# project and its cycle, by id, and whether the scope's account is an agent's.
 SCOPE_NEEDS = """
 query ScopeNeeds($labels: [String!], $withLabels: Boolean!, $project: String!,
                  $withProject: Boolean!, $team: String!, $number: Float, $withCycle: Boolean!,
-                 $active: Boolean!) {
+                 $active: Boolean!, $account: String!, $withAccount: Boolean!) {
+  user(id: $account) @include(if: $withAccount) { id app }
   issueLabels(filter: { name: { in: $labels } }, first: 50) @include(if: $withLabels) {
     nodes { id name team { id } }
   }
@@ -120,9 +132,33 @@ mutation Comment($input: CommentCreateInput!) {
 }
 """
 
+# An agent's note on its session: a thought while the work goes on, a response when it
+# ends it (the content's ``type`` and Markdown ``body``, as Linear's agent API takes them).
+ACTIVITY = """
+mutation Activity($input: AgentActivityCreateInput!) {
+  agentActivityCreate(input: $input) { success }
+}
+"""
+
+# The write marks an issue's notes carry: its comments, and its agent sessions' thoughts
+# and responses.
 COMMENTS = """
 query Comments($id: String!) {
-  issue(id: $id) { comments(first: 50, orderBy: createdAt) { nodes { body } } }
+  issue(id: $id) {
+    comments(first: 50, orderBy: createdAt) { nodes { body } }
+    agentSessions(first: 10) {
+      nodes {
+        activities(last: 50) {
+          nodes {
+            content {
+              ... on AgentActivityThoughtContent { body }
+              ... on AgentActivityResponseContent { body }
+            }
+          }
+        }
+      }
+    }
+  }
 }
 """
 

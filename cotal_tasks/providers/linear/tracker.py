@@ -1,8 +1,14 @@
-"""Linear as a ``Tracker``: walk the changed issues of the synced teams, read one with
-its attachments, create, and apply planned writes as one ``issueUpdate``.
+"""Linear as a ``Tracker`` over one team of the endpoint (each team is a source, with its
+own tracker: ``sibling``): walk the changed issues of the team, read one with its
+attachments, create, and apply planned writes as one ``issueUpdate``.
 
-The walk asks ``issues(filter: {team, scope…, updatedAt: {gte: cursor − overlap}},
-orderBy: updatedAt)`` with Relay cursors (``first``/``after``). Linear lists the most
+An import asks ``issues(filter: {team, scope…})``: the scope as far as Linear's filter
+can say it (labels, project, cycle, state types, the horizon as "open, or changed since
+its edge"). A poll since a cursor asks ``issues(filter: {team, updatedAt: {gte: cursor −
+overlap}})``, unscoped: a filter with the scope cannot show an issue *leaving* it (its
+label removed, it is no longer found), so the scope is checked on every issue read
+(``hosted.scope``, ``LinearConfig.outside_natively``). Both order by ``updatedAt`` with
+Relay cursors (``first``/``after``). Linear lists the most
 recently updated first, so the cursor moves only once a walk is read through: to the
 newest ``updatedAt`` it saw. Each page keeps where the walk stands (its start, its next
 ``after``, the newest stamp) in the checkpoint, so a walk cut short by a rate limit or a
@@ -15,8 +21,8 @@ query: the issues updated within the overlap, usually none.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Any, Self
 
 from cotal_tasks.providers.hosted.boundary import (
     ItemBoundary,
@@ -29,6 +35,7 @@ from cotal_tasks.providers.hosted.boundary import (
     iso_ms,
 )
 from cotal_tasks.providers.hosted.paging import PageCap, at_edge
+from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     ListPage,
@@ -50,28 +57,55 @@ _UUID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 
 class LinearTracker(Tracker):
-    """The issues of ``config.teams`` within ``config``'s scope."""
+    """The issues of one of ``config``'s teams (``team``, default the first) within
+    ``config``'s scope."""
 
     name = "Linear"
 
-    def __init__(self, client: LinearClient, config: LinearConfig, boundary: ItemBoundary) -> None:
-        super().__init__(
-            boundary, path=config.location, mutation_spacing_s=config.mutation_spacing_s
-        )
+    def __init__(
+        self,
+        client: LinearClient,
+        config: LinearConfig,
+        boundary: ItemBoundary,
+        team: str | None = None,
+    ) -> None:
+        team = team or config.location
+        super().__init__(boundary, path=team, mutation_spacing_s=config.mutation_spacing_s)
         self.client = client
         self.config = config
-        self.teams = config.teams
-        self._team_ids: dict[str, str] = {}
+        self.team = team
+        self.endpoint_teams = config.sources  # every team of the endpoint: task ids
+        self._team_id: str | None = None
+
+    def sibling(self, source: str) -> Self:
+        if source == self.team:
+            return self
+        if source not in self.endpoint_teams:
+            raise ValueError(f"{source} is not a team of this endpoint")
+        return type(self)(self.client, self.config, self.boundary, source)
 
     def number_of(self, task_id: str) -> int | None:
+        """The number of a task id of this team (the id's team: the task's first)."""
         parsed = mapping.split(task_id)
-        return mapping.number_of(task_id) if parsed and parsed[0] in self.teams else None
+        return mapping.number_of(task_id) if parsed and parsed[0] == self.team else None
+
+    def task_id_of(self, number: int) -> str:
+        return mapping.identifier_of(number)
+
+    @property
+    def facts(self) -> bool:
+        """Whether issue reads ask for the project, the cycle and when it closed."""
+        cfg = self.config
+        return cfg.project is not None or cfg.cycle is not None or bool(cfg.scope.horizon_days)
 
     # -- reading ---------------------------------------------------------------------
-    def scope(self) -> dict[str, Any]:
-        """The endpoint's teams and scope as Linear's ``IssueFilter``."""
+    def scope(self, horizon: str | None = None) -> dict[str, Any]:
+        """The team and the scope as Linear's ``IssueFilter``, as far as it can say it:
+        the labels, project, cycle and state types, and with ``horizon`` (ISO time) the
+        open issues plus those changed since it. Excluded labels and the assignee are
+        checked on each issue alone."""
         cfg = self.config
-        found: dict[str, Any] = {"team": {"key": {"in": list(cfg.teams)}}}
+        found: dict[str, Any] = {"team": {"key": {"eq": self.team}}}
         both: list[dict[str, Any]] = []
         if cfg.project is not None:
             by = (
@@ -80,13 +114,18 @@ class LinearTracker(Tracker):
                 else {"name": {"eqIgnoreCase": cfg.project}}
             )
             found["project"] = by
-        both += [{"labels": {"some": {"name": {"eqIgnoreCase": label}}}} for label in cfg.labels]
+        both += [
+            {"labels": {"some": {"name": {"eqIgnoreCase": label}}}} for label in cfg.scope.labels
+        ]
         if cfg.cycle == "active":
             found["cycle"] = {"isActive": {"eq": True}}
         elif cfg.cycle is not None:
             found["cycle"] = {"number": {"eq": cfg.cycle}}
         if cfg.states:
             found["state"] = {"type": {"in": list(cfg.states)}}
+        if horizon is not None:
+            open_ = {"state": {"type": {"nin": sorted(CLOSED_TYPES)}}}
+            both.append({"or": [open_, {"updatedAt": {"gte": horizon}}]})
         if both:
             found["and"] = both
         return found
@@ -96,7 +135,11 @@ class LinearTracker(Tracker):
             self.boundary.note("item-unmappable", "an item of a Linear answer")
             return None
         return self.boundary.map(
-            f"issue {as_str(node.get('identifier'))}", mapping.tracked, node, self.teams, asked
+            f"issue {as_str(node.get('identifier'))}",
+            mapping.tracked,
+            node,
+            self.endpoint_teams,
+            asked,
         )
 
     async def _page(
@@ -109,8 +152,9 @@ class LinearTracker(Tracker):
         first: int | None = None,
     ) -> tuple[list[Any], str | None]:
         """One page of ``issues``: its nodes, and the cursor of the next (``None``: last).
-        The first page this tracker reads also asks for its teams (``_learn_teams``)."""
-        learn = not self._team_ids
+        A walk's first page also asks for the team (``_learn_team``): a deleted team, or
+        one the token no longer reads, is refused there, never read as an empty board."""
+        learn = after is None
         data = await self.client.query(
             queries.ISSUES,
             {
@@ -119,12 +163,13 @@ class LinearTracker(Tracker):
                 "after": after,
                 "orderBy": order,
                 "evidence": evidence,
-                "keys": list(self.teams),
-                "withTeams": learn,
+                "facts": self.facts,
+                "team": self.team,
+                "withTeam": learn,
             },
         )
         if learn:
-            self._learn_teams(data)
+            self._learn_team(data)
         connection = as_dict(data.get("issues"))
         nodes = self.boundary.page(connection.get("nodes"), "the issue listing")
         info = as_dict(connection.get("pageInfo"))
@@ -143,7 +188,11 @@ class LinearTracker(Tracker):
         else:
             since = iso_ms(max(0, as_ms(cursor) - overlap)) if cursor and as_ms(cursor) else None
             after, top = None, 0
-        wanted = self.scope() | ({"updatedAt": {"gte": since}} if since else {})
+        if since:  # what changed, unscoped: an issue leaving the scope is seen leaving
+            wanted = {"team": {"key": {"eq": self.team}}, "updatedAt": {"gte": since}}
+        else:
+            horizon = as_int(remembered.get(HORIZON))
+            wanted = self.scope(iso_ms(horizon) if horizon is not None else None)
         cap = PageCap(self.client.http)
         # A poll since a cursor asks a small first page: Linear prices a query by the
         # nodes it may return, and most polls find few changes.
@@ -165,7 +214,6 @@ class LinearTracker(Tracker):
                 read[identifier] = stamp
                 if issue := self._tracked(node):
                     issues.append(issue)
-                    issues += mapping.moved_away(as_dict(node), self.teams)
             if after is not None:
                 state = {"since": since, "after": after, "top": top}
                 yield ListPage(issues, remember={WALK: state})
@@ -191,8 +239,8 @@ class LinearTracker(Tracker):
             )
             connection = as_dict(data.get("issues"))
             for node in self.boundary.page(connection.get("nodes"), "the open issues"):
-                number = self.number_of(as_str(as_dict(node).get("identifier")) or "")
-                if number is not None:
+                task = mapping.task_identifier(as_dict(node), self.endpoint_teams)
+                if task is not None and (number := mapping.number_of(task)) is not None:
                     numbers.add(number)
             info = as_dict(connection.get("pageInfo"))
             after = as_str(info.get("endCursor"))
@@ -215,47 +263,48 @@ class LinearTracker(Tracker):
     async def fetch(self, number: int) -> TrackedIssue | None:
         identifier = mapping.identifier_of(number)
         try:
-            data = await self.client.query(queries.ISSUE, {"id": identifier, "evidence": True})
+            data = await self.client.query(
+                queries.ISSUE, {"id": identifier, "evidence": True, "facts": self.facts}
+            )
         except NotFound:
             # Gone only while its team still reads (else: a token that lost access).
-            data = await self.client.query(queries.TEAMS, {"keys": [identifier.split("-")[0]]})
+            data = await self.client.query(queries.TEAMS, {"team": identifier.split("-")[0]})
             if not as_list(at_path(data, "teams", "nodes")):
                 raise
             return TrackedIssue.vanished(number, identifier, "deleted")
         node = data.get("issue")
         return None if not isinstance(node, dict) else self._tracked(node, asked=number)
 
-    async def team_id(self, key: str) -> str:
-        """The team's id (read once for every synced team); refused when it does not read."""
-        if key not in self._team_ids:
-            self._learn_teams(await self.client.query(queries.TEAMS, {"keys": list(self.teams)}))
-        return self._team_ids[key]
+    async def team_id(self) -> str:
+        """The team's id (read once); refused when the team does not read."""
+        if self._team_id is None:
+            self._learn_team(await self.client.query(queries.TEAMS, {"team": self.team}))
+        assert self._team_id is not None
+        return self._team_id
 
-    def _learn_teams(self, data: Mapping[str, Any]) -> None:
-        """Keep the synced teams' ids; a team that does not read is refused (404), since
-        Linear's filter would answer an empty board for it, never an error."""
+    def _learn_team(self, data: Mapping[str, Any]) -> None:
+        """Keep the team's id; a team that does not read is refused (404), since Linear's
+        filter would answer an empty board for it, never an error."""
+        self._team_id = None
         for node in as_list(at_path(data, "teams", "nodes")):
             node = as_dict(node)
-            if (k := as_str(node.get("key"))) and (tid := as_str(node.get("id"))):
-                self._team_ids[k] = tid
-        missing = [key for key in self.teams if key not in self._team_ids]
-        if missing:
-            self._team_ids.clear()
+            if as_str(node.get("key")) == self.team and (tid := as_str(node.get("id"))):
+                self._team_id = tid
+        if self._team_id is None:
             raise NotFound(
                 404,
-                f"the team(s) {', '.join(missing)} do not read with this token. Check teams "
-                "(keys as Linear shows them, ENG of ENG-123) and that the token's user is "
-                "a member",
+                f"the team {self.team} does not read with this token. Check teams (keys as "
+                "Linear shows them, ENG of ENG-123) and that the token's user is a member",
                 method="POST",
                 path=self.client.path,
             )
 
     # -- writing ---------------------------------------------------------------------
     async def create(self, issue: NewIssue) -> TrackedIssue:
-        team = await self.team_id(self.config.home_team)
+        team = await self.team_id()
         wanted = {"teamId": team, "title": issue.title, "description": issue.body or ""}
         made = await self.client.query(
-            queries.CREATE, {"input": wanted | await self._scope_needs(team)}
+            queries.CREATE, {"input": wanted | await self._scope_needs(team, issue)}
         )
         identifier = as_str(at_path(made, "issueCreate", "issue", "identifier"))
         number = mapping.number_of(identifier)
@@ -276,33 +325,42 @@ class LinearTracker(Tracker):
             )
         return found
 
-    async def _scope_needs(self, team: str) -> dict[str, Any]:
-        """What a created issue carries to stay in the scope (its labels, project and
-        cycle, by id), read before it is created; one that Linear does not have is
-        refused, nothing sent."""
+    async def _scope_needs(self, team: str, issue: NewIssue) -> dict[str, Any]:
+        """What a created issue carries to stay in the scope (its labels, project, cycle
+        and the scope's account, by id), read before it is created; one that Linear does
+        not have is refused, nothing sent."""
         cfg = self.config
         by_id = cfg.project is not None and _UUID.match(cfg.project) is not None
         project = None if by_id else cfg.project
-        if not cfg.labels and project is None and cfg.cycle is None:
+        labels = [label for label in issue.labels if label != mapping.STARTED]
+        account = issue.assignees[0] if issue.assignees else ""
+        if not labels and project is None and cfg.cycle is None and not account:
             return {"projectId": cfg.project} if by_id else {}
         data = await self.client.query(
             queries.SCOPE_NEEDS,
             {
-                "labels": list(cfg.labels),
-                "withLabels": bool(cfg.labels),
+                "labels": labels,
+                "withLabels": bool(labels),
                 "project": project or "",
                 "withProject": project is not None,
                 "team": team,
                 "number": cfg.cycle if isinstance(cfg.cycle, int) else None,
                 "withCycle": cfg.cycle is not None,
                 "active": cfg.cycle == "active",
+                "account": account,
+                "withAccount": bool(account),
             },
         )
-        return workflow.scope_ids(data, cfg, team, by_id)
+        where = workflow.Created(self.team, team, tuple(labels), by_id)
+        return workflow.scope_ids(data, cfg, where)
 
     async def comment_marks(self, number: int) -> set[str]:
         data = await self.client.query(queries.COMMENTS, {"id": mapping.identifier_of(number)})
-        return mapping.comment_marks(as_list(at_path(data, "issue", "comments", "nodes")))
+        notes = as_list(at_path(data, "issue", "comments", "nodes"))
+        for session in as_list(at_path(data, "issue", "agentSessions", "nodes")):
+            activities = as_list(at_path(session, "activities", "nodes"))
+            notes += [as_dict(a).get("content") for a in activities]
+        return mapping.comment_marks(notes)
 
     async def steps(self, number: int, change: TrackerChange) -> list[Step]:
         """Everything that can refuse is read and checked first (the state to move to,
@@ -319,6 +377,7 @@ class LinearTracker(Tracker):
                 "withLabels": bool(names),
                 "account": account,
                 "withAccount": bool(account),
+                "withNote": bool(change.comment),
             },
         )
         issue = as_dict(before.get("issue"))
@@ -353,11 +412,24 @@ class LinearTracker(Tracker):
                 )
             )
         if change.comment:
-            body = {
-                "input": {"issueId": as_str(issue.get("id")) or identifier, "body": change.comment}
-            }
-            steps.append(("comment", lambda: self._write(queries.COMMENT, "commentCreate", body)))
+            steps.append(("comment", self._note(before, identifier, change)))
         return steps
+
+    def _note(
+        self, before: Mapping[str, Any], identifier: str, change: TrackerChange
+    ) -> Callable[[], Awaitable[None]]:
+        """The note's write: an activity of the agent's session where the token is the
+        agent's and the issue is delegated to it (a thought, or the response when the
+        change ends the work), else a comment."""
+        issue = as_dict(before.get("issue"))
+        session = workflow.agent_session(before)
+        if session is not None:
+            kind = "response" if change.state == "closed" else "thought"
+            content = {"type": kind, "body": change.comment}
+            activity = {"input": {"agentSessionId": session, "content": content}}
+            return lambda: self._write(queries.ACTIVITY, "agentActivityCreate", activity)
+        body = {"input": {"issueId": as_str(issue.get("id")) or identifier, "body": change.comment}}
+        return lambda: self._write(queries.COMMENT, "commentCreate", body)
 
     async def _write(self, document: str, field: str, variables: Mapping[str, Any]) -> None:
         done = await self.client.query(document, variables)

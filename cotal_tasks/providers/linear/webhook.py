@@ -9,8 +9,11 @@ again later. The delivery id is ``Linear-Delivery`` (the same on Linear's retrie
 entity type ``Linear-Event``.
 
 A Linear webhook belongs to a workspace (or one team), not to one endpoint's teams, so a
-delivery goes to the verified endpoint that syncs the team its issue is in (the team key
-of its identifier, or of an identifier it had before a move); none: 404. An ``Issue``
+delivery goes to the verified endpoint, and within it the team (each team is a source
+with its own sync), that syncs the team its issue is in now (the team key of its
+identifier); an issue that moved to a team outside the endpoint goes to the team its task
+is of (the first of the endpoint's in its history), which reads it as having left; none:
+404. The issue woken is its task (``mapping.task_identifier``). An ``Issue``
 delivery wakes its issue, a ``Comment``, ``Attachment`` or ``Reaction`` the issue it
 names; a renamed or removed label (``IssueLabel``) asks the next poll to read every issue
 again, since the rules read labels by name; any other type is acknowledged.
@@ -22,10 +25,10 @@ import hashlib
 import hmac
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_list, as_str, at_path
+from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
 from cotal_tasks.providers.hosted.webhook import Scheme
 from cotal_tasks.providers.linear import mapping
 from cotal_tasks.providers.linear.tracker import LinearTracker
@@ -55,35 +58,39 @@ def signature_valid(secret: bytes, body: bytes, header: str | None, now_ms: int)
     return stamp is not None and abs(now_ms - stamp) <= MAX_SKEW_MS
 
 
-def _identifiers(payload: Mapping[str, Any]) -> list[str]:
+def _history(payload: Mapping[str, Any]) -> list[str]:
+    """The identifiers the delivery's issue has had, the one it has now last."""
     kind = as_str(payload.get("type"))
     data = as_dict(payload.get("data"))
     if kind == "Issue":
-        found = [as_str(data.get("identifier"))]
-        found += [as_str(x) for x in as_list(data.get("previousIdentifiers"))]
-    elif kind in NAMING:
-        found = [as_str(at_path(data, "issue", "identifier"))]
-    else:
-        found = []
-    return [x for x in found if x]
+        return mapping.history(data)
+    if kind in NAMING:
+        return mapping.history(as_dict(data.get("issue")))
+    return []
 
 
-def issues_named(payload: Mapping[str, Any], teams: Sequence[str]) -> set[int] | None:
-    """The synced issues a delivery names; ``None``: it names an issue, of no synced team."""
-    identifiers = _identifiers(payload)
-    ours = {
-        number
-        for identifier in identifiers
-        if (parsed := mapping.split(identifier)) and parsed[0] in teams
-        if (number := mapping.number_of(identifier)) is not None
-    }
-    if identifiers and not ours:
+def issues_named(payload: Mapping[str, Any], tracker: LinearTracker) -> set[int] | None:
+    """The task a delivery names, when it is of ``tracker``'s team: the issue is in that
+    team now, or it left the endpoint for another team and its task is of this one.
+    ``None``: it names an issue of another source (or of none)."""
+    found = _history(payload)
+    if not found:
+        return set()
+    now = mapping.split(found[-1])
+    team = now[0] if now else None
+    teams = tracker.endpoint_teams
+    task = mapping.task_identifier(
+        {"identifier": found[-1], "previousIdentifiers": found[:-1]}, teams
+    )
+    if task is None:
         return None
-    return ours
+    mine = team == tracker.team or (team not in teams and task.startswith(tracker.team + "-"))
+    number = mapping.number_of(task)
+    return {number} if mine and number is not None else None
 
 
 def named(tracker: LinearTracker, event: str, payload: Mapping[str, Any]) -> set[int]:
-    return issues_named(payload, tracker.teams) or set()
+    return issues_named(payload, tracker) or set()
 
 
 async def lookup(
@@ -95,7 +102,7 @@ async def lookup(
         "remove",
     ):
         return Looked(None)  # the rules read labels by name: read every issue again
-    numbers = issues_named(payload, tracker.teams)
+    numbers = issues_named(payload, tracker)
     return None if numbers is None else Looked(frozenset(numbers))
 
 

@@ -6,7 +6,9 @@ A seat's account is a Linear user or an agent (an app user). A claim by an agent
 seat *delegates* the issue to it: a person assigned stays assigned. A claim by a
 user's seat assigns it. A claim never replaces a person's assignment or another
 agent's delegation (refused, nothing sent), and a release takes back only the seat's
-own account. The whole change is one ``issueUpdate``; a note is a comment after it.
+own account. The whole change is one ``issueUpdate``; a note is a comment after it, or,
+where the token is an agent's (an ``actor=app`` OAuth token) and the issue is delegated
+to that agent, an activity of the agent's session on the issue (``agent_session``).
 """
 
 from __future__ import annotations
@@ -163,20 +165,30 @@ def states_of(issue: Mapping[str, Any]) -> list[Any]:
     return as_list(at_path(issue, "team", "states", "nodes"))
 
 
-def scope_ids(
-    data: Mapping[str, Any], config: LinearConfig, team: str, project_by_id: bool
-) -> dict[str, Any]:
-    """The ``labelIds``, ``projectId`` and ``cycleId`` a new issue needs to stay in
-    ``config``'s scope, from what ``ScopeNeeds`` answered; refused where Linear has none."""
+@dataclass(frozen=True, slots=True)
+class Created:
+    """An issue to create: its team (key and id), the labels it carries, and whether the
+    configured project is an id."""
+
+    team: str
+    team_id: str
+    labels: tuple[str, ...]
+    project_by_id: bool
+
+
+def scope_ids(data: Mapping[str, Any], config: LinearConfig, new: Created) -> dict[str, Any]:
+    """The ``labelIds``, ``projectId``, ``cycleId`` and assignee or delegate a new issue
+    needs to stay in ``config``'s scope, from what ``ScopeNeeds`` answered; refused where
+    Linear has none."""
     needs: dict[str, Any] = {}
-    where = f"a new issue of {config.home_team}"
-    if config.labels:
-        wanted = TrackerChange(add_labels=config.labels)
+    where = f"a new issue of {new.team}"
+    if new.labels:
+        wanted = TrackerChange(add_labels=new.labels)
         found = as_list(at_path(data, "issueLabels", "nodes"))
-        needs["labelIds"], _ = label_ids(wanted, found, [], team, where)
+        needs["labelIds"], _ = label_ids(wanted, found, [], new.team_id, where)
     if config.project is not None:
         found = as_list(at_path(data, "projects", "nodes"))
-        project = config.project if project_by_id else _first_id(found)
+        project = config.project if new.project_by_id else _first_id(found)
         if project is None:
             raise refused(
                 f"Linear has no project named {config.project!r}, which the scope names, so "
@@ -190,13 +202,34 @@ def scope_ids(
         cycle = active if config.cycle == "active" else _first_id(numbered)
         if cycle is None:
             raise refused(
-                f"the team {config.home_team} has no cycle {config.cycle!r} now, which the "
-                "scope names, so a created issue would leave it. Start the cycle in Linear, "
-                "or change cycle",
+                f"the team {new.team} has no cycle {config.cycle!r} now, which the scope "
+                "names, so a created issue would leave it. Start the cycle in Linear, or "
+                "change cycle",
                 where,
             )
         needs["cycleId"] = cycle
+    user = as_dict(data.get("user"))
+    if account := as_str(user.get("id")):
+        needs["delegateId" if user.get("app") is True else "assigneeId"] = account
     return needs
+
+
+def agent_session(before: Mapping[str, Any]) -> str | None:
+    """The agent session a note goes to as activity: the token is an app user's (the
+    ``viewer`` is an app), the issue is delegated to it, and it has a session on the
+    issue not dismissed (the latest; Linear opens one when the issue is delegated).
+    ``None``: the note is a comment."""
+    viewer = as_dict(before.get("viewer"))
+    me = as_str(viewer.get("id"))
+    issue = as_dict(before.get("issue"))
+    if viewer.get("app") is not True or not me or as_str(at_path(issue, "delegate", "id")) != me:
+        return None
+    open_ = [
+        as_str(as_dict(n).get("id"))
+        for n in as_list(at_path(issue, "agentSessions", "nodes"))
+        if as_str(at_path(n, "appUser", "id")) == me and not as_dict(n).get("dismissedAt")
+    ]
+    return next((sid for sid in reversed(open_) if sid), None)
 
 
 def _first_id(nodes: Sequence[Any]) -> str | None:

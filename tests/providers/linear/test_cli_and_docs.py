@@ -64,6 +64,34 @@ async def test_preview_shows_the_mapping_and_writes_nothing(
     assert linear.writes == []
 
 
+async def test_preview_walks_each_team_and_says_why_the_scope_leaves_one_out(
+    linear: FakeLinear, config_file: Path
+) -> None:
+    linear.add_team("OPS")
+    linear.add_label("wontfix")
+    linear.new_issue("Engineering work")
+    linear.label(linear.new_issue("Not for agents", team="OPS"), "wontfix")
+    text = config_file.read_text(encoding="utf-8").replace(
+        'teams = ["ENG"]', 'teams = ["ENG", "OPS"]'
+    )
+    config_file.write_text(
+        text + 'project = "Agents"\n[endpoints.linear.scope]\nexclude_labels = ["wontfix"]\n',
+        encoding="utf-8",
+    )
+    linear.add_project("Agents")
+    for issue in linear.issues.values():
+        issue.project = "Agents"
+    code, out, err = await run_wide("check-config", "--config", str(config_file), "--preview", "2")
+    assert code == 0, err
+    assert "2 sources: ENG, OPS; created in ENG" in out, out
+    assert "scope: not label wontfix" in out
+    assert "linear scope: project Agents" in out
+    assert "ENG-1: Engineering work" in out
+    assert "OPS-1: Not for agents" in out
+    assert "status dropped (statusSource 'out of scope: label wontfix added')" in out
+    assert linear.writes == []
+
+
 async def test_online_says_whose_the_token_is_and_which_teams_it_reads(
     linear: FakeLinear, config_file: Path
 ) -> None:
@@ -92,7 +120,9 @@ def test_the_example_config_loads() -> None:
     config = load_config(ROOT / "examples" / "linear.toml")
     (endpoint,) = config.endpoints
     assert isinstance(endpoint.settings, LinearConfig)
-    assert endpoint.settings.teams == ("ENG",)
+    assert endpoint.settings.sources == ("ENG", "OPS")
+    assert endpoint.settings.routed == "ENG"
+    assert endpoint.settings.scope.labels == ("agent-ready",)
 
 
 @pytest.mark.parametrize(("name", "kind", "position"), WORKFLOW)

@@ -33,7 +33,7 @@ async def test_an_import_walks_relay_pages_and_maps_every_issue(
     pages = [r.body["variables"] for r in linear.requests if r.path == "/graphql/Issues"]
     assert [p["after"] is None for p in pages] == [True, False, False]
     assert {p["orderBy"] for p in pages} == {"updatedAt"}
-    assert pages[0]["filter"] == {"team": {"key": {"in": ["ENG"]}}}
+    assert pages[0]["filter"] == {"team": {"key": {"eq": "ENG"}}}
 
 
 async def test_an_unchanged_poll_costs_one_small_query(
@@ -152,10 +152,14 @@ async def test_trashed_archived_moved_and_deleted_issues_become_visible_states(
     done = await ln.get(archived.number)
     assert (done["status"], done["statusSource"]) == ("done", "Done (archived)")
     # A move to a team the endpoint does not sync, and a deletion, leave no trace a
-    # listing of its teams shows: the reconcile sweep reads them one by one.
+    # listing of its teams shows: the reconcile sweep reads them one by one. The move
+    # takes the issue out of the endpoint's scope (the leave rule of every tracker).
     await ln.sync.reconcile()
     left = await ln.get(3)
-    assert (left["status"], left["statusSource"]) == ("dropped", "moved")
+    assert (left["status"], left["statusSource"]) == (
+        "dropped",
+        "out of scope: moved to team OPS (OPS-1)",
+    )
     gone = await ln.get(4)
     assert (gone["status"], gone["statusSource"], gone["title"]) == (
         "dropped",
@@ -164,19 +168,29 @@ async def test_trashed_archived_moved_and_deleted_issues_become_visible_states(
     )
 
 
-async def test_a_move_between_synced_teams_drops_the_old_id_and_adds_the_new(
-    linear: FakeLinear, linear_url: str, tmp_path: Path
+async def test_a_move_between_synced_teams_keeps_the_task_id_and_its_binding(
+    linear: FakeLinear, linear_url: str, tmp_path: Path, agent: User
 ) -> None:
-    linear.add_team("OPS")
+    """A task id is stable for the task's life: ENG-1 moved to OPS (OPS-1 in Linear) is
+    still the task ENG-1, read by the OPS team's sync, written to by its old identifier
+    (Linear answers for it), and no second task appears."""
+    linear.add_team("OPS").next_number = 40
     issue = linear.new_issue("wandering")
-    async with open_linear(linear, linear_url, tmp_path / "b", teams=["ENG", "OPS"]) as both:
+    seats = {agent.id: BUILDER.principal}
+    async with open_linear(
+        linear, linear_url, tmp_path / "b", teams=["ENG", "OPS"], seats=seats
+    ) as both:
         await both.poll()
+        await both.client.claim(BUILDER, "ENG-1")
         linear.to_team(issue, "OPS")
+        linear.set_title(issue, "wandering, now in OPS")
+        linear.advance(5)
         await both.poll()
-        old = await both.client.get("ENG-1")
-        new = await both.client.get("OPS-1")
-    assert (old["status"], old["statusSource"]) == ("dropped", "moved")
-    assert (new["status"], new["title"]) == ("open", "wandering")
+        moved = await both.client.get("ENG-1")
+        assert (moved["status"], moved["title"]) == ("claimed", "wandering, now in OPS")
+        assert [t["taskId"] for t in await both.all_tasks()] == ["ENG-1"]
+        await both.client.update(BUILDER, "ENG-1", status="done")
+    assert (issue.identifier, issue.state.type) == ("OPS-40", "completed")
 
 
 async def test_a_rate_limited_answer_waits_for_the_spent_budgets_reset(

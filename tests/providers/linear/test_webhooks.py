@@ -130,3 +130,30 @@ async def test_a_renamed_label_asks_the_next_poll_to_read_every_issue(running: R
     reply = await running.http.post("/webhooks/linear", content=body, headers=headers)
     assert reply.status_code == 202, reply.text
     assert "reads every issue again" in reply.json()["message"]
+
+
+async def test_a_delivery_goes_to_the_team_the_issue_is_in_now(
+    linear: FakeLinear, linear_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over ENG and OPS, an issue moved from ENG to OPS is woken in OPS's sync, as the
+    task it was (ENG-1: Linear answers for its old identifier)."""
+    monkeypatch.setenv(SECRET_ENV, WEBHOOK_SECRET)
+    linear.add_team("OPS")
+    issue = linear.new_issue("wandering")
+    endpoint = endpoint_config(linear_url, webhook_secret_env=SECRET_ENV, teams=["ENG", "OPS"])
+    async with hooked_bridge(endpoint, tmp_path / "bridge") as (bridge, http):
+        running = Running(linear, bridge, http)
+        linear.to_team(issue, "OPS")
+        linear.move(issue, "Done")
+        mark = len(linear.requests)
+        reply = await running.deliver(issue)
+        assert reply.status_code == 202, reply.text
+
+        async def refreshed() -> bool:
+            return bool((await running.client.get("ENG-1"))["status"] == "done")
+
+        await eventually(refreshed)
+        (asked,) = [r.body["variables"] for r in linear.requests[mark:]]
+        assert asked["id"] == "ENG-1"
+        page = await running.client.list_tasks()
+        assert [t["taskId"] for t in page["tasks"]] == ["ENG-1"]  # no second task

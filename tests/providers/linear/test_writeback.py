@@ -172,7 +172,7 @@ async def test_create_task_carries_what_the_scope_needs_and_stays_in_it(
     linear.add_label("agent-ready")
     linear.add_project("Agents")
     linear.teams["ENG"].active_cycle = 7
-    scope = {"labels": ["agent-ready"], "project": "Agents", "cycle": "active"}
+    scope = {"scope": {"labels": ["agent-ready"]}, "project": "Agents", "cycle": "active"}
     async with open_linear(linear, linear_url, tmp_path / "b", **scope) as scoped:
         created = await scoped.client.create("Scoped work", brief="inside the slice")
         (issue,) = linear.issues.values()
