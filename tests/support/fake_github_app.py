@@ -103,8 +103,12 @@ class Ctx:
         return self.request.query_params.get(name, default)
 
     def repo(self) -> Repo:
-        repo = self.fake.repos.get(f"{self.params['owner']}/{self.params['repo']}")
-        if repo is None:
+        """The repository at the path: 404 unknown, or outside the App installation the
+        token belongs to (``fake.installation``)."""
+        name = f"{self.params['owner']}/{self.params['repo']}"
+        repo = self.fake.repos.get(name)
+        granted = self.fake.installation
+        if repo is None or (granted is not None and name not in granted):
             raise not_found()
         return repo
 

@@ -61,11 +61,16 @@ def get_repo(ctx: Ctx) -> Reply:
 
 def list_org_repos(ctx: Ctx) -> Reply:
     """``GET /orgs/{org}/repos``: the organization's repositories (``type`` all, the
-    default), by name, paged by ``Link``; 404 for an organization with none here."""
+    default), by name, paged by ``Link``, but ``fake.unlisted`` (as a listing paged while
+    another repository was deleted skips one); 404 for an organization with none here."""
     org = ctx.params["org"].casefold()
     parse_choice(ctx, "type", "all", ("all", "public", "private", "forks", "sources", "member"))
     repos = sorted(
-        (r for r in ctx.fake.repos.values() if r.owner.casefold() == org),
+        (
+            r
+            for r in ctx.fake.repos.values()
+            if r.owner.casefold() == org and r.full_name not in ctx.fake.unlisted
+        ),
         key=lambda r: r.full_name.casefold(),
     )
     if not repos:

@@ -70,6 +70,7 @@ class FakeGitHub(FakeGitHubMutations):
         # the repositories a GitHub App installation was granted (``None``: the token is
         # no installation's): ``GET /installation/repositories`` lists them
         self.installation: set[str] | None = None
+        self.unlisted: set[str] = set()  # left out of the organization's listing
         # whole bodies the next GraphQL requests are answered with (200), in order
         self.graphql_answers: deque[JSON] = deque()
         for name in repos:

@@ -10,21 +10,24 @@ page, at most ``max_pages`` pages. A repository is taken when its name (without 
 owner) passes ``include``/``exclude`` (fnmatch, case-insensitive), and, unless
 ``include_archived``, it is not archived (an archived repository refuses every write:
 its issues cannot be worked on); in name order. One that is listed and passed over says
-why, which becomes its tasks' ``statusSource`` should it leave.
+why, which becomes its tasks' ``statusSource`` should it leave. One the listing leaves
+out entirely is asked for by name before it leaves (``still``): a listing paged while
+repositories are created or deleted can skip one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cotal_tasks.providers.github.client import PER_PAGE
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.hosted.boundary import as_dict, as_list
 from cotal_tasks.providers.hosted.discovery import Discovery, Found
-from cotal_tasks.providers.hosted.http import TrackerHttp
+from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 from cotal_tasks.providers.hosted.paging import PageCap
 
-ARCHIVED, UNPICKED = "archived", "not in include/exclude"
+ARCHIVED, UNPICKED, LEFT = "archived", "not in include/exclude", "left the organization"
 
 
 def discovery(config: GitHubConfig, http: TrackerHttp) -> Discovery | None:
@@ -35,12 +38,26 @@ def discovery(config: GitHubConfig, http: TrackerHttp) -> Discovery | None:
     if config.installation:
         path, key, gone = "installation/repositories", "repositories", "left the installation"
     else:
-        path, key, gone = f"orgs/{config.organization}/repos", None, "left the organization"
+        path, key, gone = f"orgs/{config.organization}/repos", None, LEFT
 
     async def find() -> Found:
         return picked(config, await _listed(http, path, key))
 
-    return Discovery(name, find, config.discover_interval_s, gone, retry_s=config.poll_interval_s)
+    async def still(repository: str) -> bool:
+        """Whether a repository the listing left out is there and taken all the same:
+        ``GET /repos/{owner}/{name}`` (404: deleted, hidden, or outside the installation;
+        301: renamed or transferred; anything else unanswered fails the discovery)."""
+        try:
+            response = await http.request("GET", f"repos/{repository}")
+        except TrackerHttpError as exc:
+            if exc.status in (301, 403, 404, 410):
+                return False
+            raise
+        return picked(config, [as_dict(response.json())]).paths == (repository,)
+
+    return Discovery(
+        name, find, still, config.discover_interval_s, gone, retry_s=config.poll_interval_s
+    )
 
 
 async def _listed(http: TrackerHttp, path: str, key: str | None) -> list[dict[str, Any]]:
@@ -59,7 +76,7 @@ async def _listed(http: TrackerHttp, path: str, key: str | None) -> list[dict[st
     return items
 
 
-def picked(config: GitHubConfig, listed: list[dict[str, Any]]) -> Found:
+def picked(config: GitHubConfig, listed: Sequence[Mapping[str, Any]]) -> Found:
     """The repositories ``config`` takes of those ``listed``, and why it passes over the
     others."""
     taken: list[str] = []
@@ -69,7 +86,10 @@ def picked(config: GitHubConfig, listed: list[dict[str, Any]]) -> Found:
         if not isinstance(full_name, str) or "/" not in full_name:
             continue  # no repository the endpoint could read
         name = name if isinstance(name, str) else full_name.split("/", 1)[1]
-        if not config.picks(name):
+        owner = full_name.split("/", 1)[0].casefold()
+        if config.organization is not None and owner != config.organization.casefold():
+            passed_over[full_name] = LEFT  # transferred out, under its old name's answer
+        elif not config.picks(name):
             passed_over[full_name] = UNPICKED
         elif repository.get("archived") is True and not config.include_archived:
             passed_over[full_name] = ARCHIVED

@@ -68,10 +68,14 @@ class Discovery:
     """How a tracker lists an endpoint's sources: ``find`` (raises ``TrackerHttpError``
     when the tracker refuses or does not answer), under ``name`` ("organization acme"),
     every ``interval_s`` (0: when the endpoint is built, and when a webhook asks);
-    ``gone`` says why a source no longer listed at all left ("left the organization")."""
+    ``gone`` says why a source no longer listed at all left ("left the organization").
+    ``still`` asks the tracker about one source the listing left out entirely, before it
+    leaves: whether it is there and taken all the same (a listing paged while sources
+    were deleted or created can skip one; a source must not leave for that)."""
 
     name: str
     find: Callable[[], Awaitable[Found]]
+    still: Callable[[str], Awaitable[bool]]
     interval_s: float
     gone: str
     retry_s: float  # after a failure, the next try (the poll interval)
@@ -168,7 +172,13 @@ class Sources:
         known = {p for p in saved.get("sources") or () if isinstance(p, str)}
         left_before = saved.get("left")
         left: dict[str, str] = dict(left_before) if isinstance(left_before, dict) else {}
-        for path in found.paths:
+        listed = set(found.paths)
+        unlisted = (known | {s.path for s in self.sources}) - listed
+        for path in sorted(unlisted - set(found.passed_over)):
+            if await self.discovery.still(path):  # skipped by a shifting listing: stays
+                listed.add(path)
+        paths = (*found.paths, *sorted(listed - set(found.paths)))
+        for path in paths:
             if self._running(path) is not None:
                 continue
             source = self.make(path)
@@ -177,9 +187,7 @@ class Sources:
                 del left[path]
             self._add(source)
             log.info("%s: %s joins the endpoint", self.discovery.name, path)
-        listed = set(found.paths)
-        gone = (known | {s.path for s in self.sources}) - listed
-        for path in sorted(gone):
+        for path in sorted(unlisted - listed):
             why = left_reason(path, found.passed_over.get(path) or self.discovery.gone)
             running = self._running(path)
             if running is not None:
@@ -188,9 +196,7 @@ class Sources:
             left[path] = why
             name = self.discovery.name
             log.info("%s: %s left the endpoint; %d task(s) marked", name, path, marked)
-        await self.checkpoints.save(
-            self.key, {"sources": list(found.paths), "left": left}, self.clock()
-        )
+        await self.checkpoints.save(self.key, {"sources": list(paths), "left": left}, self.clock())
 
     def _add(self, source: Source) -> None:
         self.sources.append(source)

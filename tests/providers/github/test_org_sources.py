@@ -210,6 +210,23 @@ async def test_a_left_repository_is_known_after_a_restart(
         )
 
 
+async def test_a_repository_a_listing_skips_stays_until_github_says_it_is_gone(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **org()) as end:
+        await end.poll()
+        fake.unlisted = {WEB_B}  # the listing shifted under its pages
+        assert await end.hosted.discovering.rediscover()  # type: ignore[union-attr]
+        assert paths(end) == [WEB_A, WEB_B]
+        assert (await end.client.get(f"{WEB_B}#1"))["status"] == "open"
+        assert listings(fake, f"/repos/{WEB_B}") == 1  # asked for by name
+        del fake.repos[WEB_B]  # deleted: GitHub answers 404
+        assert await end.hosted.discovering.rediscover()  # type: ignore[union-attr]
+        assert paths(end) == [WEB_A]
+        left = await end.client.get(f"{WEB_B}#1")
+        assert left["statusSource"] == f"out of scope: {WEB_B} left the organization"
+
+
 async def test_one_repository_answering_404_and_a_failing_discovery_leave_the_rest_syncing(
     fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
 ) -> None:
