@@ -82,18 +82,53 @@ async def test_two_teams_and_a_label_scope_mirror_exactly_the_slice(
 async def test_one_team_failing_leaves_the_other_syncing(
     linear: FakeLinear, linear_url: str, tmp_path: Path
 ) -> None:
+    """A team the token never read (GONE), then one deleted in Linear after its import
+    (OPS, asked on each walk's first page): each fails its own source; ENG syncs on."""
+    linear.add_team("OPS")
     linear.new_issue("still served")
-    async with open_linear(linear, linear_url, tmp_path / "b", teams=["ENG", "GONE"]) as ep:
+    linear.new_issue("ops work", team="OPS")
+    teams = ["ENG", "OPS", "GONE"]
+    async with open_linear(linear, linear_url, tmp_path / "b", teams=teams) as ep:
         report = await ep.hosted.catch_up()
-        assert [t["taskId"] for t in await ep.all_tasks()] == ["ENG-1"]
+        assert sorted(t["taskId"] for t in await ep.all_tasks()) == ["ENG-1", "OPS-1"]
         assert any(line.startswith("GONE: failed") for line in report.lines)
+        del linear.teams["OPS"]
+        linear.new_issue("after the deletion")
+        linear.advance(5)
+        report = await ep.hosted.catch_up()
+        assert [line.split(":")[0] for line in report.lines if "failed" in line] == [
+            "OPS",
+            "GONE",
+        ]
+        assert (await ep.client.get("ENG-2"))["title"] == "after the deletion"
         state = ep.store.health.report()
         failing = {s.source: s.failing for s in state.sources}
         assert failing["ENG"] is None
+        assert "the team OPS does not read" in str(failing["OPS"])
         assert "the team GONE does not read" in str(failing["GONE"])
         assert not state.refused  # ready on the team that reads
         page = await ep.client.list_tasks()
-        assert page["stale"]["reason"].startswith("Linear sync is failing: GONE")
+        assert page["stale"]["reason"].startswith("Linear sync is failing: OPS")
+
+
+async def test_the_horizon_is_pushed_into_the_import(
+    linear: FakeLinear, linear_url: str, tmp_path: Path
+) -> None:
+    """The sync reads the wall clock, so the fake's starts 40 days ago."""
+    linear.advance(-40 * 86_400)
+    linear.move(linear.new_issue("closed long ago"), "Done")
+    linear.new_issue("open for long")
+    linear.advance(35 * 86_400)
+    linear.move(linear.new_issue("closed lately"), "Done")
+    settings: dict[str, Any] = {"scope": {"horizon_days": 30}}
+    async with open_linear(linear, linear_url, tmp_path / "b", **settings) as ep:
+        await ep.poll()
+        titles = sorted(t["title"] for t in await ep.all_tasks())
+        asked = [r.body["variables"] for r in linear.requests if r.path.endswith("Issues")]
+    assert titles == ["closed lately", "open for long"]
+    (horizon,) = asked[0]["filter"]["and"]
+    assert horizon["or"][0] == {"state": {"type": {"nin": ["canceled", "completed", "duplicate"]}}}
+    assert asked[0]["facts"] is True  # each issue says when it closed (the local check)
 
 
 async def test_leaving_the_scope_drops_the_task_with_why_and_back_is_the_same_task(
@@ -172,22 +207,24 @@ async def test_a_seat_writing_on_an_issue_a_person_moved_out_hears_why(
 
 
 async def test_create_is_routed_to_its_team_with_the_scopes_labels(
-    linear: FakeLinear, linear_url: str, tmp_path: Path
+    linear: FakeLinear, linear_url: str, agent: User, tmp_path: Path, presence: DictPresence
 ) -> None:
+    """To create_team, with the scope's label and its account (an agent: delegated)."""
     linear.add_team("OPS")
     linear.add_label(READY)
     settings: dict[str, Any] = {
         "teams": ["ENG", "OPS"],
         "create_team": "OPS",
-        "scope": {"labels": [READY]},
+        "scope": {"labels": [READY], "assignee": agent.id},
     }
-    async with open_linear(linear, linear_url, tmp_path / "b", **settings) as ep:
+    async with with_seat(linear, linear_url, tmp_path, presence, agent, **settings) as ep:
         created = await ep.client.create("Routed work")
         (issue,) = linear.issues.values()
         assert (issue.identifier, issue.label_names) == ("OPS-1", [READY])
+        assert (issue.delegate, issue.assignee) == (agent.id, None)
         assert created["taskId"] == "OPS-1"
         await ep.poll()
-        assert (await ep.client.get("OPS-1"))["status"] == "open"  # in the scope
+        assert (await ep.client.get("OPS-1"))["statusSource"] == "Todo"  # in the scope
 
 
 async def test_a_note_with_an_agents_token_is_activity_of_its_session(
