@@ -13,7 +13,10 @@ requests a repository instead of the listing's one), so it is read on its own ca
   no webhook and no other change is found within that interval and one poll;
 - never sooner after a read than the ``X-Poll-Interval`` the feed's answer asked for
   (GitHub sends it on its events endpoints; at most ``MAX_WAIT_S`` is honoured): a read
-  asked before then is owed, and made by the first poll it allows.
+  asked before then is owed, and made by the first poll it allows;
+- whatever the above say, in a poll to the tracker's present (the CLI's ``sync``, which
+  promises one): a commit referenced a moment ago is found at once. The read is kept in
+  the marks like any other, so the cadence counts from it.
 
 The state is kept in the checkpoint's feed marks (text, beside the last event seen and
 the feed's ETag), so a restart or another leader keeps the cadence. Times are the

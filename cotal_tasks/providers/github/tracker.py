@@ -23,6 +23,7 @@ from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     MOVED,
+    PRESENT,
     IssueGone,
     ListPage,
     NewIssue,
@@ -80,10 +81,13 @@ class GitHubTracker(Tracker):
         """The issue listing, then the issues commits referenced (the issue events feed).
         ``remembered["etag"]`` is the (URL, ETag) of the last poll's last page, for a
         conditional request; ``remembered["marks"]`` where the events feed was left;
-        ``remembered[MOVED]`` the last webhook's word that the repository moved."""
+        ``remembered[MOVED]`` the last webhook's word that the repository moved;
+        ``remembered[PRESENT]`` that the poll is to reach the present (the feed is read
+        whatever its cadence)."""
         marks: dict[str, str] = dict(remembered.get(MARKS) or {})
         moved = remembered.get(MOVED)
         moved = moved if isinstance(moved, str) else None
+        present = remembered.get(PRESENT) is True
         saved_etag = remembered.get(ETAG)
         etag = (saved_etag[0], saved_etag[1]) if saved_etag else None
         since = None
@@ -104,7 +108,7 @@ class GitHubTracker(Tracker):
         horizon = remembered.get(HORIZON)
         async for response, phase in self._listings(since, etag, horizon):
             if response.status_code == 304:
-                if referenced := await self._referenced(marks, set(), False, moved):
+                if referenced := await self._referenced(marks, set(), False, moved, present):
                     yield referenced
                 if swept := await self._swept(remembered.get(sweep.SWEEP)):
                     yield swept
@@ -139,7 +143,7 @@ class GitHubTracker(Tracker):
                 fetched=read.reread,  # earlier pages' issues, read again for evidence
                 owed=self._take_owed(),
             )
-        if referenced := await self._referenced(marks, set(walk.as_of), True, moved):
+        if referenced := await self._referenced(marks, set(walk.as_of), True, moved, present):
             yield referenced
         if swept := await self._swept(remembered.get(sweep.SWEEP)):
             yield swept
@@ -169,10 +173,16 @@ class GitHubTracker(Tracker):
         return await self.client.open_numbers()
 
     async def _referenced(
-        self, marks: Mapping[str, str], read: set[int], changed: bool, moved: str | None
+        self,
+        marks: Mapping[str, str],
+        read: set[int],
+        changed: bool,
+        moved: str | None,
+        present: bool,
     ) -> ListPage | None:
         """After the walk, when ``cadence`` says the feed is due (``changed``: the
-        listing was not 304; ``moved``: the last webhook's mark): the issues commits
+        listing was not 304; ``moved``: the last webhook's mark), or whatever it says in a
+        poll to the present (``present``: the CLI's ``sync``): the issues commits
         referenced since the feed was last read (a commit reference may move neither the
         issue's ``updated_at`` nor any listing, so the walk need not see it), each read
         with its evidence, ``BATCH`` to a GraphQL request, except those whose evidence
@@ -183,7 +193,7 @@ class GitHubTracker(Tracker):
         now = self.client.http.clock_s()
         clock = cadence.FeedClock.load(marks)
         asked = clock.asked(changed, moved)
-        if not clock.due(now, self.config.reference_events_interval_s, asked):
+        if not present and not clock.due(now, self.config.reference_events_interval_s, asked):
             if not asked or clock.owed:
                 return None
             return ListPage((), pages=0, remember={MARKS: {**marks, **clock.held(moved)}})

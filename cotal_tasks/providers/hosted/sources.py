@@ -252,14 +252,14 @@ class Hosted:
             why = "" if found else f"discovery failed ({self.discovering.state().failing}); "
             lines.append(f"{name}: {why}{len(self.sources)} source(s): {paths}")
         elif len(self.sources) <= 1:
-            report = await self.sync.poll_once(progress)
+            report = await self.sync.poll_once(progress, present=True)
             return CatchUpReport(report_lines(report), dataclasses.asdict(report))
         total = SyncReport()
         each: dict[str, Any] = {}
         failures: list[Exception] = []
         for source in self.sources:
             try:
-                report = await source.sync.poll_once(progress)
+                report = await source.sync.poll_once(progress, present=True)
             except (TrackerHttpError, ContractError) as exc:
                 failures.append(exc)
                 reason = source.health.failing or str(exc)

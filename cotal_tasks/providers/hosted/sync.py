@@ -34,7 +34,10 @@ an issue no one touched since would otherwise keep the old mapping's record for 
 A delivery that says the source moved beyond the issues it names (a push) leaves its mark
 beside the checkpoint (``moved``, so the leader on another instance sees it too); each
 poll hands the latest to the tracker (``remembered[MOVED]``), which reads what it
-otherwise reads on its own cadence (GitHub's issue events feed) at once.
+otherwise reads on its own cadence (GitHub's issue events feed) at once. A poll to the
+tracker's present (``poll_once(present=True)``: the CLI's ``sync``) has the tracker read
+it whatever its cadence (``remembered[PRESENT]``); the cadence's checkpoint is kept as
+after any read.
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from cotal_tasks.providers.hosted.mirroring import MirrorSync
 from cotal_tasks.providers.hosted.refreshes import RefreshQueue
 from cotal_tasks.providers.hosted.scope import HORIZON, Scope, horizon_edge
 from cotal_tasks.providers.hosted.store import SyncHealth
-from cotal_tasks.providers.hosted.tracker import MOVED, Tracker
+from cotal_tasks.providers.hosted.tracker import MOVED, PRESENT, Tracker
 from cotal_tasks.providers.hosted.wakes import process_holder
 
 log = logging.getLogger(__name__)
@@ -120,10 +123,14 @@ class SyncEngine:
     async def checkpoint(self) -> dict[str, Any]:
         return await self.checkpoints.load(self.key) or {}
 
-    async def poll_once(self, progress: Progress | None = None) -> SyncReport:
-        """One poll; records success or failure in the endpoint's health, and re-raises."""
+    async def poll_once(
+        self, progress: Progress | None = None, *, present: bool = False
+    ) -> SyncReport:
+        """One poll; records success or failure in the endpoint's health, and re-raises.
+        ``present``: to the tracker's present, whatever the tracker's own cadences (see
+        the module's description)."""
         try:
-            report = await self._poll(progress)
+            report = await self._poll(progress, present)
         except (TrackerHttpError, ContractError) as exc:
             self.health.failed(_describe(exc), self.clock(), refused=refusal(exc))
             raise
@@ -156,7 +163,7 @@ class SyncEngine:
             )
         self._mapping_checked = True
 
-    async def _poll(self, progress: Progress | None) -> SyncReport:
+    async def _poll(self, progress: Progress | None, present: bool) -> SyncReport:
         tracker = self.tracker
         saved = await self.checkpoint()
         await self._mapped_anew(saved)
@@ -176,6 +183,8 @@ class SyncEngine:
             remembered = {**remembered, HORIZON: edge}
         if moved := await self.checkpoints.load(self.key + MOVED_AT):
             remembered = {**remembered, MOVED: moved.get(MOVED)}
+        if present:
+            remembered = {**remembered, PRESENT: True}
         # The next page is fetched while this one is committed (``hosted.ahead``); the
         # cursor and the validators still pass only what was committed.
         async with one_ahead(tracker.list_changed(cursor, remembered)) as pages:

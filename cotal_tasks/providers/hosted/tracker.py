@@ -38,6 +38,10 @@ from cotal_tasks.providers.hosted.taskids import number_in, task_id
 # the source moved beyond the issues it names (a push), or absent. A tracker that reads a
 # feed on its own cadence reads it at once when the mark is new to it.
 MOVED = "moved"
+# ``list_changed``'s ``remembered[PRESENT]``: ``True`` in a poll asked to reach the
+# tracker's present (the CLI's ``sync``): a tracker reads what it otherwise reads on its
+# own cadence now, whatever that cadence says. A tracker with no such cadence ignores it.
+PRESENT = "present"
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,7 +219,7 @@ class Tracker(abc.ABC):
         """Pages of issues updated at or after ``cursor`` minus the overlap, oldest first.
 
         ``remembered`` is the checkpoint, holding what earlier pages asked to keep
-        (``ListPage.remember``), the latest of each entry, and ``MOVED``.
+        (``ListPage.remember``), the latest of each entry, ``MOVED`` and ``PRESENT``.
         """
 
     @abc.abstractmethod

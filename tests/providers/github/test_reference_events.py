@@ -46,6 +46,8 @@ MORE = ("octo-org/widgets", "octo-org/gadgets")  # further repositories of an en
 POLL_S = 60  # the poll interval the tests keep
 INTERVAL_S = GitHubConfig.model_fields["reference_events_interval_s"].default
 FEED = {"reference_events": True}  # the default, which the tests' endpoints turn off
+# An unchanged listing, then the feed, which names #3: read with its evidence.
+FOUND_3 = [(ISSUES, 304), (EVENTS, 200), (f"{ISSUES}/3", 200), ("/graphql", 200)]
 
 
 async def refs(gh: GitHubEndpoint, number: int) -> set[tuple[str, str]]:
@@ -196,6 +198,32 @@ async def test_a_commit_reference_with_no_webhook_is_found_within_the_feeds_inte
         assert statuses(fake, mark) == [(ISSUES, 304)]
 
 
+async def test_sync_reads_the_feed_at_once_and_the_cadence_counts_from_that_read(
+    fake: FakeGitHub, github_url: str, tmp_path: Path
+) -> None:
+    """``cotal-tasks sync`` (``Hosted.catch_up``) promises one poll to the tracker's
+    present. Before, it was an ordinary poll, which leaves the feed to its cadence: a
+    commit referenced just after a poll was missed. Now it reads the feed whatever the
+    cadence, and keeps that read in the checkpoint: the poll after it asks the listing
+    alone until the interval since the sync's read is over."""
+    async with open_github(fake, github_url, tmp_path / "b", reference_events=True) as gh:
+        gh.virtual_time()
+        await settled(gh)  # the feed was read (the import) at this time
+        fake.advance(POLL_S)
+        fake.add_commit_reference(REPO, 3, SHA)
+        mark = len(fake.requests)
+
+        await gh.hosted.catch_up()
+
+        assert statuses(fake, mark) == FOUND_3
+        assert ("commit", SHA) in await refs(gh, 3)
+
+        fake.advance(INTERVAL_S - POLL_S)  # over since the import's read, not the sync's
+        mark = len(fake.requests)
+        await gh.poll()
+        assert statuses(fake, mark) == [(ISSUES, 304)]
+
+
 async def test_an_unchanged_poll_is_one_conditional_request_per_repository(
     fake: FakeGitHub, github_url: str, tmp_path: Path
 ) -> None:
@@ -261,10 +289,7 @@ async def test_a_push_delivery_has_the_next_poll_read_its_repositorys_feed(
         await gh.poll()
 
         assert statuses(fake, mark) == [
-            (ISSUES, 304),
-            (EVENTS, 200),
-            (f"{ISSUES}/3", 200),
-            ("/graphql", 200),
+            *FOUND_3,
             *((f"/repos/{repo}/issues", 304) for repo in MORE),
         ]
         assert ("commit", SHA) in await refs(gh, 3)
