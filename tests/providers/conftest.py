@@ -3,7 +3,9 @@
 ``harness`` is parametrized over the in-memory store, the SQLite board, the PostgreSQL
 board, and the hosted stores of the four trackers (a ``HostedStore`` over a fresh SQLite
 mirror, its tracker the fake GitHub, GitLab, Jira or Linear, built by the bridge's own
-``build_endpoint``).
+``build_endpoint``), and of an endpoint over two sources (``github-sources``: two GitHub
+repositories, tasks created in the second, so a task's writes are routed by its id to a
+source that is not the first).
 A hosted store assigns the id of a task it creates (the tracker numbers a new issue), so
 the harness's ``create(n)`` returns the id the store assigned.
 
@@ -46,13 +48,16 @@ from tests.support.fake_jira_state import PROJECT as JIRA_PROJECT
 from tests.support.fake_linear import FakeLinear
 from tests.support.fake_linear_state import TEAM as LINEAR_TEAM
 
-Kind = Literal["memory", "sqlite", "postgres", "github", "gitlab", "jira", "linear"]
+Kind = Literal[
+    "memory", "sqlite", "postgres", "github", "github-sources", "gitlab", "jira", "linear"
+]
 # The hosted kinds run their tracker's fake in-process, a second a test: the slow lane.
 STORE_KINDS = (
     "memory",
     "sqlite",
     pytest.param("postgres", marks=pytest.mark.postgres),
     pytest.param("github", marks=pytest.mark.slow),
+    pytest.param("github-sources", marks=pytest.mark.slow),
     pytest.param("gitlab", marks=pytest.mark.slow),
     pytest.param("jira", marks=pytest.mark.slow),
     pytest.param("linear", marks=pytest.mark.slow),
@@ -60,6 +65,7 @@ STORE_KINDS = (
 NOW = 1_780_000_000_000
 SPACE = "demo"
 GITHUB_REPO = "octo-org/hello-world"
+GITHUB_SOURCES = ("octo-org/gadgets", GITHUB_REPO)  # github-sources: created in the second
 GITLAB_PROJECT = "acme/widgets"
 HARNESS_TOKEN_ENV = "COTAL_TASKS_TEST_HARNESS_TOKEN"
 
@@ -86,7 +92,7 @@ class StoreHarness:
 
     @property
     def hosted(self) -> bool:
-        return self.kind in ("github", "gitlab", "jira", "linear")
+        return self.kind != "memory" and self.kind not in ("sqlite", "postgres")
 
     async def commit_new(self, task: Task, idempotency: IdempotencyKey | None = None) -> Committed:
         """Commit ``task`` as created (``create-task`` by ``local.op/x``)."""
@@ -141,9 +147,10 @@ class StoreHarness:
         raise AssertionError("a board has no tracker")
 
     async def sync(self) -> None:
-        """One poll of a hosted store's tracker (nothing for a board)."""
+        """One poll of each source of a hosted store's tracker (nothing for a board)."""
         if self.hosted_parts is not None:
-            await self.hosted_parts.sync.poll_once()
+            for source in self.hosted_parts.sources:
+                await source.sync.poll_once()
 
     async def reopen(self) -> TaskStore:
         """Close the store and open it again over the same data."""
@@ -162,6 +169,11 @@ def _endpoint(kind: Kind, api_url: str) -> EndpointConfig:
         return EndpointConfig(
             name="com.acme.github",
             settings=GitHubConfig(repository=GITHUB_REPO, **common),
+        )
+    if kind == "github-sources":
+        return EndpointConfig(
+            name="com.acme.github",
+            settings=GitHubConfig(repositories=GITHUB_SOURCES, route=GITHUB_REPO, **common),
         )
     if kind == "jira":
         return EndpointConfig(
@@ -242,7 +254,13 @@ async def harness(
         finally:
             await opened[-1].close()
         return
-    github = FakeGitHub() if kind == "github" else None
+    github = (
+        FakeGitHub(repos=GITHUB_SOURCES)
+        if kind == "github-sources"
+        else FakeGitHub()
+        if kind == "github"
+        else None
+    )
     gitlab = FakeGitLab(projects=(GITLAB_PROJECT,)) if kind == "gitlab" else None
     jira = FakeJira() if kind == "jira" else None
     linear = FakeLinear() if kind == "linear" else None
@@ -251,6 +269,7 @@ async def harness(
     monkeypatch.setenv(HARNESS_TOKEN_ENV, fake.token)
     api_url = {
         "github": "http://fake-github",
+        "github-sources": "http://fake-github",
         "gitlab": "http://fake-gitlab/api/v4",
         "jira": "http://fake-jira",
         "linear": "http://fake-linear/graphql",

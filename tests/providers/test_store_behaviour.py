@@ -1,6 +1,6 @@
 """The store port's behaviour, run against every store: the in-memory store, the SQLite and
-PostgreSQL boards, and the hosted stores of GitHub and GitLab (a mirror plus the fake
-tracker, in-process).
+PostgreSQL boards, and the hosted stores of GitHub, GitLab, Jira and Linear (a mirror plus
+the fake tracker, in-process), and of a GitHub endpoint over two repositories.
 
 Each test gets a ``StoreHarness`` (``tests/providers/conftest.py``). Where a hosted store
 behaves differently by design, the test says so and asserts the hosted variant:
@@ -47,6 +47,7 @@ from tests.providers.conftest import NOW, StoreHarness, new_task
 # tracker reads it back.
 CLAIMED_SOURCE = {
     "github": "in-progress",
+    "github-sources": "in-progress",
     "gitlab": "workflow::in progress",
     "jira": "In Progress",
     "linear": "In Progress",
@@ -245,6 +246,10 @@ async def test_sync_state_is_none_on_a_board_and_reports_a_mirrors_sync(
     assert synced is not None
     assert synced.last_success_ms is not None
     assert synced.failing is None
+    # Over several sources, each one's own state is shown beside the endpoint's.
+    sources = harness.hosted_parts.sources if harness.hosted_parts else []
+    shown = [(s.source, s.last_success_ms is not None) for s in synced.sources]
+    assert shown == ([(s.path, True) for s in sources] if len(sources) > 1 else [])
 
 
 DIGEST = "sha256:" + "0" * 64
