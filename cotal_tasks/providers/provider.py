@@ -52,6 +52,11 @@ class TrackerMetrics(Protocol):
 
     def rate_limit_wait(self, endpoint: str, seconds: float) -> None: ...
 
+    def credential_wait(self, tracker: str, credential: str, cause: str, seconds: float) -> None:
+        """A request waited ``seconds`` before it was sent, for the budget of the credential
+        (its fingerprint) it shares with other endpoints: ``cause`` is the pool at its
+        reserve or floor, ``retry-after`` or ``spacing``."""
+
     def degraded(self, endpoint: str, reason: str) -> None: ...
 
     def reconciled(self, endpoint: str, requests: int, reads: int) -> None: ...
@@ -230,16 +235,21 @@ class RateBudget:
     """A source's rate-limit budget as its latest answer reported it: ``remaining``
     requests (or points) of ``limit``, refilled at ``reset_ms`` (epoch ms), read at
     ``read_ms``. ``resource`` is the pool the tracker names (GitHub's ``core``,
-    ``graphql``); empty when it names none (GitLab, Jira)."""
+    ``graphql``); empty when it names none (GitLab, Jira). ``credential`` is the
+    fingerprint of the credential whose budget it is (every endpoint using that credential
+    shares it; never the secret); empty when not known."""
 
     remaining: int
     limit: int | None
     reset_ms: int | None
     read_ms: int
     resource: str = ""
+    credential: str = ""
 
     def to_json(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"resource": self.resource} if self.resource else {}
+        if self.credential:
+            shown["credential"] = self.credential
         return shown | {
             "remaining": self.remaining,
             "limit": self.limit,

@@ -90,6 +90,10 @@ async def test_jira_reports_a_budget_only_where_it_sends_one() -> None:
         ({"x-ratelimit-remaining": "-1"}, None),
         ({"x-ratelimit-remaining": "9" * 13}, None),
         ({"x-ratelimit-remaining": "5", "x-ratelimit-reset": "soon"}, (5, None, None)),
+        (  # Linear's reset: epoch milliseconds, 13 digits
+            {"X-RateLimit-Requests-Remaining": "7", "X-RateLimit-Requests-Reset": "1796623662922"},
+            (7, None, 1_796_623_662_922),
+        ),
     ],
 )
 def test_header_values_are_read_within_bounds(

@@ -16,11 +16,13 @@ instance is its sync ``leader`` or a ``follower`` (``sync.role``): both are read
 exactly one instance per endpoint should say leader. Where the provider reads its
 tracker's rate-limit headers (``Built.rate_budgets``), ``sync.rateLimits`` lists the budget
 each pool last reported (``remaining`` of ``limit``, ``resetAt``, ``readAt``; empty: the
-tracker reported none). Where the endpoint's provider takes webhooks, ``webhooks`` counts
-the deliveries its route refused as unauthenticated (no secret verifies them: a wrong
-secret on the tracker, or a stranger) since the bridge started, with the latest one's time
-and reason (``refused``, ``lastRefusedAt``, ``lastRefusal``). An endpoint over several
-sources (repositories, projects) lists each one's state under ``sync.sources``
+tracker reported none) to any endpoint using the same token, whose fingerprint
+``credential`` names (endpoints showing one fingerprint share one budget). Where the
+endpoint's provider takes webhooks, ``webhooks`` counts the deliveries its route refused
+as unauthenticated (no secret verifies them: a wrong secret on the tracker, or a
+stranger) since the bridge started, with the latest one's time and reason (``refused``,
+``lastRefusedAt``, ``lastRefusal``). An endpoint over several sources
+(repositories, projects) lists each one's state under ``sync.sources``
 (``source``, ``lastSync``, ``failing``, ``failingSince``, ``refused``): a source the
 tracker refuses for good is shown there and leaves the endpoint ready on the others.
 
@@ -162,7 +164,10 @@ def _record(metrics: Metrics, name: str, entry: dict[str, Any]) -> None:
         )
     for budget in sync.get("rateLimits", ()):
         pool = budget.get("resource", "")
-        metrics.rate_budget(name, pool, budget["remaining"], budget["limit"], budget["resetAt"])
+        figures = (budget["remaining"], budget["limit"], budget["resetAt"])
+        metrics.rate_budget(name, pool, *figures)
+        if "credential" in budget:
+            metrics.credential_budget(entry["provider"], budget["credential"], pool, *figures)
 
 
 async def metrics(request: Request) -> Response:

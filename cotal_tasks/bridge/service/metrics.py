@@ -184,6 +184,48 @@ class Metrics:
             "resource",
         )
 
+        # per credential (its fingerprint), whichever endpoints share it
+        self.credential_remaining = self._gauge(
+            "cotal_tasks_credential_rate_limit_remaining",
+            "The rate-limit budget left to a tracker credential, shared by every endpoint "
+            "using it, as the latest answer to any of them said, by provider, credential "
+            "fingerprint and pool (empty when unnamed).",
+            "provider",
+            "credential",
+            "resource",
+        )
+        self.credential_limit = self._gauge(
+            "cotal_tasks_credential_rate_limit_limit",
+            "The whole rate-limit budget of that credential's pool, as last reported.",
+            "provider",
+            "credential",
+            "resource",
+        )
+        self.credential_reset = self._gauge(
+            "cotal_tasks_credential_rate_limit_reset_timestamp_seconds",
+            "When the tracker said that credential's pool refills (Unix time).",
+            "provider",
+            "credential",
+            "resource",
+        )
+        self.credential_waits = self._counter(
+            "cotal_tasks_credential_rate_limit_waits",
+            "Requests held before they were sent for the budget of the credential they "
+            "share, by provider, credential fingerprint and cause: the pool at its reserve "
+            "(background work) or spent, retry-after (a rate-limit answer to any user) or "
+            "spacing (between mutations).",
+            "provider",
+            "credential",
+            "cause",
+        )
+        self.credential_wait_seconds = self._counter(
+            "cotal_tasks_credential_rate_limit_wait_seconds",
+            "Seconds those requests were held, by the same labels.",
+            "provider",
+            "credential",
+            "cause",
+        )
+
     def _counter(self, name: str, documentation: str, *labels: str) -> Counter:
         return Counter(name, documentation, labels, registry=self.registry)
 
@@ -200,6 +242,10 @@ class Metrics:
 
     def rate_limit_wait(self, endpoint: str, seconds: float) -> None:
         self.rate_limit_waits.labels(endpoint).inc(seconds)
+
+    def credential_wait(self, tracker: str, credential: str, cause: str, seconds: float) -> None:
+        self.credential_waits.labels(tracker, credential, cause).inc()
+        self.credential_wait_seconds.labels(tracker, credential, cause).inc(seconds)
 
     def reconciled(self, endpoint: str, requests: int, reads: int) -> None:
         self.reconcile_sweeps.labels(endpoint).inc()
@@ -268,6 +314,23 @@ class Metrics:
             self.rate_limit.labels(endpoint, resource).set(limit)
         if reset_ms is not None:
             self.rate_reset.labels(endpoint, resource).set(reset_ms / 1000)
+
+    def credential_budget(
+        self,
+        provider: str,
+        credential: str,
+        resource: str,
+        remaining: int,
+        limit: int | None,
+        reset_ms: int | None,
+    ) -> None:
+        """A pool's budget of a credential several endpoints may share (``rate_budget``)."""
+        labels = (provider, credential, resource)
+        self.credential_remaining.labels(*labels).set(remaining)
+        if limit is not None:
+            self.credential_limit.labels(*labels).set(limit)
+        if reset_ms is not None:
+            self.credential_reset.labels(*labels).set(reset_ms / 1000)
 
     def http_answered(self, route: str, status: int) -> None:
         self.http_requests.labels(route, str(status)).inc()

@@ -20,6 +20,7 @@ from cotal_tasks.core.secrets import TRACKER_TOKEN, WEBHOOK_SECRET, SecretRule
 from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.hosted.boundary import ItemBoundary
 from cotal_tasks.providers.hosted.config import HostedConfig
+from cotal_tasks.providers.hosted.credentials import CREDENTIALS
 from cotal_tasks.providers.hosted.discovery import Discovery, Sources
 from cotal_tasks.providers.hosted.http import RetryPolicy, TrackerHttp
 from cotal_tasks.providers.hosted.leader import Election
@@ -97,11 +98,16 @@ def tracker_http(
     client: Callable[[str, str, float], httpx.AsyncClient],
     retry: RetryPolicy,
 ) -> TrackerHttp:
-    """The tracker's HTTP client, its token read from ``token_env`` (the caller closes it)."""
+    """The tracker's HTTP client, its token read from ``token_env`` (the caller closes it),
+    sharing the rate-limit budget and pacing of every other client of the same token on
+    the same ``tracker`` and API (``credentials``)."""
     token = checked_secret(cfg.token_env, TRACKER_TOKEN, required=True) or ""
     return TrackerHttp(
         client(cfg.api_url, token, cfg.request_timeout_s),
         retry,
+        shared=CREDENTIALS.budget(tracker, cfg.api_url, token),
+        rate_reserve=cfg.rate_reserve,
+        mutation_spacing_s=cfg.mutation_spacing_s,
         max_retries=cfg.max_retries,
         max_wait_s=cfg.max_rate_limit_wait_s,
         max_response_bytes=cfg.max_response_bytes,
@@ -129,14 +135,17 @@ def assemble(
     part handed what it uses: ``key`` (``<tracker>:``, then the source) names each
     source's sync checkpoint, ``scheme`` the webhook route (``None``: no deliveries)."""
     metrics, name = ctx.metrics, ctx.name
+    prefix = key.split(":", 1)[0]  # the provider's name
     mirror = sql_mirror(ctx.mirror)
     if metrics is not None:
         http.on_response = lambda status: metrics.tracker_request(name, status)
         http.on_wait = lambda seconds: metrics.rate_limit_wait(name, seconds)
+        http.on_paced = lambda cause, seconds: metrics.credential_wait(
+            prefix, http.shared.fingerprint, cause, seconds
+        )
         boundary.observers.append(lambda reason: metrics.degraded(name, reason))
     hooks: list[ChangeHook] = []
     secret = _webhook_secret(cfg, name) if scheme is not None else None
-    prefix = key.split(":", 1)[0]
     first = cfg.sources[0] if cfg.sources else None
 
     def make(path: str) -> Source:
@@ -202,7 +211,7 @@ def assemble(
         on_change=store.on_change,
         catch_up=hosted.catch_up,
         degradations=store.degradations,
-        rate_budgets=lambda: tuple(http.rate_budgets.values()),
+        rate_budgets=http.shared.snapshot,
         webhooks=receivers,
         parts=hosted,
         close=hosted.close,

@@ -77,6 +77,9 @@ class HostedConfig(Closed):
     max_rate_limit_wait_s: Annotated[float, Field(ge=0)] = 900.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 5
     mutation_spacing_s: Annotated[float, Field(ge=0)] = 1.0  # between writes, per tracker advice
+    # Of each rate-limit pool of the token (shared by every endpoint using it), what the
+    # sync leaves to seats' writes: below 1 a share of the pool's limit, from 1 a count.
+    rate_reserve: Annotated[float, Field(ge=0)] = 0.1
     # Tracker account (login or username) -> seat principal owner.actor. Only these
     # accounts can ever produce a binding; every other assignee is a human.
     seats: dict[str, Principal] = Field(default_factory=dict)

@@ -14,8 +14,12 @@ few seconds never trips; an endpoint sets it from ``request_timeout_s``); and a 
 pagination (each request for the ``next`` URL the previous page named) ends with an error
 past ``max_pages`` pages.
 
-Every answer's rate-limit headers are read (``ratelimit``): ``rate_budgets`` keeps the
-latest budget of each pool the tracker names.
+Every answer's rate-limit headers are read (``ratelimit``) into the budget the client
+shares with every other client of the same credential (``credentials``): ``rate_budgets``
+is the latest budget of each pool the tracker names, whichever client read it. Before each
+attempt the request waits as that shared budget says (a rate-limit answer any of them
+got, a pool at its reserve or spent, the spacing of mutations); a wait past
+``max_wait_s`` fails ``RateLimited`` before anything is sent.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
@@ -39,7 +44,13 @@ from tenacity import (
 )
 
 from cotal_tasks.providers.hosted.boundary import as_list
-from cotal_tasks.providers.hosted.ratelimit import keep_budget
+from cotal_tasks.providers.hosted.credentials import (
+    PAUSED,
+    SPACING,
+    SharedBudget,
+    for_a_seat,
+    is_mutation,
+)
 from cotal_tasks.providers.provider import RateBudget, SourceRefused
 
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
@@ -70,10 +81,19 @@ class RefusedBeforeSending(TrackerHttpError):
 
 
 class RateLimited(TrackerHttpError):
-    """The tracker asks for a wait longer than the bridge is willing to sleep."""
+    """The tracker asks for a wait longer than the bridge is willing to sleep (or the
+    credential's shared budget does, before anything is sent)."""
 
-    def __init__(self, until_s: float, *, status: int = 429, method: str, path: str) -> None:
-        super().__init__(status, "rate limited", method=method, path=path)
+    def __init__(
+        self,
+        until_s: float,
+        *,
+        status: int = 429,
+        method: str,
+        path: str,
+        message: str = "rate limited",
+    ) -> None:
+        super().__init__(status, message, method=method, path=path)
         self.until_s = until_s
 
 
@@ -189,10 +209,20 @@ class TrackerHttp:
     deadline_s: float = 30.0
     max_pages: int = 1000
     _pages: dict[str, int] = field(default_factory=dict)  # a next URL -> its page number
-    # the latest rate-limit budget each pool reported (its headers, on every answer)
-    rate_budgets: dict[str, RateBudget] = field(default_factory=dict)
+    # the budget of the credential, shared by every client using it (none given: this
+    # client's own), its pacing, and this endpoint's part in it
+    shared: SharedBudget = field(default_factory=SharedBudget)
+    rate_reserve: float = 0.0  # of each pool, left to seats' writes (``reserve_of``)
+    mutation_spacing_s: float = 0.0
+    # a wait for the shared budget: its cause (``SharedBudget.hold``) and seconds
+    on_paced: Callable[[str, float], None] = field(default=lambda cause, seconds: None)
     credential: str | None = None  # the variable the token came from (token_env)
     source: str | None = None  # the repository or project the endpoint syncs
+
+    @property
+    def rate_budgets(self) -> dict[str, RateBudget]:
+        """The latest rate-limit budget each pool reported to any user of the credential."""
+        return self.shared.budgets
 
     async def request(
         self,
@@ -316,6 +346,7 @@ class TrackerHttp:
         headers: Mapping[str, str] | None,
     ) -> httpx.Response:
         request = self.client.build_request(method, url, params=params, json=json, headers=headers)
+        await self._pace(request, json)
         try:
             async with asyncio.timeout(self.deadline_s):
                 response = await self._bounded(request)
@@ -326,8 +357,35 @@ class TrackerHttp:
                 request=request,
             ) from None
         self.on_response(str(response.status_code))
-        keep_budget(self.rate_budgets, response.headers, self.clock_s())
+        now = self.clock_s()
+        self.shared.keep(response.headers, now)
+        if response.status_code >= 400 and response.status_code not in RETRYABLE_STATUS:
+            wait_s = self.policy(response, 1, now)
+            if wait_s is not None:  # a rate-limit answer: every user of the credential waits
+                self.shared.pause(now + wait_s)
         return response
+
+    async def _pace(self, request: httpx.Request, json: Any) -> None:
+        """Wait as the credential's shared budget says before sending ``request``: out a
+        pause or a pool at its reserve (its floor for a seat's write), then the spacing
+        of mutations. A wait past ``max_wait_s`` fails ``RateLimited``, nothing sent."""
+        now = self.clock_s()
+        path = request.url.path
+        wait_s, cause = self.shared.hold(path, now, seat=for_a_seat(), reserve=self.rate_reserve)
+        if wait_s > self.max_wait_s:
+            until = now + wait_s
+            raise RateLimited(until, method=request.method, path=path, message=held(cause, until))
+        if wait_s > 0:
+            await self._wait(cause, wait_s)
+        if self.mutation_spacing_s and is_mutation(request.method, request.url, json):
+            spaced = self.shared.space(self.mutation_spacing_s, self.clock_s())
+            if spaced > 0:
+                await self._wait(SPACING, spaced)
+
+    async def _wait(self, cause: str, seconds: float) -> None:
+        self.on_wait(seconds)
+        self.on_paced(cause, seconds)
+        await self.sleep(seconds)
 
     async def _bounded(self, request: httpx.Request) -> httpx.Response:
         """The answer, its body read as it arrives and refused past the size cap."""
@@ -356,6 +414,21 @@ class TrackerHttp:
             request=request,
             extensions=streamed.extensions,
         )
+
+
+def held(cause: str, until_s: float) -> str:
+    """Why a request waits, unsent, past ``max_wait_s``: ``cause`` as ``hold`` says."""
+    when = datetime.fromtimestamp(until_s, UTC).isoformat(timespec="seconds")
+    if cause == PAUSED:
+        return (
+            f"held until {when}: the tracker answered a request with this token with a "
+            "rate limit, which every endpoint using the token waits out"
+        )
+    pool = f" ({cause})" if cause else ""
+    return (
+        f"held until {when}: the token's rate-limit budget{pool}, shared by every endpoint "
+        "using it, is spent or down to the reserve left to seats' writes (rate_reserve)"
+    )
 
 
 def too_many_pages(max_pages: int, *, method: str, path: str) -> TrackerHttpError:

@@ -10,10 +10,14 @@
   ``-Reset`` (``requests``) and ``X-RateLimit-Complexity-Remaining`` / ``-Limit`` /
   ``-Reset`` (``complexity``: query points), each reset in epoch milliseconds.
 
+A request draws from every pool its credential's answers named, but for GitHub's, one
+per kind of request (``draws_from``): ``graphql`` for its GraphQL endpoint, ``search``
+for its search API, ``core`` for the rest of its REST API.
+
 Header names are case-insensitive, so GitHub's and Jira's spellings are one. A reset
 that is a small number is read as seconds from now (the IETF draft's ``RateLimit-Reset``),
 one past ``10**11`` as epoch milliseconds (Linear's), and an HTTP date is read
-too. Every value is bounded: counts of at most 12 digits, a pool
+too. Every value is bounded: counts of at most 12 digits (a reset 13), a pool
 name of at most 40 plain characters, at most ``MAX_POOLS`` pools kept.
 """
 
@@ -41,6 +45,7 @@ _SPELLINGS: tuple[tuple[str, str, str, str | None], ...] = (
         for pool in ("requests", "complexity")
     ),
 )
+_GITHUB_POOLS = frozenset({"core", "graphql", "search"})
 _RESOURCE = re.compile(r"[a-z0-9_.-]{1,40}")
 _DELTA_BELOW_S = 1_000_000_000  # a reset below this (2001) is seconds from now
 _MS_FROM = 100_000_000_000  # a reset past this (5138 as seconds) is epoch milliseconds
@@ -81,16 +86,27 @@ def keep_budget(kept: dict[str, RateBudget], headers: Mapping[str, str], now_s: 
             kept[budget.resource] = budget
 
 
-def _count(value: str | None) -> int | None:
+def draws_from(pool: str, path: str) -> bool:
+    """Whether a request to ``path`` spends the budget of ``pool``: GitHub's pools each
+    meter one kind of request; any other pool (GitLab's and Jira's, unnamed; Linear's
+    ``requests`` and ``complexity``) meters every request."""
+    if pool not in _GITHUB_POOLS:
+        return True
+    segments = path.rstrip("/").split("/")
+    kind = "graphql" if segments[-1] == "graphql" else "search" if "search" in segments else "core"
+    return pool == kind
+
+
+def _count(value: str | None, digits: int = 12) -> int | None:
     text = (value or "").strip()
-    return int(text) if text.isdigit() and len(text) <= 12 else None
+    return int(text) if text.isdigit() and len(text) <= digits else None
 
 
 def _reset_ms(value: str | None, now_s: float) -> int | None:
     text = (value or "").strip()[:64]
     if not text:
         return None
-    seconds = _count(text)
+    seconds = _count(text, 13)  # epoch milliseconds have 13 digits
     if seconds is not None:
         if seconds >= _MS_FROM:
             return seconds

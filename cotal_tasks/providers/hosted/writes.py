@@ -30,6 +30,7 @@ from cotal_tasks.providers.board import BoardStore
 from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.conflict import closed_meanwhile, contested, first_come
+from cotal_tasks.providers.hosted.credentials import seat_write
 from cotal_tasks.providers.hosted.echo import content_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.ledger import PENDING, Intent, Leases, Ledger, marker_of
@@ -157,6 +158,12 @@ class Writes:
 
     # -- turns ---------------------------------------------------------------------------
     async def _serialized(self, write: Write, job: _Job) -> Committed:
+        # A seat's write: its requests keep the reserve of the token's rate limits, which
+        # the sync leaves them (``credentials``). This runs as a task of its own.
+        with seat_write():
+            return await self._locked(write, job)
+
+    async def _locked(self, write: Write, job: _Job) -> Committed:
         task_id = None if write.expected_revision is None else write.task.taskId
         key = write.idempotency.key if write.idempotency else f"once:{uuid.uuid4().hex}"
         name = f"write:{task_id or key}"

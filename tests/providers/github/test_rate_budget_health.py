@@ -1,6 +1,7 @@
 """A bridge syncing the fake GitHub, on a real listener: the rate-limit budget GitHub's
-answers report shows in ``/healthz``'s detailed view under the endpoint's sync entry, and
-in ``/metrics``, per pool; a tokenless ``/healthz`` still says ``ready`` alone."""
+answers report shows in ``/healthz``'s detailed view under the endpoint's sync entry (with
+the fingerprint of the token whose budget it is), and in ``/metrics``, per pool and per
+token; a tokenless ``/healthz`` still says ``ready`` alone."""
 
 from __future__ import annotations
 
@@ -42,6 +43,9 @@ async def test_the_budget_left_in_healthz_and_metrics(
     assert sync["role"] == "leader"
     [budget] = sync["rateLimits"]  # before: no budget anywhere
     assert budget["resource"] == "core"
+    fingerprint = budget["credential"]  # the token's, shared with its other endpoints
+    assert len(fingerprint) == 12
+    assert fingerprint not in fake.token
     assert (budget["remaining"], budget["limit"]) == (fake.rate_remaining, 5000)
     assert fake.rate_remaining < 4200  # the sync spent some: the latest answer's figure
     assert budget["resetAt"] == fake.rate_reset * 1000
@@ -53,6 +57,18 @@ async def test_the_budget_left_in_healthz_and_metrics(
         for family in text_string_to_metric_families(scraped)
         if family.name.startswith("cotal_tasks_tracker_rate_limit")
         for sample in family.samples
+    }
+    shared = {
+        family.name: sample.value
+        for family in text_string_to_metric_families(scraped)
+        if family.name.startswith("cotal_tasks_credential_rate_limit")
+        for sample in family.samples
+        if sample.labels == {"provider": "github", "credential": fingerprint, "resource": "core"}
+    }
+    assert shared == {
+        "cotal_tasks_credential_rate_limit_remaining": fake.rate_remaining,
+        "cotal_tasks_credential_rate_limit_limit": 5000,
+        "cotal_tasks_credential_rate_limit_reset_timestamp_seconds": fake.rate_reset,
     }
     labels = (ENDPOINT_NAME, "core")
     assert gauges == {

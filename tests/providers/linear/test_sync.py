@@ -235,7 +235,9 @@ async def test_a_walk_cut_short_by_a_rate_limit_resumes_at_its_next_page(
     linear: FakeLinear, linear_url: str, tmp_path: Path
 ) -> None:
     linear.bulk_issues(TEAM, 120)
-    async with open_linear(linear, linear_url, tmp_path / "b", max_rate_limit_wait_s=60) as ep:
+    # no reserve for seats' writes: the walk spends the budget down to its floor
+    settings = {"max_rate_limit_wait_s": 60, "rate_reserve": 0}
+    async with open_linear(linear, linear_url, tmp_path / "b", **settings) as ep:
         ep.virtual_time()
         linear.set_rate_limit(2, reset_in=3600)
         with pytest.raises(RateLimited):
