@@ -68,6 +68,12 @@ async def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path(".bench-cache"))
     parser.add_argument("--github-issues", type=int, default=10_000)
     parser.add_argument("--github-rounds", type=int, default=3)
+    parser.add_argument(
+        "--github-large-issues",
+        type=int,
+        default=50_000,
+        help="the large import, timed in one round (0: skip)",
+    )
     parser.add_argument("--gitlab-issues", type=int, default=10_000)
     parser.add_argument("--gitlab-rounds", type=int, default=3)
     parser.add_argument("--jira-issues", type=int, default=2_000)
@@ -100,7 +106,7 @@ async def main() -> None:
     if "scale" in parts:
         await scale.main(opts.cache, opts.scale_tasks, opts.rounds)
     if "github" in parts:
-        await github.main(issues=opts.github_issues, rounds=opts.github_rounds)
+        await github.main(opts.github_issues, opts.github_rounds, opts.github_large_issues)
     if "scope" in parts:
         await scope.main(rounds=opts.github_rounds)
     if "gitlab" in parts:

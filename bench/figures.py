@@ -144,6 +144,10 @@ class Table:
         self.rows.append(Row(name, str(took), str(limit), ratio, f"<= {target}", met))
         return ratio
 
+    def ratio_at_most(self, name: str, value: str, limit: str, ratio: float, target: float) -> None:
+        """A figure already reduced to ``ratio`` of its limit (lower is better)."""
+        self.rows.append(Row(name, value, limit, ratio, f"<= {target}", ratio <= target))
+
     def seconds_beside(self, name: str, took: Seconds, limit: Seconds) -> None:
         """A duration as a multiple of ``limit``'s, without a target (for context)."""
         ratio = took.median / limit.median

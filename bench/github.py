@@ -15,25 +15,32 @@ requests of another repository (timeline-only: not found by polling with ``refer
 off, and reported as such; then found with it on, ``bench.github_sweep``, beside what the
 sweep adds to a poll). Recall is the share of the links the fake's timelines hold (pull
 requests of this and another repository, forks, Development links, commit references,
-closing commits; most named by no pull request text) that became evidence. Time is the
-median of a few full imports, each into a fresh SQLite mirror, beside a baseline measured in
-the same run: walking the same list pages with a bare ``httpx`` client, no mapping and no
-mirror.
+closing commits; most named by no pull request text) that became evidence.
+
+Time is the import's walltime (from the poll's start to every issue committed, into a
+fresh SQLite mirror) against the same fake serving from its own process
+(``bench.github_remote``), beside a baseline measured in the same run: the very requests
+the import made (method, path, query, body), replayed back to back by a bare ``httpx``
+client that reads each answer as JSON, no mapping and no mirror. At ``issues`` the median
+of ``rounds`` rounds, each import followed by its replay; at ``large`` one round, which
+takes a few minutes. Then how soon an edit reaches a subscriber through a webhook
+(``bench.github_webhook``); get-task beside the Cotal-shaped responder is the wire part's
+figure (``bench.wire``), named here, not measured twice.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import statistics
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
-
+from bench import github_webhook
+from bench.figures import Seconds, Table
+from bench.github_remote import remote_github, replay
 from bench.github_sweep import SweepRun, sweep_polls
 from bench.links import Link, score
 from cotal_tasks.bridge.config import BridgeConfig, EndpointConfig, HttpConfig
@@ -61,7 +68,7 @@ FEED_S = round(GitHubConfig.model_fields["reference_events_interval_s"].default)
 class Import:
     seconds: float
     report: SyncReport
-    requests: list[RecordedRequest]
+    requests: list[RecordedRequest] = field(default_factory=list)
     evidence: dict[int, set[Link]] = field(default_factory=dict)
 
 
@@ -151,8 +158,13 @@ def endpoint(api_url: str, reference_sweep: bool = False) -> EndpointConfig:
     return EndpointConfig(name="com.example.github", settings=github)
 
 
-async def import_once(fake: FakeGitHub, api_url: str, data_dir: Path) -> Import:
-    """One initial import into a fresh mirror under ``data_dir``."""
+async def import_once(
+    api_url: str, data_dir: Path, before: Callable[[], Awaitable[None]], fake: FakeGitHub | None
+) -> Import:
+    """One initial import into a fresh mirror under ``data_dir``, timed from the poll's
+    start to its end (``before`` runs just ahead: the fake's log is cleared); with
+    ``fake`` (served in this process), the requests it made and the evidence the mirror
+    holds of each issue."""
     ep = endpoint(api_url)
     config = BridgeConfig(
         space="bench", data_dir=data_dir, http=HttpConfig(enabled=False), endpoints=(ep,)
@@ -160,12 +172,15 @@ async def import_once(fake: FakeGitHub, api_url: str, data_dir: Path) -> Import:
     async with open_endpoint(config, ep, serve=True) as opened:
         hosted = Hosted.of(opened.parts)
         assert hosted is not None
-        hosted.http.clock_s = fake.clock.time  # the feed's cadence on the fake's clock
-        fake.requests.clear()
+        if fake is not None:
+            hosted.http.clock_s = fake.clock.time  # the feed's cadence on the fake's clock
+        await before()
         start = time.perf_counter()
         report = await hosted.sync.poll_once()
-        seconds = time.perf_counter() - start
-        run = Import(seconds, report, list(fake.requests))
+        run = Import(time.perf_counter() - start, report)
+        if fake is None:
+            return run
+        run.requests = list(fake.requests)
         numbers = [n for n, i in fake.repos[REPO].issues.items() if i.pull is None]
         held = await hosted.store.mirror.get_many([f"{REPO}#{n}" for n in numbers])
         for number in numbers:
@@ -173,6 +188,26 @@ async def import_once(fake: FakeGitHub, api_url: str, data_dir: Path) -> Import:
             found = stored.task.evidence if stored is not None else ()
             run.evidence[number] = {(e.kind, e.ref) for e in found}
         return run
+
+
+async def timed_imports(issues: int, rounds: int) -> tuple[Seconds, Seconds, int]:
+    """``rounds`` imports of ``issues`` issues from the fake in its own process
+    (``bench.github_remote``), each followed by the baseline: the requests it made,
+    replayed back to back by a bare client. (import, replay, requests of an import)."""
+    imports: list[float] = []
+    replays: list[float] = []
+    requests = 0
+    async with remote_github(issues) as remote:
+        os.environ[TOKEN_ENV] = remote.token
+        with tempfile.TemporaryDirectory() as tmp:
+            for k in range(rounds):
+                run = await import_once(remote.url, Path(tmp) / f"run{k}", remote.clear, None)
+                assert run.report.issues == issues
+                made = await remote.log()
+                requests = len(made)
+                imports.append(run.seconds)
+                replays.append(await replay(remote.url, remote.token, made))
+    return Seconds(tuple(imports)), Seconds(tuple(replays)), requests
 
 
 @dataclass
@@ -254,19 +289,6 @@ async def _found(hosted: Hosted, planted: dict[int, Link]) -> int:
     )
 
 
-async def raw_listing(fake: FakeGitHub, api_url: str) -> float:
-    """The baseline: walk the same list pages with a bare client, parsing the JSON."""
-    params = {"state": "all", "sort": "updated", "direction": "asc", "per_page": "100"}
-    start = time.perf_counter()
-    async with httpx.AsyncClient(base_url=api_url, headers=fake.auth_headers()) as client:
-        url: str | None = LIST_PATH
-        while url is not None:
-            response = await client.get(url, params=params if url == LIST_PATH else None)
-            response.json()
-            url = response.links.get("next", {}).get("url")
-    return time.perf_counter() - start
-
-
 def row(name: str, value: str, target: str = "") -> str:
     return f"  {name:<48} {value:>12}   {target}".rstrip()
 
@@ -289,27 +311,32 @@ def recall(fake: FakeGitHub, run: Import) -> tuple[int, int, int]:
     )
 
 
-async def main(issues: int = 10_000, rounds: int = 3) -> None:
+async def main(issues: int = 10_000, rounds: int = 3, large: int = 50_000) -> None:
+    """The import's requests, recall and the polls after it (the fake in this process),
+    then the import's time at ``issues`` (``rounds`` rounds) and at ``large`` issues (one
+    round; 0: not measured) against the fake in its own process."""
     fake, linked = build(issues)
     os.environ[TOKEN_ENV] = fake.token
     listed = len(fake.repos[REPO].issues)  # issues and pull requests
+
+    async def clear() -> None:
+        fake.requests.clear()
+
     async with serve_fake_github(fake) as api_url:
         with tempfile.TemporaryDirectory() as tmp:
-            runs = [await import_once(fake, api_url, Path(tmp) / f"run{k}") for k in range(rounds)]
+            first = await import_once(api_url, Path(tmp) / "run0", clear, fake)
+            assert first.report.issues == issues
             # Scored before the polls plant links the import could not have seen.
-            found, expected, stray = recall(fake, runs[0])
+            found, expected, stray = recall(fake, first)
             polls = await polls_after(fake, api_url, Path(tmp) / "run0", CHANGES)
             swept = await sweep_polls(
                 fake, REPO, OTHER, endpoint(api_url, True), Path(tmp) / "run0", CHANGES
             )
-        baseline = statistics.median([await raw_listing(fake, api_url) for _ in range(rounds)])
 
-    first = runs[0]
     lists = _count(first.requests, _is_list)
     graph = _count(first.requests, lambda r: r.matches("POST", "/graphql"))
     feed = _count(first.requests, lambda r: r.matches("GET", EVENTS_PATH))
     alone = len(first.requests) - lists - graph - feed
-    seconds = statistics.median(run.seconds for run in runs)
     print(
         f"\nGitHub sync against the fake GitHub on loopback (SQLite mirror), {issues:,} issues, "
         f"{listed - issues:,} pull requests ({len(linked)} naming an issue in their body), "
@@ -359,12 +386,29 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
         statuses = ", ".join(str(r.status) for r in poll.requests)
         print(row(name, f"{len(poll.requests)} request(s)", f"({statuses}; {note})"))
     print_sweep(swept, crossed.found)
-    per_thousand = f"{seconds / issues * 1000:.2f} s per 1,000 issues"
-    print(row(f"import time, median of {rounds}", f"{seconds:.2f} s", per_thousand))
-    ratio = f"import cost x{seconds / baseline:.1f} of the baseline"
-    print(row("raw listing of the same pages (baseline)", f"{baseline:.2f} s", ratio))
-    print(row("import rate", f"{issues / seconds:,.0f} issues/s"))
-    assert all(run.report.issues == issues for run in runs)
+    await print_import_time(issues, rounds, large)
+    await github_webhook.main()
+    print(
+        "  get-task / the Cotal-shaped responder (50 callers): the wire part's figure "
+        "(python -m bench wire), target >= 0.85"
+    )
+
+
+async def print_import_time(issues: int, rounds: int, large: int) -> None:
+    """The import's walltime beside the same run's replay of the requests it made."""
+    table = Table(
+        "GitHub import time: from the poll's start to every issue committed (SQLite mirror), "
+        "against the fake GitHub in its own process; the limit is the same requests replayed "
+        "back to back by a bare client"
+    )
+    for size, times in ((issues, rounds), (large, 1)):
+        if size <= 0:
+            continue
+        took, replayed, requests = await timed_imports(size, times)
+        name = f"import of {size:,} issues ({requests} requests), {times} round(s)"
+        table.seconds_at_most(name, took, replayed, 1.5)
+        table.note(f"  import rate at {size:,} issues", f"{size / took.median:,.0f} issues/s")
+    table.print()
 
 
 def print_sweep(run: SweepRun, found_off: int) -> None:
