@@ -11,7 +11,7 @@ owner) passes ``include``/``exclude`` (fnmatch, case-insensitive), and, unless
 ``include_archived``, it is not archived (an archived repository refuses every write:
 its issues cannot be worked on); in name order. One that is listed and passed over says
 why, which becomes its tasks' ``statusSource`` should it leave. One the listing leaves
-out entirely is asked for by name before it leaves (``still``): a listing paged while
+out entirely is asked for by name before it leaves (``absent``): a listing paged while
 repositories are created or deleted can skip one.
 """
 
@@ -28,6 +28,7 @@ from cotal_tasks.providers.hosted.http import TrackerHttp, TrackerHttpError
 from cotal_tasks.providers.hosted.paging import PageCap
 
 ARCHIVED, UNPICKED, LEFT = "archived", "not in include/exclude", "left the organization"
+MOVED = "renamed or moved"
 
 
 def discovery(config: GitHubConfig, http: TrackerHttp) -> Discovery | None:
@@ -43,20 +44,26 @@ def discovery(config: GitHubConfig, http: TrackerHttp) -> Discovery | None:
     async def find() -> Found:
         return picked(config, await _listed(http, path, key))
 
-    async def still(repository: str) -> bool:
-        """Whether a repository the listing left out is there and taken all the same:
-        ``GET /repos/{owner}/{name}`` (404: deleted, hidden, or outside the installation;
-        301: renamed or transferred; anything else unanswered fails the discovery)."""
+    async def absent(repository: str) -> str | None:
+        """Why a repository the listing left out is gone, or ``None``: it is there and
+        taken all the same. ``GET /repos/{owner}/{name}``: 404 deleted, hidden, or
+        outside the installation (``gone``); 301 renamed or transferred; a 200 says
+        whether it is taken; anything else unanswered fails the discovery."""
         try:
             response = await http.request("GET", f"repos/{repository}")
         except TrackerHttpError as exc:
-            if exc.status in (301, 403, 404, 410):
-                return False
+            if exc.status == 301:
+                return MOVED
+            if exc.status in (403, 404, 410):
+                return gone
             raise
-        return picked(config, [as_dict(response.json())]).paths == (repository,)
+        found = picked(config, [as_dict(response.json())])
+        if found.paths == (repository,):
+            return None
+        return next(iter(found.passed_over.values()), gone)
 
     return Discovery(
-        name, find, still, config.discover_interval_s, gone, retry_s=config.poll_interval_s
+        name, find, absent, config.discover_interval_s, gone, retry_s=config.poll_interval_s
     )
 
 

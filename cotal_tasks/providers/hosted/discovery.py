@@ -69,13 +69,14 @@ class Discovery:
     when the tracker refuses or does not answer), under ``name`` ("organization acme"),
     every ``interval_s`` (0: when the endpoint is built, and when a webhook asks);
     ``gone`` says why a source no longer listed at all left ("left the organization").
-    ``still`` asks the tracker about one source the listing left out entirely, before it
-    leaves: whether it is there and taken all the same (a listing paged while sources
-    were deleted or created can skip one; a source must not leave for that)."""
+    ``absent`` asks the tracker about one source the listing left out entirely, before it
+    leaves: why it is gone ("renamed or moved"; ``gone`` when the tracker does not say),
+    or ``None``: it is there and taken all the same (a listing paged while sources were
+    deleted or created can skip one; a source must not leave for that)."""
 
     name: str
     find: Callable[[], Awaitable[Found]]
-    still: Callable[[str], Awaitable[bool]]
+    absent: Callable[[str], Awaitable[str | None]]
     interval_s: float
     gone: str
     retry_s: float  # after a failure, the next try (the poll interval)
@@ -174,9 +175,13 @@ class Sources:
         left: dict[str, str] = dict(left_before) if isinstance(left_before, dict) else {}
         listed = set(found.paths)
         unlisted = (known | {s.path for s in self.sources}) - listed
-        for path in sorted(unlisted - set(found.passed_over)):
-            if await self.discovery.still(path):  # skipped by a shifting listing: stays
+        why_gone = dict(found.passed_over)
+        for path in sorted(unlisted - set(why_gone)):
+            why = await self.discovery.absent(path)
+            if why is None:  # skipped by a shifting listing: it stays
                 listed.add(path)
+            else:
+                why_gone[path] = why
         paths = (*found.paths, *sorted(listed - set(found.paths)))
         for path in paths:
             if self._running(path) is not None:
@@ -188,7 +193,7 @@ class Sources:
             self._add(source)
             log.info("%s: %s joins the endpoint", self.discovery.name, path)
         for path in sorted(unlisted - listed):
-            why = left_reason(path, found.passed_over.get(path) or self.discovery.gone)
+            why = left_reason(path, why_gone.get(path) or self.discovery.gone)
             running = self._running(path)
             if running is not None:
                 await self._remove(running)

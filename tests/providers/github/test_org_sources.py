@@ -220,11 +220,11 @@ async def test_a_repository_a_listing_skips_stays_until_github_says_it_is_gone(
         assert paths(end) == [WEB_A, WEB_B]
         assert (await end.client.get(f"{WEB_B}#1"))["status"] == "open"
         assert listings(fake, f"/repos/{WEB_B}") == 1  # asked for by name
-        del fake.repos[WEB_B]  # deleted: GitHub answers 404
+        fake.fail_next(1, status=301, message="Moved Permanently", path=f"/repos/{WEB_B}")
         assert await end.hosted.discovering.rediscover()  # type: ignore[union-attr]
-        assert paths(end) == [WEB_A]
+        assert paths(end) == [WEB_A]  # renamed: GitHub answers 301 under the old name
         left = await end.client.get(f"{WEB_B}#1")
-        assert left["statusSource"] == f"out of scope: {WEB_B} left the organization"
+        assert left["statusSource"] == f"out of scope: {WEB_B} renamed or moved"
 
 
 async def test_one_repository_answering_404_and_a_failing_discovery_leave_the_rest_syncing(
