@@ -211,6 +211,12 @@ class FakeLinear(FakeLinearState):
                 ok = issue.project is not None and _compare(
                     issue.project, test.get("name") or test.get("id")
                 )
+            elif key in ("assignee", "delegate"):
+                held = issue.assignee if key == "assignee" else issue.delegate
+                if "null" in test:
+                    ok = (held is None) == test["null"]
+                else:
+                    ok = held is not None and _compare(held, test["id"])
             elif key == "cycle":
                 if "isActive" in test:
                     ok = issue.cycle is not None and issue.cycle_active == test["isActive"]["eq"]

@@ -35,7 +35,7 @@ from cotal_tasks.providers.hosted.boundary import (
     iso_ms,
 )
 from cotal_tasks.providers.hosted.paging import PageCap, at_edge
-from cotal_tasks.providers.hosted.scope import HORIZON
+from cotal_tasks.providers.hosted.scope import HORIZON, NOBODY
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     ListPage,
@@ -101,9 +101,11 @@ class LinearTracker(Tracker):
     # -- reading ---------------------------------------------------------------------
     def scope(self, horizon: str | None = None) -> dict[str, Any]:
         """The team and the scope as Linear's ``IssueFilter``, as far as it can say it:
-        the labels, project, cycle and state types, and with ``horizon`` (ISO time) the
-        open issues plus those changed since it. Excluded labels and the assignee are
-        checked on each issue alone."""
+        the labels, project, cycle, state types, the assignee (its account as the
+        assignee or the delegate; "none": neither is anyone but a seat), and with
+        ``horizon`` (ISO time) the open issues plus those changed since it. Excluded
+        labels are checked on each issue alone (Linear compares label names
+        case-sensitively, and the scope does not)."""
         cfg = self.config
         found: dict[str, Any] = {"team": {"key": {"eq": self.team}}}
         both: list[dict[str, Any]] = []
@@ -123,12 +125,27 @@ class LinearTracker(Tracker):
             found["cycle"] = {"number": {"eq": cfg.cycle}}
         if cfg.states:
             found["state"] = {"type": {"in": list(cfg.states)}}
+        both += self._assignee()
         if horizon is not None:
             open_ = {"state": {"type": {"nin": sorted(CLOSED_TYPES)}}}
             both.append({"or": [open_, {"updatedAt": {"gte": horizon}}]})
         if both:
             found["and"] = both
         return found
+
+    def _assignee(self) -> list[dict[str, Any]]:
+        """The scope's assignee as ``IssueFilter`` clauses (ANDed)."""
+        scope = self.config.scope
+        if scope.account is not None:
+            mine = {"id": {"eq": scope.account}}
+            return [{"or": [{"assignee": mine}, {"delegate": mine}]}]
+        if scope.assignee == NOBODY:
+            seats = sorted(self.config.seats)
+            return [
+                {"or": [{who: {"null": True}}, {who: {"id": {"in": seats}}}]}
+                for who in ("assignee", "delegate")
+            ]
+        return []
 
     def _tracked(self, node: Any, asked: int | None = None) -> TrackedIssue | None:
         if not isinstance(node, dict):

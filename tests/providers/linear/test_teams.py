@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from cotal_tasks.core import ErrorCode
+from cotal_tasks.providers.linear.config import LinearConfig
 from tests.bridge._support import DictPresence
 from tests.providers.linear._support import BUILDER, LinearEndpoint, open_linear
 from tests.support.fake_linear import FakeLinear
@@ -131,6 +133,30 @@ async def test_the_horizon_is_pushed_into_the_import(
     assert asked[0]["facts"] is True  # each issue says when it closed (the local check)
 
 
+@pytest.mark.parametrize("assignee", ["agent", "none"])
+async def test_the_scopes_assignee_is_pushed_as_assignee_or_delegate(
+    linear: FakeLinear,
+    linear_url: str,
+    agent: User,
+    person: User,
+    tmp_path: Path,
+    presence: DictPresence,
+    assignee: str,
+) -> None:
+    """The agent's account (assignee or delegate), or "none" (no one but a seat)."""
+    linear.delegate_to(linear.new_issue("delegated to the agent"), agent)
+    linear.assign(linear.new_issue("a person's"), person)
+    linear.new_issue("nobody's")
+    scope = {"assignee": agent.id if assignee == "agent" else "none"}
+    async with with_seat(linear, linear_url, tmp_path, presence, agent, scope=scope) as ep:
+        await ep.poll()
+        titles = sorted(t["title"] for t in await ep.all_tasks())
+    (asked,) = [r.body["variables"] for r in linear.requests if r.path.endswith("Issues")]
+    wanted = ["delegated to the agent"] + (["nobody's"] if assignee == "none" else [])
+    assert titles == wanted
+    assert len(asked["filter"]["and"]) == (1 if assignee == "agent" else 2)
+
+
 async def test_leaving_the_scope_drops_the_task_with_why_and_back_is_the_same_task(
     linear: FakeLinear, linear_url: str, agent: User, tmp_path: Path, presence: DictPresence
 ) -> None:
@@ -241,3 +267,24 @@ async def test_a_note_with_an_agents_token_is_activity_of_its_session(
     kinds = [(kind, body.split("\n")[0].strip()) for kind, body in session.activities]
     assert kinds == [("thought", "Looking at the logs"), ("response", "Fixed in abc123")]
     assert issue.comments == []
+
+
+@pytest.mark.parametrize(
+    ("settings", "remedy"),
+    [
+        ({"team": "ENG", "labels": ["x"]}, "Write it under [endpoints.linear.scope]"),
+        ({"team": "ENG", "teams": ["OPS"]}, "Keep one"),
+        ({}, 'Set team = "ENG", or teams = ["OPS", "…"]'),
+        ({"teams": ["ENG", "OPS"], "create_team": "XYZ"}, "Set it to one of ENG, OPS"),
+        ({"team": "ENG", "create_team": "ENG", "route": "ENG"}, "Keep create_team"),
+    ],
+)
+def test_team_settings_refused_name_the_remedy(settings: dict[str, Any], remedy: str) -> None:
+    with pytest.raises(ValidationError) as refused:
+        LinearConfig.model_validate(settings)
+    assert remedy in str(refused.value)
+
+
+def test_team_is_a_list_of_one() -> None:
+    config = LinearConfig.model_validate({"team": "ENG"})
+    assert (config.sources, config.location, config.routed) == (("ENG",), "ENG", "ENG")
