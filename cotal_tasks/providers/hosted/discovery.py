@@ -86,7 +86,9 @@ def left_reason(path: str, why: str) -> str:
     """A left task's ``statusSource``: the source and why, within the record's bound (a
     path too long for it is left out: the task id names it)."""
     said = f"{OUT_OF_SCOPE}: {path} {why}"
-    return said if len(said.encode()) <= SOURCE_BYTES else f"{OUT_OF_SCOPE}: source {why}"[:64]
+    if len(said.encode()) > SOURCE_BYTES:
+        said = f"{OUT_OF_SCOPE}: source {why}"  # the reasons are short, plain ASCII
+    return said
 
 
 class Sources:
