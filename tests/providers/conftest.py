@@ -3,9 +3,9 @@
 ``harness`` is parametrized over the in-memory store, the SQLite board, the PostgreSQL
 board, and the hosted stores of the four trackers (a ``HostedStore`` over a fresh SQLite
 mirror, its tracker the fake GitHub, GitLab, Jira or Linear, built by the bridge's own
-``build_endpoint``), and of an endpoint over two sources (``github-sources``: two GitHub
+``build_endpoint``), and of endpoints over two sources (``github-sources``: two GitHub
 repositories, tasks created in the second, so a task's writes are routed by its id to a
-source that is not the first).
+source that is not the first; ``linear-teams``: two Linear teams, likewise).
 A hosted store assigns the id of a task it creates (the tracker numbers a new issue), so
 the harness's ``create(n)`` returns the id the store assigned.
 
@@ -49,7 +49,15 @@ from tests.support.fake_linear import FakeLinear
 from tests.support.fake_linear_state import TEAM as LINEAR_TEAM
 
 Kind = Literal[
-    "memory", "sqlite", "postgres", "github", "github-sources", "gitlab", "jira", "linear"
+    "memory",
+    "sqlite",
+    "postgres",
+    "github",
+    "github-sources",
+    "gitlab",
+    "jira",
+    "linear",
+    "linear-teams",
 ]
 # The hosted kinds run their tracker's fake in-process, a second a test: the slow lane.
 STORE_KINDS = (
@@ -61,11 +69,13 @@ STORE_KINDS = (
     pytest.param("gitlab", marks=pytest.mark.slow),
     pytest.param("jira", marks=pytest.mark.slow),
     pytest.param("linear", marks=pytest.mark.slow),
+    pytest.param("linear-teams", marks=pytest.mark.slow),
 )
 NOW = 1_780_000_000_000
 SPACE = "demo"
 GITHUB_REPO = "octo-org/hello-world"
 GITHUB_SOURCES = ("octo-org/gadgets", GITHUB_REPO)  # github-sources: created in the second
+LINEAR_TEAMS = ("OPS", LINEAR_TEAM)  # linear-teams: created in the second
 GITLAB_PROJECT = "acme/widgets"
 HARNESS_TOKEN_ENV = "COTAL_TASKS_TEST_HARNESS_TOKEN"
 
@@ -184,6 +194,9 @@ def _endpoint(kind: Kind, api_url: str) -> EndpointConfig:
         return EndpointConfig(
             name="com.acme.linear", settings=LinearConfig(teams=(LINEAR_TEAM,), **common)
         )
+    if kind == "linear-teams":
+        teams = LinearConfig(teams=LINEAR_TEAMS, create_team=LINEAR_TEAM, **common)
+        return EndpointConfig(name="com.acme.linear", settings=teams)
     return EndpointConfig(
         name="com.acme.gitlab",
         settings=GitLabConfig(project=GITLAB_PROJECT, **common),
@@ -263,7 +276,13 @@ async def harness(
     )
     gitlab = FakeGitLab(projects=(GITLAB_PROJECT,)) if kind == "gitlab" else None
     jira = FakeJira() if kind == "jira" else None
-    linear = FakeLinear() if kind == "linear" else None
+    linear = (
+        FakeLinear(teams=LINEAR_TEAMS)
+        if kind == "linear-teams"
+        else FakeLinear()
+        if kind == "linear"
+        else None
+    )
     fake = github or gitlab or jira or linear
     assert fake is not None
     monkeypatch.setenv(HARNESS_TOKEN_ENV, fake.token)
@@ -273,6 +292,7 @@ async def harness(
         "gitlab": "http://fake-gitlab/api/v4",
         "jira": "http://fake-jira",
         "linear": "http://fake-linear/graphql",
+        "linear-teams": "http://fake-linear/graphql",
     }[kind]
     fake.api_url = api_url  # the links the fake writes name the URL it is reached at
     app = fake.app

@@ -51,6 +51,7 @@ CLAIMED_SOURCE = {
     "gitlab": "workflow::in progress",
     "jira": "In Progress",
     "linear": "In Progress",
+    "linear-teams": "In Progress",
 }
 # What a record asked for, as opposed to what a hosted store fills in from its tracker
 # (the id, the timestamps, statusSource).
