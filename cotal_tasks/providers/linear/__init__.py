@@ -25,7 +25,8 @@ __all__ = ["PROVIDER", "LinearConfig", "open_tracker"]
 
 
 def open_tracker(config: LinearConfig, boundary: ItemBoundary) -> tuple[LinearTracker, TrackerHttp]:
-    """The tracker over the teams (its HTTP client is the caller's to close)."""
+    """The tracker over the first team, its siblings over the others (``sibling``); its
+    HTTP client is the caller's to close."""
     make = partial(linear_http_client, oauth=config.auth == "oauth")
     http = assemble.tracker_http(config, "Linear", make, linear_wait)
     return LinearTracker(LinearClient(http, config.api_url), config, boundary), http

@@ -96,7 +96,8 @@ def named(tracker: LinearTracker, event: str, payload: Mapping[str, Any]) -> set
 async def lookup(
     tracker: LinearTracker, most: int, event: str, payload: Mapping[str, Any]
 ) -> Looked | None:
-    """What a delivery names of ``tracker``'s teams (read from the payload alone)."""
+    """What a delivery names of ``tracker``'s team (read from the payload alone); a
+    label renamed or removed: every issue again."""
     if as_str(payload.get("type")) == "IssueLabel" and payload.get("action") in (
         "update",
         "remove",
