@@ -152,8 +152,9 @@ class Metrics:
         )
         self.source_failing = self._gauge(
             "cotal_tasks_sync_source_failing",
-            "1 while one source of an endpoint over several (a repository, a project) fails "
-            "to sync, 2 while the tracker refuses it for good (401, 403, 404), else 0.",
+            "1 while one source of an endpoint over several (a repository, a project, a "
+            "team, or the discovery of an organization's repositories) fails to sync, 2 "
+            "while the tracker refuses it for good (401, 403, 404), else 0.",
             "endpoint",
             "source",
         )

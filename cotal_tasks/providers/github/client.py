@@ -217,8 +217,9 @@ class GitHubClient:
             if exc.status == 301:
                 raise TrackerHttpError(
                     301,
-                    f"the repository {self.repo} was renamed or moved; set `repository` to "
-                    "its new name",
+                    f"the repository {self.repo} was renamed or moved; name it anew in "
+                    "`repository` or `repositories` (an organization or installation "
+                    "endpoint takes its new name at the next discovery)",
                     method="GET",
                     path=exc.path,
                 ) from exc

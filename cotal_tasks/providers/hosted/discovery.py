@@ -31,6 +31,7 @@ the others follow at their next turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -216,7 +217,23 @@ class Sources:
         assert self._group is not None
         halt = asyncio.Event()
         self._halts[source.path] = halt
-        self._loops[source.path] = self._group.create_task(source.election.run(halt))
+        self._loops[source.path] = self._group.create_task(self._contained(source, halt))
+
+    async def _contained(self, source: Source, halt: asyncio.Event) -> None:
+        """``source``'s loop until ``halt``: an unexpected failure of it (its election's
+        database, a bug) is logged, shown in its state and retried after the retry
+        interval, so it never cancels the other sources' loops in the task group."""
+        while not halt.is_set():
+            try:
+                await source.election.run(halt)
+                return
+            except Exception:
+                log.exception(
+                    "%s: the loop of %s failed unexpectedly; restarting", self.name, source.path
+                )
+                source.health.failed("unexpected error (see the bridge log)", self.clock())
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(halt.wait(), self.discovery.retry_s)
 
     async def _remove(self, source: Source) -> None:
         self.sources.remove(source)

@@ -161,4 +161,4 @@ async def test_a_renamed_repository_is_not_taken_for_transferred_issues() -> Non
         await client.aclose()
 
     assert refused.value.status == 301
-    assert "set `repository` to its new name" in refused.value.message
+    assert "name it anew in `repository` or `repositories`" in refused.value.message

@@ -131,6 +131,38 @@ async def test_a_repository_created_later_joins_the_running_endpoint(
             await asyncio.wait_for(running, 10)
 
 
+async def test_a_source_loop_that_fails_unexpectedly_restarts_alone(
+    fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    """An unexpected failure of one repository's loop (not the tracker's: a bug, its
+    election's database) shows in its state and restarts that loop; the task group
+    never cancels the other repositories' loops for it."""
+    settings = org(discover_interval_s=0, poll_interval_s=0.1)
+    async with open_github(fake, github_url, tmp_path / "b", presence=presence, **settings) as end:
+        broken = end.hosted.source(WEB_A).election
+        run, failures = broken.run, list[int]()
+
+        async def fails_once(stop: asyncio.Event) -> None:
+            if not failures:
+                failures.append(1)
+                raise RuntimeError("a bug in one loop")
+            await run(stop)
+
+        broken.run = fails_once  # type: ignore[method-assign]
+        stop = asyncio.Event()
+        running = asyncio.create_task(end.hosted.run(stop))
+        try:
+            await eventually(lambda: _has(end, f"{WEB_B}#1"), 10, what="web-b synced")
+            fake.add_issue(WEB_B, "after the other loop failed")
+            await eventually(lambda: _has(end, f"{WEB_B}#2"), 10, what="web-b still syncing")
+            await eventually(lambda: _has(end, f"{WEB_A}#1"), 10, what="web-a restarted")
+            assert failures == [1]
+            assert not running.done()
+        finally:
+            stop.set()
+            await asyncio.wait_for(running, 10)
+
+
 async def list_endpoints_of(end: GitHubEndpoint) -> dict[str, Any]:
     """What ``GET /v1/endpoints`` says of the endpoint."""
     served = served_endpoint(end.endpoint)
