@@ -9,7 +9,8 @@ handed to the sync, so the tracker answers the next page while this one is commi
 
 It changes no order and no rule: pages, and the error that ends a walk, reach the sync in
 the walk's order, and the walk is never more than one page ahead (the same requests, one
-in flight at a time, paced by the same rate-limit budget). The sync still commits a page
+in flight at a time, paced by the same rate-limit budget; a page more only when a commit
+fails while it is in flight). The sync still commits a page
 before it checkpoints it and checkpoints before it takes the next, so the cursor and every
 validator pass only what was committed. A failure while the next page is fetched (a rate
 limit, a refused request, an item that breaks the walk) reaches the sync only when it asks
