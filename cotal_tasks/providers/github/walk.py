@@ -15,6 +15,7 @@ any other is left to the sync (``ListPage.linked``), which fetches it after the 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -45,8 +46,13 @@ EDGE_MAX = 1_000  # fingerprints kept; an item past them is read again at that s
 
 
 def fingerprint(item: Mapping[str, Any]) -> str:
-    """What a listing item says, as a short digest: equal only for the same content."""
-    data = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+    """What a listing item says, as a short digest: equal only for the same content. An
+    item holding a lone surrogate (JSON allows its escape, and trackers send it; orjson
+    writes none) is digested from the standard library's JSON of it, as deterministic."""
+    try:
+        data = orjson.dumps(item, option=orjson.OPT_SORT_KEYS)
+    except TypeError:
+        data = json.dumps(item, sort_keys=True, default=repr).encode()
     return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
