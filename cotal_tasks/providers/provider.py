@@ -119,6 +119,13 @@ class WebhookReceiver(Protocol):
         """The source's stable id for what the endpoint syncs, once known."""
         ...
 
+    @property
+    def holds(self) -> Callable[[int | None, str | None], bool] | None:
+        """A receiver over many projects (a GitLab group): whether a delivery's project
+        (its stable id, its path) is one of them; ``None``: it names one project, by
+        ``path`` and ``known_id``."""
+        ...
+
     async def remembered_id(self) -> int | None:
         """The stable id an earlier verified delivery carried, kept beside the mirror."""
         ...

@@ -7,7 +7,14 @@ that is not the hosted machinery's own, so it can only use what the port declare
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Collection,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,6 +169,7 @@ class PortOnly:
     secret: bytes | None = b"s" * 32
     max_issues: int = 3
     known_id: int | None = None
+    holds: Callable[[int | None, str | None], bool] | None = None
     recorded: set[str] = field(default_factory=set)
     woken: list[set[int]] = field(default_factory=list)
     rereads: int = 0

@@ -309,19 +309,11 @@ def _webhook_secret(cfg: HostedConfig, name: str) -> bytes | None:
 
 def describe(provider: str, cfg: HostedConfig) -> list[str]:
     """What ``check-config`` prints about a hosted tracker's settings."""
-    if cfg.discovery is not None:
-        sources = [
-            f"sources: those {cfg.discovery} lists ({cfg.picking()}); created in {cfg.routed}"
-        ]
-    elif len(cfg.sources) > 1:
-        sources = [f"{len(cfg.sources)} sources: {', '.join(cfg.sources)}; created in {cfg.routed}"]
-    else:
-        sources = []
     return [
         f"{provider} at {mask_credentials(cfg.api_url)}, token from ${cfg.token_env}, "
         f"poll every {cfg.poll_interval_s:g} s, stale after {cfg.stale_after_s:g} s",
         f"{len(cfg.status_rules)} status rules, {len(cfg.seats)} seats",
-        *sources,
+        *cfg.source_lines(),
         *(cfg.scope.lines() if cfg.scope.keys() else []),
         *([f"{provider} scope: {', '.join(cfg.native_keys())}"] if cfg.native_keys() else []),
     ]

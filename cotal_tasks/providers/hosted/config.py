@@ -132,6 +132,15 @@ class HostedConfig(Closed):
         overrides it); each has its own checkpoint, ``<tracker>:<source>``."""
         return (self.location,)
 
+    def source_lines(self) -> list[str]:
+        """What ``check-config`` prints about the sources (nothing for one)."""
+        if self.discovery is not None:
+            listed = f"those {self.discovery} lists ({self.picking()})"
+            return [f"sources: {listed}; created in {self.routed}"]
+        if len(self.sources) < 2:
+            return []
+        return [f"{len(self.sources)} sources: {', '.join(self.sources)}; created in {self.routed}"]
+
     @property
     def discovery(self) -> str | None:
         """Where the sources are discovered, as messages name it ("organization acme"),

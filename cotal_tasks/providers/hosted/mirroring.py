@@ -32,7 +32,7 @@ from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.echo import is_echo
 from cotal_tasks.providers.hosted.ledger import Ledger
 from cotal_tasks.providers.hosted.mapping import project, same_record
-from cotal_tasks.providers.hosted.scope import left_out, outside
+from cotal_tasks.providers.hosted.scope import left_out, left_scope, outside
 from cotal_tasks.providers.hosted.store import every_task
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
 from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
@@ -188,6 +188,16 @@ class MirrorSync:
         """The issue numbers of the mirrored tasks not yet done or dropped."""
         tasks = every_task(self.mirror, UNFINISHED)
         numbers = {self.tracker.number_of(task.taskId) async for task in tasks}
+        return {number for number in numbers if number is not None}
+
+    async def left_numbers(self) -> set[int]:
+        """The issue numbers of the mirrored tasks whose issue left the scope."""
+        tasks = every_task(self.mirror, frozenset({"dropped"}))
+        numbers = {
+            self.tracker.number_of(task.taskId)
+            async for task in tasks
+            if left_scope(task.statusSource)
+        }
         return {number for number in numbers if number is not None}
 
     async def mirrored(self, numbers: Iterable[int]) -> set[int]:

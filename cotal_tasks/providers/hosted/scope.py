@@ -96,7 +96,10 @@ def outside(
 ) -> str | None:
     """Why ``issue`` is outside ``scope`` or the tracker's own keys (``native``) (its left
     task's ``statusSource``), or ``None``. The horizon is not asked here
-    (``beyond_horizon``)."""
+    (``beyond_horizon``); what the tracker says of the issue's source
+    (``TrackedIssue.outside_source``) is asked first."""
+    if issue.outside_source is not None:
+        return f"{OUT_OF_SCOPE}: {issue.outside_source}"
     labels = {label.casefold() for label in issue.native.labels}
     why: str | None = None
     missing = [name for name in scope.labels if name.casefold() not in labels]

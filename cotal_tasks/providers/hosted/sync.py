@@ -84,7 +84,9 @@ class SyncReport:
     not_modified: bool = False
     reconciled: bool = False  # the reconcile sweep ran in this poll
     sweep_requests: int = 0  # its listing of the open issues, in requests
-    swept: int = 0  # unfinished tasks whose issue it did not list: read one by one
+    # Unfinished tasks whose issue it did not list, and tasks that left the scope whose
+    # issue it lists again: read one by one.
+    swept: int = 0
     # Issues not applied because a write through the endpoint was in flight or had just
     # been mirrored: skipped as its echo, or deferred to be read again.
     skipped: int = 0
@@ -252,10 +254,13 @@ class SyncEngine:
 
     async def reconcile(self, report: SyncReport | None = None) -> SyncReport:
         """List the open issues; read each mirrored unfinished task's issue that is not
-        among them, and mirror what the tracker says of it."""
+        among them, and each task's that left the scope and is among them again (a
+        project back in a group: nothing of the issue changed), and mirror what the
+        tracker says of it."""
         report = report or SyncReport()
         listed, requests = await self.tracker.open_numbers()
         absent = await self.mirror.unfinished_numbers() - listed
+        absent |= await self.mirror.left_numbers() & listed
         fetched, changed = await self.refresh(absent)
         report.reconciled = True
         report.sweep_requests += requests

@@ -97,6 +97,11 @@ class TrackedIssue:
     milestone: str | None = None
     issue_type: str | None = None
     closed_at: int | None = None
+    # Why the issue is outside the source it was read from, in a left task's words after
+    # ``out of scope: `` (a source over many projects, a GitLab group: the issue's project
+    # left the group, is archived, or sits in a subgroup the source leaves out); ``None``:
+    # inside. Set by the tracker; the scope checks it first (``hosted.scope``).
+    outside_source: str | None = None
     # Why the issue is outside the endpoint's scope (``hosted.scope``), as its task's
     # ``statusSource`` says it; ``None``: inside. Set by the sync, never by a tracker.
     out_of_scope: str | None = None
@@ -205,6 +210,10 @@ class Tracker(abc.ABC):
     # The repository's or project's stable id, once the tracker knows it (GitLab issues
     # carry their project's id); webhook deliveries match on it. ``None``: not known.
     known_id: int | None = None
+    # A source over many projects (a GitLab group) says whether a webhook delivery's
+    # project, by its stable id and its path, is one of them; ``None``: a source of one
+    # project, matched by its own path and id.
+    holds: Callable[[int | None, str | None], bool] | None = None
 
     def __init__(self, boundary: ItemBoundary, *, path: str, mutation_spacing_s: float) -> None:
         self.boundary = boundary

@@ -81,6 +81,10 @@ class HookTarget:
     # Where the id its deliveries carry is kept beside the checkpoint: ``ID_KEY`` for an
     # endpoint's first source, one key per further source (they share the mirror).
     id_key: str = ID_KEY
+    # A source over many projects (a GitLab group): whether a delivery's project (its
+    # stable id, its path) is one of them; ``path`` then names the group, not a project.
+    # ``None``: a source of one project (the tracker's ``holds``).
+    holds: Callable[[int | None, str | None], bool] | None = None
 
     async def first_delivery(self, delivery_id: str) -> bool:
         return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
@@ -146,6 +150,7 @@ class SetTarget:
     soon: Callable[[], None]  # discover again now (``Sources.soon``)
     path: str = ""  # matches no delivery's repository or project
     known_id: int | None = None
+    holds: Callable[[int | None, str | None], bool] | None = None  # holds none
 
     async def remembered_id(self) -> int | None:
         return None
@@ -193,10 +198,11 @@ def json_object(body: bytes) -> dict[str, Any] | None:
 @dataclass
 class Matcher:
     """Finds the endpoint a delivery is for: by the repository's or project's stable id
-    first, then by path. Ids come from the configuration (a GitLab project id), from the
-    tracker (``known_id``: GitLab issues carry their project's id), and from earlier
-    verified deliveries matched by path, kept beside the mirror; so a repository or
-    project renamed after that keeps its deliveries."""
+    first, then by path, then a source over many projects that holds it (a GitLab
+    group's). Ids come from the configuration (a GitLab project id), from the tracker
+    (``known_id``: GitLab issues carry their project's id), and from earlier verified
+    deliveries matched by path, kept beside the mirror; so a repository or project
+    renamed after that keeps its deliveries."""
 
     endpoints: Sequence[WebhookReceiver]
     ids: dict[int, WebhookReceiver] = field(default_factory=dict)
@@ -207,7 +213,7 @@ class Matcher:
             return
         self._loaded = True
         for ep in self.endpoints:
-            if ep.path.isdigit():
+            if ep.path.isdigit() and ep.holds is None:  # a group's id names no project
                 self.ids[int(ep.path)] = ep
             try:
                 saved = await ep.remembered_id()
@@ -232,7 +238,9 @@ class Matcher:
             return found
         named = [ep for ep in self.endpoints if path and ep.path.lower() == path.lower()]
         if not named:
-            return None
+            # A source over many projects (a GitLab group) that holds this one; an
+            # endpoint of the project itself, matched above, comes first.
+            return next((ep for ep in self.endpoints if ep.holds and ep.holds(pid, path)), None)
         found = named[0]
         if pid is not None and verifies(found):  # learn the id, so a rename keeps working
             self.ids[pid] = found
@@ -428,6 +436,7 @@ class Scheme(Generic[T]):
             max_issues=max_issues,
             route=self.tracker,
             id_key=id_key,
+            holds=tracker.holds,
         )
 
     def set_target(
