@@ -247,7 +247,7 @@ async def test_check_13_records_carry_no_secret(side: Side, mesh: Mesh) -> None:
 
 async def test_check_14_create_with_pinned_id_creates_one_task(side: Side, mesh: Mesh) -> None:
     await section6.passes(mesh, "14")
-    assert len(mesh.fake.calls("POST", side.issues_path)) == 1
+    assert len(mesh.fake.calls("POST", side.create_path)) == 1
     assert side.titles(mesh.fake) == ["Only once"]
 
 

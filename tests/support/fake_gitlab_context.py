@@ -124,6 +124,13 @@ class Ctx:
             raise not_found("Project")
         return project
 
+    def group(self) -> str:
+        """The group at ``:id`` (a numeric id or a URL-encoded full path): its path."""
+        group = self.fake.find_group(self.params["id"])
+        if group is None:
+            raise not_found("Group")
+        return group
+
     def issue(self) -> Issue:
         issue = self.project().issues.get(int(self.params["iid"]))
         if issue is None:

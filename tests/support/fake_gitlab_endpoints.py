@@ -29,6 +29,7 @@ from tests.support.fake_gitlab_params import (
 from tests.support.fake_tracker import Endpoint, endpoint
 
 _PROJECT = r"/projects/(?P<id>[^/]+)"
+_GROUP = r"/groups/(?P<id>[^/]+)"
 _ISSUE = _PROJECT + r"/issues/(?P<iid>\d+)"
 _MR = _PROJECT + r"/merge_requests/(?P<iid>\d+)"
 
@@ -113,11 +114,35 @@ def list_issues(ctx: Ctx) -> Reply:
     ``updated_after``/``updated_before``/``created_after``/``created_before`` (inclusive),
     ``labels`` (all of; ``None``/``Any``), ``assignee_id``, ``assignee_username``,
     ``author_username``, ``iids[]``, ``search``; offset or keyset pagination."""
-    project = ctx.project()
+    return _issue_listing(ctx, list(ctx.project().issues.values()), ISSUE_KEYSET)
+
+
+def get_group(ctx: Ctx) -> Reply:
+    group = ctx.group()
+    return Reply(200, ctx.shapes.group(group, ctx.fake.groups[group]))
+
+
+def list_group_issues(ctx: Ctx) -> Reply:
+    """``GET /groups/:id/issues``: the issues of every project of the group and of its
+    subgroups (always), archived projects' left out unless ``non_archived=false``; the
+    project listing's parameters, ``scope`` (``all``; the default, since the token is
+    not the author), and offset pages only (GitLab offers keyset pages for project
+    issues alone)."""
+    parse_choice(ctx, "scope", "all", ("all", "created_by_me", "assigned_to_me"))
+    projects = ctx.fake.group_projects(ctx.group(), archived=ctx.query("non_archived") == "false")
+    return _issue_listing(ctx, [i for p in projects for i in p.issues.values()], None)
+
+
+def list_group_merge_requests(ctx: Ctx) -> Reply:
+    """``GET /groups/:id/merge_requests``: every project's of the group and subgroups."""
+    projects = ctx.fake.group_projects(ctx.group(), archived=ctx.query("non_archived") == "false")
+    return _merge_request_listing(ctx, [m for p in projects for m in p.merge_requests.values()])
+
+
+def _issue_listing(ctx: Ctx, items: list[Any], keyset: Keyset | None) -> Reply:
     state = parse_choice(ctx, "state", "all", ("opened", "closed", "all"))
     order = parse_choice(ctx, "order_by", "created_at", ISSUE_ORDERS)
     descending = parse_choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
-    items = list(project.issues.values())
     if state != "all":
         items = [i for i in items if i.state == state]
     for name, attr, inclusive_after in (
@@ -149,7 +174,7 @@ def list_issues(ctx: Ctx) -> Reply:
     key = _ISSUE_KEYS.get(order, _ISSUE_KEYS["created_at"])
     items.sort(key=lambda i: (key(i), i.id), reverse=descending)
     details = ctx.query("with_labels_details") == "true"
-    page = ctx.paginate(items, ISSUE_KEYSET)
+    page = ctx.paginate(items, keyset)
     return Reply(200, [issue_json(ctx, i, labels_details=details) for i in page])
 
 
@@ -278,11 +303,13 @@ def list_merge_requests(ctx: Ctx) -> Reply:
     """``state`` (opened|closed|locked|merged|all, default all), ``order_by``
     (created_at|updated_at|title), ``sort``, ``updated_after``/``updated_before``,
     ``source_branch``; offset pagination only (``pagination=keyset`` is ignored)."""
-    project = ctx.project()
+    return _merge_request_listing(ctx, list(ctx.project().merge_requests.values()))
+
+
+def _merge_request_listing(ctx: Ctx, mrs: list[MergeRequest]) -> Reply:
     state = parse_choice(ctx, "state", "all", ("opened", "closed", "locked", "merged", "all"))
     order = parse_choice(ctx, "order_by", "created_at", ("created_at", "updated_at", "title"))
     descending = parse_choice(ctx, "sort", "desc", ("asc", "desc")) == "desc"
-    mrs = list(project.merge_requests.values())
     if state != "all":
         mrs = [m for m in mrs if m.state == state]
     after, before = parse_time(ctx, "updated_after"), parse_time(ctx, "updated_before")
@@ -318,6 +345,9 @@ ENDPOINTS: list[Endpoint[Ctx, Reply]] = [
     endpoint("GET", r"/users", list_users),
     endpoint("GET", _PROJECT, get_project),
     endpoint("GET", _PROJECT + r"/issues", list_issues),
+    endpoint("GET", _GROUP, get_group),
+    endpoint("GET", _GROUP + r"/issues", list_group_issues),
+    endpoint("GET", _GROUP + r"/merge_requests", list_group_merge_requests),
     endpoint("POST", _PROJECT + r"/issues", create_issue),
     endpoint("GET", _ISSUE, get_issue),
     endpoint("PUT", _ISSUE, update_issue),

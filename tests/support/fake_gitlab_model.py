@@ -188,6 +188,7 @@ class Project:
     next_iid: int = 1
     next_mr_iid: int = 1
     milestones: dict[int, str] = field(default_factory=dict)  # id -> title
+    archived: bool = False
 
     @property
     def namespace(self) -> str:

@@ -45,11 +45,15 @@ def filter_labels(ctx: Ctx, items: list[Issue]) -> list[Issue]:
         items = [i for i in items if not excluded & set(i.labels)]
     milestone = ctx.query("milestone")
     if milestone:
-        titles = ctx.project().milestones
+        projects = ctx.fake.projects
         if milestone.lower() in ("none", "any"):
             items = [i for i in items if (i.milestone_id is None) == (milestone.lower() == "none")]
         else:
-            items = [i for i in items if titles.get(i.milestone_id or 0) == milestone]
+            items = [
+                i
+                for i in items
+                if projects[i.project_id].milestones.get(i.milestone_id or 0) == milestone
+            ]
     issue_type = ctx.query("issue_type")
     if issue_type:
         items = [i for i in items if i.issue_type == issue_type]

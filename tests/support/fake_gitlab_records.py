@@ -28,6 +28,7 @@ class FakeGitLabRecords(FakeGitLabKnobs):
     _user_ids: Iterator[int]
     _project_ids: Iterator[int]
     _ids: Iterator[int]
+    group_ids: dict[str, int]
 
     # -- users and projects ------------------------------------------------------------
 
@@ -70,6 +71,42 @@ class FakeGitLabRecords(FakeGitLabKnobs):
         return next(
             (p for p in self.projects.values() if p.path_with_namespace.lower() == wanted), None
         )
+
+    # -- groups: every namespace of a project is one ------------------------------------
+
+    @property
+    def groups(self) -> dict[str, int]:
+        """Group full path -> its id: every namespace a project sits in, and its parents."""
+        found: dict[str, int] = {}
+        for project in sorted(self.projects.values(), key=lambda p: p.id):
+            parts = project.namespace.split("/")
+            for depth in range(1, len(parts) + 1):
+                path = "/".join(parts[:depth])
+                found.setdefault(path, self.group_ids.setdefault(path, 9001 + len(self.group_ids)))
+        return found
+
+    def find_group(self, ref: str) -> str | None:
+        """A group's full path, by its id or its path (case-insensitive)."""
+        groups = self.groups
+        if ref.isdigit():
+            return next((path for path, gid in groups.items() if gid == int(ref)), None)
+        return next((path for path in groups if path.lower() == ref.lower()), None)
+
+    def group_projects(self, group: str, *, archived: bool = False) -> list[Project]:
+        """The projects of ``group`` and its subgroups (archived ones only if asked)."""
+        prefix = group.lower() + "/"
+        return [
+            p
+            for p in self.projects.values()
+            if p.path_with_namespace.lower().startswith(prefix) and (archived or not p.archived)
+        ]
+
+    def transfer_project(self, project: int | str, namespace: str) -> Project:
+        """An owner moves the project to another namespace: its path changes, its id and
+        its issues (their ``updated_at`` included) stay."""
+        moved = self.project(project)
+        moved.path_with_namespace = f"{namespace}/{moved.path}"
+        return moved
 
     def issue(self, project: int | str, iid: int) -> Issue:
         return self.project(project).issues[iid]

@@ -128,8 +128,22 @@ class Shapes:
             "visibility": "private",
             "issues_enabled": True,
             "merge_requests_enabled": True,
-            "archived": False,
+            "archived": project.archived,
             "open_issues_count": sum(1 for i in project.issues.values() if i.state == "opened"),
+        }
+
+    def group(self, path: str, group_id: int) -> JSON:
+        """``GET /groups/:id``: a group (the fields a client reads)."""
+        parent = path.rsplit("/", 1)[0] if "/" in path else None
+        return {
+            "id": group_id,
+            "name": path.rsplit("/", 1)[-1].title(),
+            "path": path.rsplit("/", 1)[-1],
+            "full_name": " / ".join(part.title() for part in path.split("/")),
+            "full_path": path,
+            "parent_id": None if parent is None else 0,
+            "visibility": "private",
+            "web_url": f"{self.web}/groups/{path}",
         }
 
     def project_web(self, project: Project) -> str:

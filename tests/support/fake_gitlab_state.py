@@ -75,6 +75,7 @@ class FakeGitLab(FakeGitLabRecords):
         self.web_url = web_url
         self.users: dict[str, User] = {}
         self.projects: dict[int, Project] = {}
+        self.group_ids: dict[str, int] = {}  # a group's id, once a project named it
         self._user_ids = itertools.count(101)
         self._project_ids = itertools.count(4101)
         self._ids = itertools.count(150_000_001)

@@ -49,6 +49,9 @@ class Side(ABC):
     token_env: str
     revoked_token: str
     tracker: Tracker  # the endpoint as check 9's broker half starts it
+    # Its listing pages by offset (a GitLab group's): a next page asks again from the
+    # last update read, where the others follow a cursor.
+    offset_pages: bool = False
 
     @abstractmethod
     def make_fake(self) -> Any: ...
@@ -144,6 +147,11 @@ class Side(ABC):
     def issue_path(self, n: int) -> str:
         """The path of issue ``n``'s one-issue read."""
         return f"{self.issues_path}/{n}"
+
+    @property
+    def create_path(self) -> str:
+        """Where a created issue is posted."""
+        return self.issues_path
 
     def probe_path(self) -> str:
         """What the sync reads to tell an issue gone from a project it cannot read."""

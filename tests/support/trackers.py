@@ -217,10 +217,6 @@ GITLAB_SOURCES: dict[str, Any] = {
 }
 
 
-def _gitlab_sources_config(api_url: str, **overrides: Any) -> Any:
-    return gl.gitlab_config(api_url, **{**GITLAB_SOURCES, **overrides})
-
-
 class ScopedFakeGitLab(FakeGitLab):
     """The fake GitLab where every issue made in the first project carries ``READY``."""
 
@@ -235,13 +231,16 @@ class ScopedFakeGitLab(FakeGitLab):
 class GitLabSourcesSide(GitLabSide):
     """GitLab, the endpoint reading two projects through a label scope."""
 
-    def __init__(self) -> None:
+    def __init__(self, settings: dict[str, Any] = GITLAB_SOURCES) -> None:
+        def config(api_url: str, **overrides: Any) -> Any:
+            return gl.gitlab_config(api_url, **{**settings, **overrides})
+
         Side.__init__(
             self,
-            _gitlab_sources_config,
-            hosted.mesh_opener(gl.GitLabMesh, _gitlab_sources_config),
+            config,
+            hosted.mesh_opener(gl.GitLabMesh, config),
             hosted.endpoint_opener(
-                gl.GitLabEndpoint, hosted.endpoint_maker(gl.ENDPOINT_NAME, _gitlab_sources_config)
+                gl.GitLabEndpoint, hosted.endpoint_maker(gl.ENDPOINT_NAME, config)
             ),
         )
 
@@ -264,6 +263,39 @@ class GitLabSourcesSide(GitLabSide):
         return (
             f'provider = "gitlab"\n[endpoints.gitlab]\n'
             f'projects = ["{first}", "{second}"]\nroute = "{first}"\n'
+            f'scope = {{ labels = ["{READY}"] }}\n'
+            f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
+        )
+
+
+# The GitLab endpoint over group ``acme`` (its projects, one listing) through the same
+# label scope: created tasks go to the first project, whose issues carry the label
+# (``ScopedFakeGitLab``); ``acme/gadgets``' issues are outside the slice. Reads and writes
+# of one issue go to its project's API by the project's id.
+GITLAB_GROUP: dict[str, Any] = {
+    "project": None,
+    "group": "acme",
+    "create_project": gl.PROJECT,
+    "scope": {"labels": [READY]},
+}
+
+
+class GitLabGroupSide(GitLabSourcesSide):
+    """GitLab, the endpoint reading a group (two projects) through a label scope."""
+
+    # The fake numbers its first project 4101: a group reads one issue by its project's id.
+    issues_path = "/api/v4/projects/4101/issues"
+    listing = ("GET", "/api/v4/groups/acme/issues")
+    offset_pages = True
+    create_path = gl.ISSUES  # create_project, by its path
+
+    def __init__(self) -> None:
+        super().__init__(GITLAB_GROUP)
+
+    def section(self, api_url: str) -> str:
+        return (
+            f'provider = "gitlab"\n[endpoints.gitlab]\n'
+            f'group = "acme"\ncreate_project = "{gl.PROJECT}"\n'
             f'scope = {{ labels = ["{READY}"] }}\n'
             f'api_url = "{api_url}"\ntoken_env = "{self.token_env}"\n'
         )
@@ -555,6 +587,7 @@ SIDES: dict[str, Side] = {
     "github-sources": GitHubSourcesSide(),
     "gitlab": GitLabSide(),
     "gitlab-sources": GitLabSourcesSide(),
+    "gitlab-group": GitLabGroupSide(),
     "jira": JiraSide(),
     "jira-sources": JiraSourcesSide(),
     "linear": LinearSide(),

@@ -14,6 +14,7 @@ import logging
 from cotal_tasks.providers.gitlab.access import access
 from cotal_tasks.providers.gitlab.client import GitLabClient, gitlab_http_client, gitlab_retry
 from cotal_tasks.providers.gitlab.config import GitLabConfig
+from cotal_tasks.providers.gitlab.group import PROJECTS, GitLabGroupTracker
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.gitlab.webhook import SCHEME
 from cotal_tasks.providers.hosted import assemble
@@ -32,12 +33,27 @@ def open_tracker(config: GitLabConfig, boundary: ItemBoundary) -> tuple[GitLabTr
     """The tracker over the first project (``sibling`` gives the others); its HTTP client,
     shared by every project of the endpoint, is the caller's to close."""
     http = assemble.tracker_http(config, "GitLab", gitlab_http_client, gitlab_retry)
+    if config.group is not None:
+        group = GitLabClient(http, config.group, kind="groups")
+        return GitLabGroupTracker(group, config, boundary), http
     client = GitLabClient(http, config.location, config.pagination)
     return GitLabTracker(client, config, boundary), http
 
 
 def write_plan(config: GitLabConfig) -> WritePlan:
     return WritePlan(config.status_labels())
+
+
+async def prepare(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildContext) -> None:
+    """What the tracker must know before the endpoint serves: a group source, the paths
+    its projects' tasks carry (kept in its checkpoint, so a write before the first poll
+    finds its issue); a numeric project, its path (``resolve_path``)."""
+    if isinstance(tracker, GitLabGroupTracker):
+        checkpoints = assemble.sql_mirror(ctx.mirror).checkpoints()
+        saved = await checkpoints.load(f"gitlab:{config.location}") or {}
+        tracker.know(saved.get(PROJECTS))
+        return
+    await resolve_path(tracker, config, ctx)
 
 
 async def resolve_path(tracker: GitLabTracker, config: GitLabConfig, ctx: BuildContext) -> None:
@@ -75,5 +91,5 @@ PROVIDER = assemble.provider(
     plan=write_plan,
     scheme=SCHEME,
     access=access,
-    prepare=resolve_path,
+    prepare=prepare,
 )

@@ -23,11 +23,20 @@ _ROLES = {
 
 
 async def access(config: GitLabConfig, http: TrackerHttp) -> Access:
-    path = f"projects/{quote(config.routed, safe='')}"
+    """The token's role in the routed project (a group's: ``create_project``; a group
+    without one says only that each project's writes are checked as they are made)."""
+    project = config.create_project if config.group is not None else config.routed
+    if project is None:
+        return Access(
+            None,
+            f"group {config.group} names no create_project; write access is each project's, "
+            "answered as each write is made",
+        )
+    path = f"projects/{quote(project, safe='')}"
     body: Any = (await http.request("GET", path)).json()
     permissions = body.get("permissions") if isinstance(body, dict) else None
     if not isinstance(permissions, dict):
-        return Access(None, f"GitLab did not say what the token may do in {config.routed}")
+        return Access(None, f"GitLab did not say what the token may do in {project}")
     levels: list[int] = []
     for grant in (permissions.get("project_access"), permissions.get("group_access")):
         if isinstance(grant, dict) and isinstance(grant.get("access_level"), int):
@@ -36,7 +45,7 @@ async def access(config: GitLabConfig, http: TrackerHttp) -> Access:
     role = _ROLES.get(level, f"access level {level}") if level else "no role"
     return Access(
         level >= DEVELOPER,
-        f"{role} in {config.routed}",
+        f"{role} in {project}",
         "Give the token's user the Developer role (or above) in the project, and the token "
         "the api scope",
     )

@@ -50,8 +50,11 @@ def gitlab_http_client(api_url: str, token: str, timeout_s: float) -> httpx.Asyn
 
 
 class GitLabClient:
-    """One project's endpoints. ``filters`` are the scope's filters GitLab's issue listing
-    takes (``GitLabConfig.listing_filters``): the listings that ask them pass ``scoped``."""
+    """One project's endpoints, or (``kind="groups"``) a group's listings: the group's
+    issue and merge-request listings take the same parameters, ``scope=all`` (every
+    issue, not the token user's own) and offset pages only. ``filters`` are the scope's
+    filters GitLab's issue listing takes (``GitLabConfig.listing_filters``): the listings
+    that ask them pass ``scoped``."""
 
     def __init__(
         self,
@@ -59,10 +62,15 @@ class GitLabClient:
         project: str,
         pagination: str = "auto",
         filters: Mapping[str, str] | None = None,
+        *,
+        kind: str = "projects",
     ) -> None:
         self.http = http
         self.project = project
-        self.pagination = pagination
+        self.kind = kind
+        # GitLab offers keyset pages for project issues only (18.3+), not a group's.
+        self.pagination = "offset" if kind == "groups" else pagination
+        self.every = {"scope": "all"} if kind == "groups" else {}
         self.filters = dict(filters or {})
         self._milestones: dict[str, int] | None = None  # title (casefolded) -> id
         self._users: dict[str, int] = {}
@@ -70,7 +78,7 @@ class GitLabClient:
         self._me: str | None = None
 
     def _path(self, tail: str = "") -> str:
-        return f"projects/{quote(self.project, safe='')}{tail}"
+        return f"{self.kind}/{quote(self.project, safe='')}{tail}"
 
     async def _listing(
         self, resource: str, since: str | None, extra: Mapping[str, str] | None = None
@@ -87,7 +95,12 @@ class GitLabClient:
         However it pages, the walk reads at most ``max_pages`` pages (``PageCap``).
         ``extra``: further parameters of the listing (the scope's filters, a state).
         """
-        params: dict[str, Any] = {"order_by": "updated_at", "sort": "asc", "per_page": PER_PAGE}
+        params: dict[str, Any] = {
+            "order_by": "updated_at",
+            "sort": "asc",
+            "per_page": PER_PAGE,
+            **self.every,
+        }
         if resource == "/issues":
             params["state"] = "all"
         params.update(extra or {})
@@ -147,6 +160,7 @@ class GitLabClient:
                 "GET",
                 self._path("/issues"),
                 params={
+                    **self.every,
                     "state": "all",
                     "order_by": order,
                     "sort": "desc",
@@ -216,10 +230,16 @@ class GitLabClient:
         )
 
     async def open_iids(self) -> tuple[set[int], int]:
-        """The iids of the project's open issues, and the requests the listing took.
+        """The iids of the project's open issues, and the requests the listing took."""
+        items, requests = await self.open_issues()
+        return {i["iid"] for i in items if isinstance(i.get("iid"), int)}, requests
+
+    async def open_issues(self) -> tuple[list[dict[str, Any]], int]:
+        """The open issues (with the scope's filters), and the requests the listing took.
         GitLab's REST listing has no ids-only form; keyset pagination by id where the
         server offers it."""
         params: dict[str, Any] = {
+            **self.every,
             "state": "opened",
             "order_by": "id",
             "sort": "asc",
@@ -228,8 +248,7 @@ class GitLabClient:
         if self.pagination in ("auto", "keyset"):
             params["pagination"] = "keyset"
         items, requests = await self.every_page("/issues", params)
-        iids = {i["iid"] for i in items if isinstance(i, dict) and isinstance(i.get("iid"), int)}
-        return iids, requests
+        return [i for i in items if isinstance(i, dict)], requests
 
     async def related_merge_requests(self, iid: int) -> list[dict[str, Any]]:
         return await self._every_page(f"/issues/{iid}/related_merge_requests")
@@ -256,6 +275,21 @@ class GitLabClient:
             path = body.get("path_with_namespace") if isinstance(body, dict) else None
             self._paths[project_id] = path if isinstance(path, str) else ""
         return self._paths[project_id] or None
+
+    async def group_path(self) -> str:
+        """The group's full path (``GET /groups/:id``); the client is the group's."""
+        body = (await self.http.request("GET", self._path())).json()
+        path = body.get("full_path") if isinstance(body, dict) else None
+        if not isinstance(path, str) or not path:
+            raise TrackerHttpError(
+                502, "GitLab did not say the group's full_path", method="GET", path=self._path()
+            )
+        return path
+
+    async def archived(self, project_id: int) -> bool:
+        """Whether a project is archived (``GET /projects/:id``)."""
+        body = (await self.http.request("GET", f"projects/{project_id}")).json()
+        return isinstance(body, dict) and body.get("archived") is True
 
     async def milestone_id(self, title: str) -> int | None:
         """The id of the project's milestone titled ``title`` (any state, case-insensitive),

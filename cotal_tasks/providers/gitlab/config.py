@@ -43,6 +43,9 @@ def gitlab_default_rules(
 
 # A project of several: its path (``group/project``); a numeric id only as ``project``.
 ProjectPath = Annotated[str, Field(pattern=r"^[\w.-]+(/[\w.-]+)+$", max_length=255)]
+# A group: its full path (``acme``, ``acme/platform``) or its numeric id.
+GroupRef = Annotated[str, Field(pattern=r"^[\w.-]+(/[\w.-]+)*$", max_length=255)]
+GROUP_KEYS = ("include_subgroups", "exclude_projects", "create_project")
 MAX_SOURCES = 500  # projects one endpoint reads
 # GitLab's issue types (``issue_type`` on the listing and on create).
 ISSUE_TYPES = ("issue", "incident", "test_case", "task")
@@ -62,6 +65,14 @@ class GitLabConfig(ReadsBackWrites):
     # a list of one.
     project: Annotated[str, Field(min_length=1)] | None = None
     projects: Annotated[tuple[ProjectPath, ...], Field(max_length=MAX_SOURCES)] = ()
+    # Or a group (its path or numeric id), read as one source through GitLab's group
+    # issue listing (``gitlab.group``): every project in it, subgroups included unless
+    # ``include_subgroups = false``, less those ``exclude_projects`` (path globs) names.
+    # Created tasks go to ``create_project``, a project of the group (none: refused).
+    group: GroupRef | None = None
+    include_subgroups: bool = True
+    exclude_projects: Annotated[tuple[str, ...], Field(max_length=MAX_SOURCES)] = ()
+    create_project: ProjectPath | None = None
     api_url: str = "https://gitlab.com/api/v4"
     token_env: str = "GITLAB_TOKEN"
     claimed_label: str | None = CLAIMED_LABEL
@@ -85,6 +96,14 @@ class GitLabConfig(ReadsBackWrites):
     @model_validator(mode="before")
     @classmethod
     def _one_list_of_projects(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("group") is not None:
+            return _one_group(data)
+        if isinstance(data, dict) and (given := [k for k in GROUP_KEYS if k in data]):
+            raise ValueError(
+                f'{given[0]} applies to a group endpoint only. Set group = "acme" to read '
+                "a group, or leave it out (with project or projects, route names where "
+                "created tasks go)"
+            )
         return one_list_of_sources(data, "project", "projects", "group/project", "group/a")
 
     @model_validator(mode="after")
@@ -138,7 +157,17 @@ class GitLabConfig(ReadsBackWrites):
 
     @property
     def sources(self) -> tuple[str, ...]:
+        if self.group is not None:
+            return (self.group,)
         return self.projects or (self.project or "",)
+
+    def source_lines(self) -> list[str]:
+        if self.group is None:
+            return super().source_lines()
+        subgroups = "subgroups included" if self.include_subgroups else "no subgroups"
+        excluded = f", except {', '.join(self.exclude_projects)}" if self.exclude_projects else ""
+        created = f"created in {self.create_project}" if self.create_project else "no create-task"
+        return [f"group {self.group} ({subgroups}{excluded}); {created}"]
 
     @property
     def location(self) -> str:
@@ -150,8 +179,39 @@ class GitLabConfig(ReadsBackWrites):
         several projects, ``{path}`` for the project (the task id before ``#``); the
         dashboard links each card to it. ``None`` when the project is named by its
         numeric id."""
-        if self.location.isdigit():
+        several = len(self.sources) > 1 or self.group is not None
+        if self.location.isdigit() and not several:
             return None
         web = self.api_url.rstrip("/").removesuffix("/api/v4")
-        path = self.location if len(self.sources) == 1 else "{path}"
+        path = "{path}" if several else self.location
         return f"{web}/{path}/-/issues/{{number}}"
+
+
+def _one_group(data: dict[str, Any]) -> dict[str, Any]:
+    """A group endpoint's settings, refused where they cannot work: a group is one
+    source, so it takes neither ``project``/``projects`` nor ``route`` (created tasks go
+    to ``create_project``, a project of the group)."""
+    group = str(data["group"])
+    if data.get("project") is not None or data.get("projects"):
+        raise ValueError(
+            "both group and project(s) are set. Keep one: group reads every project in it "
+            '(leave some out with exclude_projects = ["acme/sandbox"]); projects = [...] '
+            "names each project read"
+        )
+    if data.get("route") is not None:
+        raise ValueError(
+            f"route names one of several sources; a group endpoint is one source. Set "
+            f'create_project = "{group if not group.isdigit() else "acme"}/widgets" '
+            "(a project of the group) for where create-task makes its issues"
+        )
+    create = data.get("create_project")
+    if isinstance(create, str) and not group.isdigit():
+        inside = create.lower().startswith(group.lower() + "/")
+        direct = "/" not in create[len(group) + 1 :]
+        if not inside or (data.get("include_subgroups") is False and not direct):
+            where = "in" if data.get("include_subgroups", True) else "directly in"
+            raise ValueError(
+                f"create_project {create!r} is not {where} group {group}, so its issues "
+                f"would leave the endpoint's scope at once. Name a project {where} the group"
+            )
+    return data

@@ -136,7 +136,7 @@ class GitLabTracker(Tracker):
             issues: list[TrackedIssue] = []
             changed: set[int] = set()
             for item in self.boundary.page(body_of(response), "the issue listing"):
-                iid = as_int(item.get("iid")) if isinstance(item, dict) else None
+                iid = self._key(item) if isinstance(item, dict) else None
                 if not isinstance(item, dict) or iid is None:
                     self.boundary.note("item-unmappable", "an item of the issue listing")
                     continue
@@ -151,8 +151,8 @@ class GitLabTracker(Tracker):
                 # A changed issue has its evidence read: a link made in GitLab notes it on
                 # the issue (a system note), which moves its updated_at.
                 fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
-                if fresh and not self._withheld(item):
-                    found, whole = await self.evidence.read(
+                if fresh and self._links_read(item):
+                    found, whole = await self._evidence(
                         item, as_int(item.get("merge_requests_count"))
                     )
                     if whole:  # a part refused: not read, for the sweep's purposes
@@ -172,7 +172,6 @@ class GitLabTracker(Tracker):
         # read. The sweep keeps its own cursor, so an interrupted import misses none.
         swept = marks.get(MR_MARK)
         newest = swept
-        path = self.path
         async for response in self.client.merge_request_pages(self._since(swept)):
             linked: set[int] = set()
             for merge_request in self.boundary.page(response.json(), "the merge request listing"):
@@ -181,7 +180,7 @@ class GitLabTracker(Tracker):
                     continue
                 stamp = as_stamp(merge_request.get("updated_at"))
                 if swept is None or as_ms(stamp) > epoch_ms(swept):
-                    named = mapping.mentioned_issues(path, merge_request)
+                    named = self._mentioned(merge_request)
                     # An issue whose evidence this walk read after the merge request's
                     # last change already shows it.
                     linked |= {n for n in named if evidenced.get(n, -1) < as_ms(stamp)}
@@ -194,6 +193,23 @@ class GitLabTracker(Tracker):
                 pages=0,
                 remember={MARKS: {**marks, MR_MARK: newest}} if newest else None,
             )
+
+    def _key(self, item: dict[str, Any]) -> int | None:
+        """A listed issue's number (a group's: its project's id and its iid together)."""
+        return as_int(item.get("iid"))
+
+    def _links_read(self, item: dict[str, Any]) -> bool:
+        """Whether a changed issue's links are read (a withheld one's are not)."""
+        return not self._withheld(item)
+
+    async def _evidence(
+        self, item: dict[str, Any], count: int | None = None
+    ) -> tuple[list[Evidence], bool]:
+        return await self.evidence.read(item, count)
+
+    def _mentioned(self, merge_request: dict[str, Any]) -> set[int]:
+        """The issues of this source a changed merge request names."""
+        return mapping.mentioned_issues(self.path, merge_request)
 
     async def _listings(
         self, since: str | None, horizon: Any

@@ -9,6 +9,7 @@ import secrets
 from collections.abc import Mapping
 from typing import Any
 
+from cotal_tasks.providers.gitlab.group import GitLabGroupTracker
 from cotal_tasks.providers.gitlab.mapping import mentioned_issues
 from cotal_tasks.providers.gitlab.tracker import GitLabTracker
 from cotal_tasks.providers.hosted.boundary import as_dict, as_int, as_str
@@ -78,9 +79,13 @@ def issues_named(payload: Mapping[str, Any], path: str) -> set[int]:
 
 def named(tracker: GitLabTracker, event: str, payload: Mapping[str, Any]) -> set[int]:
     """The issues a delivery names, read with the project's path (the delivery's own,
-    while a numeric project's path is not known yet)."""
+    while a numeric project's path is not known yet). A group's source numbers them with
+    the delivery's project (a group hook fires for every project of the group)."""
+    path, pid = project_of(payload)
+    if isinstance(tracker, GitLabGroupTracker):
+        return tracker.numbers_named(pid, path, issues_named(payload, path or ""))
     own = tracker.path if tracker.path_known else None
-    return issues_named(payload, own or project_of(payload)[0] or "")
+    return issues_named(payload, own or path or "")
 
 
 SCHEME: Scheme[GitLabTracker] = Scheme(
