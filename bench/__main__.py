@@ -20,6 +20,7 @@ from bench import (
     cli,
     github,
     gitlab,
+    gitlab_group,
     hostile,
     hostile_listener,
     hostile_wire,
@@ -43,6 +44,7 @@ PARTS = (
     "github",
     "scope",
     "gitlab",
+    "gitlab-group",
     "jira",
     "linear",
     "twoway",
@@ -111,6 +113,8 @@ async def main() -> None:
         await scope.main(rounds=opts.github_rounds)
     if "gitlab" in parts:
         await gitlab.main(issues=opts.gitlab_issues, rounds=opts.gitlab_rounds)
+    if "gitlab-group" in parts:
+        await gitlab_group.main(rounds=opts.gitlab_rounds)
     if "jira" in parts:
         await jira.main(issues=opts.jira_issues, rounds=opts.jira_rounds)
     if "linear" in parts:
