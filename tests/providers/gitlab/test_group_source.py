@@ -225,12 +225,16 @@ async def test_a_group_hook_wakes_the_issue_of_the_project_it_names(
         assert (await receive(headers, other)) == 404  # not the group's project
 
 
-async def test_the_preview_of_a_group_shows_why_an_issue_is_left_out(
+async def test_the_preview_of_a_group_shows_why_a_project_or_the_scope_leaves_an_issue_out(
     gitlab: FakeGitLab, gitlab_url: str
 ) -> None:
     seed(gitlab)
     settings = GitLabConfig.model_validate(
-        {**group(include_subgroups=False), "api_url": gitlab_url, "token_env": TOKEN_ENV}
+        {
+            **group(include_subgroups=False, exclude_projects=["ACME/gadg*"]),
+            "api_url": gitlab_url,
+            "token_env": TOKEN_ENV,
+        }
     )
     show = provider("gitlab").preview
     assert show is not None
@@ -238,6 +242,7 @@ async def test_the_preview_of_a_group_shows_why_an_issue_is_left_out(
     assert shown[f"{PROJECT}#1"] == "opened"
     assert shown[f"{PROJECT}#2"] == f"out of scope: label {READY} missing"
     assert shown[f"{API}#1"] == f"out of scope: project {API} is in a subgroup of acme"
+    assert shown[f"{GADGETS}#1"] == f"out of scope: project {GADGETS} is excluded"
     assert f"{ELSEWHERE}#1" not in shown
 
 
