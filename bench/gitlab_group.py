@@ -8,7 +8,8 @@ forms of the endpoint:
 - the import: every request of the first poll, divided by what the scoped listings need.
   A group's listing pages by offset (GitLab offers keyset pages for a project's issues
   only), and each next page asks again from the last ``updated_at`` read, so ``L``
-  labelled issues take ``1 + ceil((L - 100) / 99)`` pages, plus one merge-request page;
+  labelled issues take ``1 + ceil((L - 100) / 99)`` pages, plus one merge-request page
+  and the group's path (``GET /groups/:id``, once);
   a project's, ``ceil(labelled / 100)`` keyset pages and one merge-request page each.
   Commit mentions are off (``commit_mentions = false``), so no issue's notes are read;
 - an unchanged poll: its requests, divided by the sources the form has (the group: one),
@@ -102,8 +103,9 @@ async def one_run(fake: FakeGitLab, api_url: str, data_dir: Path, form: dict[str
 
 
 def needed_by_group() -> int:
-    """The group's offset pages of the labelled issues, and its merge-request page."""
-    return 1 + math.ceil((LABELLED - 100) / 99) + 1
+    """The group's path (asked once), its offset pages of the labelled issues, and its
+    merge-request page."""
+    return 1 + 1 + math.ceil((LABELLED - 100) / 99) + 1
 
 
 def needed_by_projects() -> int:

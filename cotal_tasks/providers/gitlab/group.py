@@ -74,10 +74,10 @@ class GitLabGroupTracker(GitLabTracker):
         super().__init__(client, config, boundary, config.location)
         self.known_id = None  # a group's id names no project's deliveries
         self.holds = self._holds
-        group = config.location
-        # The group's full path, which an issue's project path must start with; a group
-        # named by its id asks GitLab once (``resolve``).
-        self.group_path: str | None = None if group.isdigit() else group
+        # The group's full path, which an issue's project path must start with, asked of
+        # GitLab once (``resolve``): a group named by its id, or renamed since the
+        # config named it, is known by its path now.
+        self.group_path: str | None = None
         self.paths: dict[int, str] = {}  # project id -> the path its task ids carry
         self._ids: dict[str, int] = {}  # task id prefix (casefolded) -> project id
         self._projects: dict[int, GitLabTracker] = {}
@@ -154,7 +154,7 @@ class GitLabGroupTracker(GitLabTracker):
 
     # -- inside the group or not ------------------------------------------------------------
     async def resolve(self) -> None:
-        """The group's full path, asked of GitLab once when it is named by its id."""
+        """The group's full path, asked of GitLab once (``GET /groups/:id``)."""
         if self.group_path is None:
             self.group_path = await self.client.group_path()
 
