@@ -287,3 +287,22 @@ def test_group_settings_that_cannot_work_are_refused_naming_the_remedy(
 ) -> None:
     with pytest.raises(ValidationError, match=says):
         GitLabConfig.model_validate(settings)
+
+
+async def test_a_group_by_id_knows_its_projects_tasks_after_a_restart_before_any_poll(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    """The paths a group's tasks carry are kept in its checkpoint: a seat's write right
+    after a restart finds its issue before the first poll has read anything."""
+    presence.put(BUILDER, environment=None)
+    seed(gitlab)
+    by_id = group(group=str(gitlab.groups["acme"]))
+    async with open_gitlab(gitlab, gitlab_url, tmp_path / "g", presence=presence, **by_id) as g:
+        await g.poll()
+        assert f"{API}#1" in task_ids(await g.all_tasks())
+        asked = [r for r in gitlab.requests if r.matches("GET", f"/api/v4/groups/{by_id['group']}")]
+        assert len(asked) == 1  # its full path, once
+    async with open_gitlab(gitlab, gitlab_url, tmp_path / "g", presence=presence, **by_id) as g:
+        claimed = await g.client.claim(BUILDER, f"{API}#1")
+        assert claimed["status"] == "claimed"
+        assert gitlab.issue(API, 1).assignees == [SEAT_USER]
