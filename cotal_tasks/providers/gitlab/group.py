@@ -27,7 +27,6 @@ left; one that left and is listed again is read, and comes back.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from collections.abc import AsyncIterator, Mapping
 from fnmatch import fnmatchcase
@@ -49,8 +48,6 @@ from cotal_tasks.providers.hosted.tracker import (
     TrackedIssue,
     TrackerChange,
 )
-
-log = logging.getLogger(__name__)
 
 PROJECTS = "projects"  # the checkpoint's entry: project id -> the path its tasks carry
 IID_BITS = 32  # GitLab's iids are 32-bit integers
