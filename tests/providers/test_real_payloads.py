@@ -120,6 +120,22 @@ def test_github_evidence_from_recorded_events_and_pull_requests() -> None:
     assert github_hook.issues_named("pull_request", opened, "Codertocat/Hello-World") == set()
 
 
+def test_a_delivery_naming_more_than_it_refreshes_is_read_no_further() -> None:
+    """A delivery naming more issues than ``webhook_max_issues`` wakes one poll, so its
+    text is read only until that many and one more are found: a pull request or merge
+    request mentioning thousands costs the listener what one naming 21 costs. Before,
+    every mention was read (most of what a flood's delivery cost the event loop)."""
+    opened = copy.deepcopy(load("github/webhook-pull-request-opened.json"))
+    opened["pull_request"]["body"] = " ".join(f"#{n}" for n in range(10, 5010))
+    repo = "Codertocat/Hello-World"
+    assert github_hook.issues_named("pull_request", opened, repo, 20) == set(range(10, 31))
+    assert len(github_hook.issues_named("pull_request", opened, repo)) == 5000  # unbounded
+    (mr,) = load("gitlab/doc-related-merge-requests.json")
+    mr = {**mr, "title": "Many", "description": " ".join(f"#{n}" for n in range(1, 100))}
+    hook = {"object_kind": "merge_request", "object_attributes": mr}
+    assert gitlab_hook.issues_named(hook, "twitter/flight", 20) == set(range(1, 22))
+
+
 def test_github_a_transfer_delivery_wakes_the_issue() -> None:
     payload = load("github/webhook-issues-transferred.json")
     assert github_hook.issues_named("issues", payload, "octo-org/octo-repo") == {1}

@@ -175,6 +175,7 @@ class PortOnly:
     rereads: int = 0
     checked: int = 0  # ``delivered`` asked: only before a lookup
     moves: list[str] = field(default_factory=list)
+    namings: int = 0  # ``named`` asked: only of a first delivery
 
     async def remembered_id(self) -> int | None:
         return None
@@ -183,6 +184,7 @@ class PortOnly:
         self.known_id = pid
 
     def named(self, event: str, payload: Mapping[str, Any]) -> set[int] | None:
+        self.namings += 1
         return set(payload.get("issues", ()))
 
     async def lookup(self, event: str, payload: Mapping[str, Any]) -> Looked | None:
@@ -223,7 +225,7 @@ SCHEME: Scheme[ListTracker] = Scheme(
     verify=lambda secret, headers, body: headers.get("x-sig") == secret.decode(),
     source=lambda payload: (payload.get("repo"), None),
     delivery=lambda headers, _payload: headers.get("x-id"),
-    named=lambda tracker, event, payload: set(),
+    named=lambda tracker, most, event, payload: set(),
     lookup=None,  # the receiver's own lookup answers (PortOnly.lookup)
     lookup_events=frozenset({"renamed"}),
 )
@@ -242,6 +244,7 @@ async def test_the_route_asks_only_what_the_receiver_port_declares() -> None:
     assert stub.woken == [{4, 5}]
     assert stub.checked == 0  # an event no lookup serves costs no read before it is taken
     assert (await receive(signed, body)).message == "delivery already received"
+    assert stub.namings == 1  # a redelivery's issues are not read again
 
     many = b'{"repo": "acme/widgets", "issues": [1, 2, 3, 4]}'
     assert (await receive({**signed, "x-id": "d2"}, many)).status == 202

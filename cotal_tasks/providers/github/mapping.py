@@ -81,7 +81,9 @@ def gone(repository: str, number: int, fate: str) -> TrackedIssue:
     return TrackedIssue.vanished(number, task_id(repository, number), fate)
 
 
-def mentioned_issues(repository: str, pull: Mapping[str, Any]) -> set[int]:
-    """The issue numbers of this repository a pull request's title or body mentions."""
+def mentioned_issues(repository: str, pull: Mapping[str, Any], most: int | None = None) -> set[int]:
+    """The issue numbers of this repository a pull request's title or body mentions
+    (``most``: read no further once more than that many are found)."""
     text = f"{as_str(pull.get('title')) or ''}\n{as_str(pull.get('body')) or ''}"
-    return mentioned_numbers(text, repository, exclude=as_int(pull.get("number")) or 0)
+    number = as_int(pull.get("number")) or 0
+    return mentioned_numbers(text, repository, exclude=number, most=most)

@@ -53,16 +53,19 @@ def signature_valid(secret: bytes, body: bytes, header: str | None) -> bool:
     return hmac.compare_digest(expected.encode(), header.encode())
 
 
-def issues_named(event: str, payload: Mapping[str, Any], repository: str) -> set[int]:
-    """The issue numbers a delivery is about (none for events the sync does not need)."""
+def issues_named(
+    event: str, payload: Mapping[str, Any], repository: str, most: int | None = None
+) -> set[int]:
+    """The issue numbers a delivery is about (none for events the sync does not need);
+    ``most``: a pull request's text is read no further once more are found."""
     if event in ("issues", "issue_comment"):
         issue = as_dict(payload.get("issue"))
         if is_pull_request(issue):
-            return mentioned_issues(repository, issue)
+            return mentioned_issues(repository, issue, most)
         number = as_int(issue.get("number"))
         return {number} if number else set()
     if event == "pull_request":
-        return mentioned_issues(repository, as_dict(payload.get("pull_request")))
+        return mentioned_issues(repository, as_dict(payload.get("pull_request")), most)
     return set()
 
 
@@ -147,7 +150,7 @@ SCHEME: Scheme[GitHubTracker] = Scheme(
     ),
     source=source,
     delivery=lambda headers, _payload: headers.get(DELIVERY_HEADER),
-    named=lambda tracker, event, payload: issues_named(event, payload, tracker.repo),
+    named=lambda tracker, most, event, payload: issues_named(event, payload, tracker.repo, most),
     # An organisation's hook says hello: no repository, nothing to sync.
     hello=lambda event, payload: event == PING,
     lookup=lookup,

@@ -120,9 +120,13 @@ def gone(path: str, iid: int, fate: str) -> TrackedIssue:
     return TrackedIssue.vanished(iid, task_id(path, iid), fate)
 
 
-def mentioned_issues(path: str, merge_request: Mapping[str, Any]) -> set[int]:
+def mentioned_issues(
+    path: str, merge_request: Mapping[str, Any], most: int | None = None
+) -> set[int]:
+    """The issue iids of the project ``path`` a merge request's title or description
+    mentions (``most``: read no further once more than that many are found)."""
     title, text = as_str(merge_request.get("title")), as_str(merge_request.get("description"))
-    return mentioned_numbers(f"{title or ''}\n{text or ''}", path, autolinks=False)
+    return mentioned_numbers(f"{title or ''}\n{text or ''}", path, autolinks=False, most=most)
 
 
 def merge_request_path(merge_request: Mapping[str, Any]) -> str | None:

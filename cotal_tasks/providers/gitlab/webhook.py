@@ -60,10 +60,11 @@ def project_of(payload: Mapping[str, Any]) -> tuple[str | None, int | None]:
     return (path or None, pid)
 
 
-def issues_named(payload: Mapping[str, Any], path: str) -> set[int]:
+def issues_named(payload: Mapping[str, Any], path: str, most: int | None = None) -> set[int]:
     """The issue iids a hook is about. A work item (a task, or an issue edited in the new
     UI on GitLab 17.x) comes as an Issue Hook with ``object_kind: "work_item"``: its iid is
-    an issue iid of the project like any other."""
+    an issue iid of the project like any other. ``most``: a merge request's text is read
+    no further once more are found."""
     kind = payload.get("object_kind")
     attributes = as_dict(payload.get("object_attributes"))
     if kind in ("issue", "work_item"):
@@ -73,19 +74,19 @@ def issues_named(payload: Mapping[str, Any], path: str) -> set[int]:
         iid = as_int(as_dict(payload.get("issue")).get("iid"))
         return {iid} if iid else set()
     if kind == "merge_request":
-        return mentioned_issues(path, attributes)
+        return mentioned_issues(path, attributes, most)
     return set()
 
 
-def named(tracker: GitLabTracker, event: str, payload: Mapping[str, Any]) -> set[int]:
+def named(tracker: GitLabTracker, most: int, event: str, payload: Mapping[str, Any]) -> set[int]:
     """The issues a delivery names, read with the project's path (the delivery's own,
     while a numeric project's path is not known yet). A group's source numbers them with
     the delivery's project (a group hook fires for every project of the group)."""
     path, pid = project_of(payload)
     if isinstance(tracker, GitLabGroupTracker):
-        return tracker.numbers_named(pid, path, issues_named(payload, path or ""))
+        return tracker.numbers_named(pid, path, issues_named(payload, path or "", most))
     own = tracker.path if tracker.path_known else None
-    return issues_named(payload, own or path or "")
+    return issues_named(payload, own or path or "", most)
 
 
 SCHEME: Scheme[GitLabTracker] = Scheme(

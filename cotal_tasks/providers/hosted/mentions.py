@@ -17,11 +17,18 @@ _AUTOLINK = re.compile(r"(?:^|[^\w/-])GH-(?P<number>\d{1,9})\b")
 
 
 def mentioned_numbers(
-    text: str, own_path: str, *, exclude: int | None = None, autolinks: bool = True
+    text: str,
+    own_path: str,
+    *,
+    exclude: int | None = None,
+    autolinks: bool = True,
+    most: int | None = None,
 ) -> set[int]:
     """The issue numbers of ``own_path`` that ``text`` mentions (other projects ignored);
-    ``autolinks``: ``GH-12`` counts too (GitHub's own form)."""
-    found = set()
+    ``autolinks``: ``GH-12`` counts too (GitHub's own form). ``most``: the reading stops
+    once more than that many are found (a webhook that names more than it refreshes
+    wakes one poll instead, so the rest need not be read: ``most`` + 1 numbers say so)."""
+    found: set[int] = set()
     patterns = (_MENTION, _ADDRESS, _AUTOLINK) if autolinks else (_MENTION, _ADDRESS)
     for pattern in patterns:
         for match in pattern.finditer(text):
@@ -31,4 +38,6 @@ def mentioned_numbers(
             number = int(match.group("number"))
             if number != exclude:
                 found.add(number)
+                if most is not None and len(found) > most:
+                    return found
     return found

@@ -7,7 +7,9 @@ decoded (by the tracker's own scheme, in constant time, against every endpoint's
 one that no endpoint's secret verifies is 401, with the same answer whether or not this
 bridge syncs what it names, and changes nothing. Only a verified body is parsed; one that
 does not parse (not JSON, not an object, nested too deep) is 400. A delivery seen before
-(by its delivery id) is acknowledged and ignored. Otherwise it only wakes the endpoint's
+(by its delivery id) is acknowledged and ignored, before the issues it names are read
+from it (a pull request's text can name thousands: a replayed delivery costs none of
+that). Otherwise it only wakes the endpoint's
 sync for the issues it names, on whichever instance leads it (``hosted.wakes``), and at
 most ``webhook_max_issues`` of them: a delivery naming more wakes one poll instead.
 Polling stays the source of truth.
@@ -280,8 +282,10 @@ def not_synced(what: str) -> WebhookReply:
     )
 
 
-# (tracker, event, payload) -> the issues a delivery names, as the tracker reads them.
-Named = Callable[[T, str, Mapping[str, Any]], set[int]]
+# (tracker, most, event, payload) -> the issues a delivery names, as the tracker reads
+# them; past ``most`` (``webhook_max_issues``) it may stop reading: ``most`` + 1 of them
+# say the delivery names more than it refreshes.
+Named = Callable[[T, int, str, Mapping[str, Any]], set[int]]
 # (tracker, most, event, payload) -> what the tracker says the delivery names (asked of
 # it); ``None``: nothing of this endpoint (or no lookup for this event).
 Lookup = Callable[[T, int, str, Mapping[str, Any]], Awaitable[Looked | None]]
@@ -329,19 +333,21 @@ async def rediscovered(
 async def accept(
     endpoint: WebhookReceiver,
     delivery: str | None,
-    named: set[int] | None,
+    named: Callable[[], set[int] | None],
     tracker: str,
     *,
     reread: bool = False,
     moved: bool = False,
 ) -> WebhookReply:
     """Deduplicate a verified delivery by its id, then wake the sync for what it names
-    (``None``: the payload named nothing readable; the poll finds the change;
+    (``named()``, asked of a first delivery only: reading the issues a large body names
+    is most of what a delivery costs, and a redelivery's were read the first time;
+    ``None``: the payload named nothing readable; the poll finds the change;
     ``reread``: the next poll reads every issue again; ``moved``: the source moved beyond
     what it names, and its next poll reads its feed)."""
-    numbers = named or set()
     if (seen := await seen_before(endpoint, delivery, tracker)) is not None:
         return seen
+    numbers = named() or set()
     if moved:
         try:
             await endpoint.moved(f"{tracker}:{delivery}")
@@ -359,8 +365,8 @@ async def accept(
         await endpoint.wake(set())  # one poll, not a refresh per issue named
         return WebhookReply(
             202,
-            f"accepted; {len(numbers)} issues named, more than webhook_max_issues ({limit}): "
-            "the next poll reads what changed",
+            f"accepted; it names more than webhook_max_issues ({limit}) issues: the next "
+            "poll reads what changed",
         )
     if numbers:
         await endpoint.wake(numbers)
@@ -430,7 +436,7 @@ class Scheme(Generic[T]):
             sync,
             boundary,
             clock,
-            names=lambda event, payload: self.named(tracker, event, payload),
+            names=lambda event, payload: self.named(tracker, max_issues, event, payload),
             looks_up=None if lookup is None else looks_up,
             learned_id=lambda: tracker.known_id,
             max_issues=max_issues,
@@ -501,11 +507,10 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
             return endpoint
         if (looked := await ask(scheme, endpoint, event, headers, payload)) is not None:
             return looked
-        named = endpoint.named(event, payload)
         return await accept(
             endpoint,
             scheme.delivery(headers, payload),
-            named,
+            lambda: endpoint.named(event, payload),
             scheme.tracker,
             moved=event in scheme.moves,
         )
@@ -539,7 +544,7 @@ async def ask(
     if looked is None:
         return None
     numbers = None if looked.numbers is None else set(looked.numbers)
-    return await accept(endpoint, delivery, numbers, scheme.tracker, reread=numbers is None)
+    return await accept(endpoint, delivery, lambda: numbers, scheme.tracker, reread=numbers is None)
 
 
 async def unsourced(

@@ -62,8 +62,8 @@ def issues_named(payload: Mapping[str, Any], project: str) -> set[int]:
     return {number} if where == project else set()
 
 
-def named(tracker: JiraTracker, event: str, payload: Mapping[str, Any]) -> set[int]:
-    return issues_named(payload, tracker.path)
+def named(tracker: JiraTracker, most: int, event: str, payload: Mapping[str, Any]) -> set[int]:
+    return issues_named(payload, tracker.path)  # one issue at most: ``most`` never binds
 
 
 SCHEME: Scheme[JiraTracker] = Scheme(

@@ -89,8 +89,8 @@ def issues_named(payload: Mapping[str, Any], tracker: LinearTracker) -> set[int]
     return {number} if mine and number is not None else None
 
 
-def named(tracker: LinearTracker, event: str, payload: Mapping[str, Any]) -> set[int]:
-    return issues_named(payload, tracker) or set()
+def named(tracker: LinearTracker, most: int, event: str, payload: Mapping[str, Any]) -> set[int]:
+    return issues_named(payload, tracker) or set()  # one issue at most: ``most`` never binds
 
 
 async def lookup(
