@@ -9,9 +9,11 @@ bridge syncs what it names, and changes nothing. Only a verified body is parsed;
 does not parse (not JSON, not an object, nested too deep) is 400. A delivery seen before
 (by its delivery id) is acknowledged and ignored, before the issues it names are read
 from it (a pull request's text can name thousands: a replayed delivery costs none of
-that). Otherwise it only wakes the endpoint's
-sync for the issues it names, on whichever instance leads it (``hosted.wakes``), and at
-most ``webhook_max_issues`` of them: a delivery naming more wakes one poll instead.
+that); the ids a receiver recorded lately are remembered in memory too (``Deliveries``),
+so a replay of one is answered without a round trip to the mirror. Otherwise it only
+wakes the endpoint's sync for the issues it names, on whichever instance leads it
+(``hosted.wakes``), and at most ``webhook_max_issues`` of them: a delivery naming more
+wakes one poll instead.
 Polling stays the source of truth.
 
 Some deliveries name their issues only through the tracker (``Scheme.lookup``): a renamed
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -55,10 +58,49 @@ log = logging.getLogger(__name__)
 
 NOT_AN_OBJECT = "the body is not a JSON object. Send the tracker's JSON webhook payload"
 DELIVERY_KEEP_MS = 3 * 24 * 3600 * 1000  # GitHub redelivers up to three days back
+REMEMBERED = 4096  # delivery ids a receiver remembers in memory (``Deliveries``)
 UNMAPPABLE: Reason = "webhook-unmappable"
 ID_KEY = "webhook-project-id"  # beside the sync checkpoint: the id deliveries carry
 Headers = Mapping[str, str]  # a delivery's headers, lower-case names
 T = TypeVar("T", bound=Tracker)  # a tracker folder's own tracker
+
+
+@dataclass
+class Deliveries:
+    """The delivery ids a receiver took: kept in the mirror for ``DELIVERY_KEEP_MS`` (so
+    every instance sharing it sees them), and those this process recorded there lately
+    (the latest ``REMEMBERED``) in memory too, so a replayed delivery (a flood's cheapest
+    shape to send) is answered without a round trip to the mirror: most of what a replay
+    cost. An id in memory is in the mirror, recorded at the time kept beside it, so the
+    answer is the mirror's; one forgotten, or recorded by another instance, is asked of
+    the mirror."""
+
+    checkpoints: Checkpoints
+    clock: Callable[[], int]
+    _recorded: OrderedDict[str, int] = field(default_factory=OrderedDict)
+
+    def _recent(self, delivery_id: str, now: int) -> bool:
+        at = self._recorded.get(delivery_id)
+        return at is not None and now - at < DELIVERY_KEEP_MS
+
+    async def first(self, delivery_id: str) -> bool:
+        """Record a delivery id; ``False`` when it was taken already."""
+        now = self.clock()
+        if self._recent(delivery_id, now):
+            return False
+        first = await self.checkpoints.first_delivery(delivery_id, now, DELIVERY_KEEP_MS)
+        if first:  # recorded now (one recorded before: the mirror knows since when)
+            self._recorded[delivery_id] = now
+            if len(self._recorded) > REMEMBERED:
+                self._recorded.popitem(last=False)
+        return first
+
+    async def taken(self, delivery_id: str) -> bool:
+        """Whether a delivery id was taken (nothing is recorded: ``first`` does that)."""
+        now = self.clock()
+        if self._recent(delivery_id, now):
+            return True
+        return await self.checkpoints.delivered(delivery_id, now, DELIVERY_KEEP_MS)
 
 
 @dataclass
@@ -87,12 +129,16 @@ class HookTarget:
     # stable id, its path) is one of them; ``path`` then names the group, not a project.
     # ``None``: a source of one project (the tracker's ``holds``).
     holds: Callable[[int | None, str | None], bool] | None = None
+    deliveries: Deliveries = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deliveries = Deliveries(self.checkpoints, self.clock)
 
     async def first_delivery(self, delivery_id: str) -> bool:
-        return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+        return await self.deliveries.first(delivery_id)
 
     async def delivered(self, delivery_id: str) -> bool:
-        return await self.checkpoints.delivered(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+        return await self.deliveries.taken(delivery_id)
 
     async def wake(self, numbers: set[int]) -> None:
         self.sync.wake(numbers)  # this instance's sync, if it leads
@@ -153,6 +199,10 @@ class SetTarget:
     path: str = ""  # matches no delivery's repository or project
     known_id: int | None = None
     holds: Callable[[int | None, str | None], bool] | None = None  # holds none
+    deliveries: Deliveries = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deliveries = Deliveries(self.checkpoints, self.clock)
 
     async def remembered_id(self) -> int | None:
         return None
@@ -167,10 +217,10 @@ class SetTarget:
         return None
 
     async def first_delivery(self, delivery_id: str) -> bool:
-        return await self.checkpoints.first_delivery(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+        return await self.deliveries.first(delivery_id)
 
     async def delivered(self, delivery_id: str) -> bool:
-        return await self.checkpoints.delivered(delivery_id, self.clock(), DELIVERY_KEEP_MS)
+        return await self.deliveries.taken(delivery_id)
 
     async def wake(self, numbers: set[int]) -> None:
         self.soon()
