@@ -143,8 +143,11 @@ class WebhookReceiver(Protocol):
         or an event no lookup serves."""
         ...
 
-    async def first_delivery(self, delivery_id: str) -> bool:
-        """Record ``delivery_id``; ``False`` when it was seen before (a redelivery)."""
+    async def first_delivery(self, delivery_id: str, *, moved: bool = False) -> bool:
+        """Record ``delivery_id``; ``False`` when it was seen before (a redelivery).
+        ``moved``: the delivery says the source moved beyond the issues it names, kept
+        with the id (one commit), so the next poll, on whichever instance leads, reads
+        what the source's tracker otherwise reads on its own cadence."""
         ...
 
     async def delivered(self, delivery_id: str) -> bool:
@@ -169,12 +172,6 @@ class WebhookReceiver(Protocol):
 
     async def rediscover(self) -> None:
         """Discover the endpoint's sources again now (a webhook says the set changed)."""
-        ...
-
-    async def moved(self, mark: str) -> None:
-        """The source moved beyond the issues the delivery names (``mark``: its id): the
-        next poll, on whichever instance leads, reads what the source's tracker otherwise
-        reads on its own cadence."""
         ...
 
 

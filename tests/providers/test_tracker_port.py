@@ -190,10 +190,12 @@ class PortOnly:
     async def lookup(self, event: str, payload: Mapping[str, Any]) -> Looked | None:
         return Looked(None) if event == "renamed" else None
 
-    async def first_delivery(self, delivery_id: str) -> bool:
+    async def first_delivery(self, delivery_id: str, *, moved: bool = False) -> bool:
         if delivery_id in self.recorded:
             return False
         self.recorded.add(delivery_id)
+        if moved:
+            self.moves.append(delivery_id)
         return True
 
     async def delivered(self, delivery_id: str) -> bool:
@@ -211,9 +213,6 @@ class PortOnly:
 
     async def rediscover(self) -> None:
         return None
-
-    async def moved(self, mark: str) -> None:
-        self.moves.append(mark)
 
 
 SCHEME: Scheme[ListTracker] = Scheme(

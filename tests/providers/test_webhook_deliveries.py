@@ -48,3 +48,32 @@ async def test_a_replay_is_answered_from_memory_and_the_rest_by_the_mirror(
             await deliveries.first("github:d1")
     finally:
         await store.close()
+
+
+async def test_a_delivery_and_what_it_says_moved_are_one_commit_on_each_backend(
+    board: BoardStore,
+) -> None:
+    """``first_delivery`` records an id and, for a new one only, the checkpoint values
+    handed with it, in one transaction; an id past the keeping window counts as new
+    though it was not deleted yet (expired ids are deleted at most once a minute)."""
+    checkpoints = board.checkpoints()
+    keep = DELIVERY_KEEP_MS
+    moved = {"github:acme/x:moved": {"moved": "github:d1"}}
+    assert await checkpoints.first_delivery("github:d1", NOW, keep, saves=moved)
+    assert await checkpoints.load("github:acme/x:moved") == {"moved": "github:d1"}
+
+    again = {"github:acme/x:moved": {"moved": "github:again"}}
+    assert not await checkpoints.first_delivery("github:d1", NOW + 1, keep, saves=again)
+    assert await checkpoints.load("github:acme/x:moved") == {"moved": "github:d1"}
+    assert await checkpoints.delivered("github:d1", NOW + 1, keep)
+
+    # Expired ids were deleted a moment before d1 expired (d2's record); within the
+    # minute after, nothing is deleted, yet d1 past the window is new again, and its
+    # record starts over from now.
+    assert await checkpoints.first_delivery("github:d2", NOW + keep - 30_000, keep)
+    later = NOW + keep + 1
+    assert not await checkpoints.delivered("github:d1", later, keep)
+    assert await checkpoints.first_delivery("github:d1", later, keep, saves=again)
+    assert await checkpoints.load("github:acme/x:moved") == {"moved": "github:again"}
+    assert not await checkpoints.first_delivery("github:d1", later + 1, keep)
+    assert await checkpoints.delivered("github:d1", later + 1, keep)

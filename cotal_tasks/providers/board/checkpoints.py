@@ -4,14 +4,18 @@ checkpoints (a JSON value per key) and the webhook deliveries already seen."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import insert, select, update
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from cotal_tasks.core import ContractError, ErrorCode
 from cotal_tasks.providers.board import tables
+
+PRUNE_EVERY_MS = 60_000  # expired delivery ids are deleted at most this often
 
 
 def mirror_unavailable(what: str, exc: BaseException) -> ContractError:
@@ -30,6 +34,7 @@ class Checkpoints:
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
+        self._pruned_at: int | None = None  # when expired delivery ids were last deleted
 
     @property
     def engine(self) -> AsyncEngine:
@@ -56,15 +61,9 @@ class Checkpoints:
         return loaded
 
     async def save(self, key: str, value: dict[str, Any], now: int) -> None:
-        s = tables.sync_state
-        text = json.dumps(value, separators=(",", ":"), sort_keys=True)
         try:
             async with self._engine.begin() as conn:
-                result = await conn.execute(
-                    update(s).where(s.c.key == key).values(value=text, updated_at=now)
-                )
-                if result.rowcount == 0:
-                    await conn.execute(insert(s).values(key=key, value=text, updated_at=now))
+                await _put(conn, key, value, now)
         except (SQLAlchemyError, OSError) as exc:
             raise mirror_unavailable("sync state", exc) from exc
 
@@ -81,17 +80,52 @@ class Checkpoints:
         except (SQLAlchemyError, OSError) as exc:
             raise mirror_unavailable("webhook deliveries", exc) from exc
 
-    async def first_delivery(self, delivery_id: str, now: int, keep_ms: int) -> bool:
-        """Record a webhook delivery id; ``False`` when it was seen already."""
+    async def first_delivery(
+        self,
+        delivery_id: str,
+        now: int,
+        keep_ms: int,
+        *,
+        saves: Mapping[str, dict[str, Any]] | None = None,
+    ) -> bool:
+        """Record a webhook delivery id; ``False`` when it was recorded within ``keep_ms``
+        (an older record is taken over: the id counts as new). ``saves``: checkpoint
+        values written with a new id, in the same transaction (one commit for both), and
+        not at all for a redelivery. Expired ids are deleted here at most once every
+        ``PRUNE_EVERY_MS``: a delivery's commit is on a webhook's path."""
         d = tables.deliveries
+        prune = self._pruned_at is None or not 0 <= now - self._pruned_at < PRUNE_EVERY_MS
         try:
             async with self._engine.begin() as conn:
-                await conn.execute(d.delete().where(d.c.received_at < now - keep_ms))
-                try:
-                    async with conn.begin_nested():
-                        await conn.execute(insert(d).values(id=delivery_id, received_at=now))
-                except IntegrityError:
-                    return False
+                if prune:
+                    await conn.execute(d.delete().where(d.c.received_at < now - keep_ms))
+                new = _insert(conn)(d).values(id=delivery_id, received_at=now)
+                recorded = await conn.execute(
+                    new.on_conflict_do_update(
+                        index_elements=[d.c.id],
+                        set_={"received_at": new.excluded.received_at},
+                        where=d.c.received_at < now - keep_ms,
+                    )
+                )
+                first = recorded.rowcount != 0
+                for key, value in (saves or {}).items() if first else ():
+                    await _put(conn, key, value, now)
         except (SQLAlchemyError, OSError) as exc:
             raise mirror_unavailable("webhook deliveries", exc) from exc
-        return True
+        if prune:
+            self._pruned_at = now
+        return first
+
+
+def _insert(conn: AsyncConnection) -> Any:
+    """The dialect's own ``insert`` (with ``on_conflict_do_update``): SQLite or PostgreSQL."""
+    return postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+
+
+async def _put(conn: AsyncConnection, key: str, value: dict[str, Any], now: int) -> None:
+    """Write one checkpoint value in ``conn``'s transaction."""
+    s = tables.sync_state
+    text = json.dumps(value, separators=(",", ":"), sort_keys=True)
+    result = await conn.execute(update(s).where(s.c.key == key).values(value=text, updated_at=now))
+    if result.rowcount == 0:
+        await conn.execute(insert(s).values(key=key, value=text, updated_at=now))

@@ -161,7 +161,10 @@ class BoardStore:
             connect_args["timeout"] = BUSY_TIMEOUT_MS / 1000
         else:
             connect_args["timeout"] = connect_timeout_s
-        engine = create_async_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+        # A PostgreSQL connection can go stale (the server restarted): each checkout pings
+        # it first. A SQLite file's cannot, and the ping was a thread round trip a
+        # checkout (a webhook's delivery record is one).
+        engine = create_async_engine(parsed, pool_pre_ping=file is None, connect_args=connect_args)
         if file is not None:
             event.listen(engine.sync_engine, "connect", _sqlite_pragmas)
         label = parsed.render_as_string(hide_password=True)

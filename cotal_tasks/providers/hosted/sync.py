@@ -145,10 +145,11 @@ class SyncEngine:
         asked = {"at": self.clock(), **({WHOLE: True} if whole else {})}
         await self.checkpoints.save(self.key + REREAD, asked, self.clock())
 
-    async def moved(self, mark: str) -> None:
-        """A delivery (its id: ``mark``) said the source moved: the next poll tells the
-        tracker (see the module's description)."""
-        await self.checkpoints.save(self.key + MOVED_AT, {MOVED: mark}, self.clock())
+    def moved(self, mark: str) -> dict[str, dict[str, Any]]:
+        """What to keep when a delivery (its id: ``mark``) says the source moved, so the
+        next poll tells the tracker (see the module's description): checkpoint values,
+        written with the delivery's record in one commit."""
+        return {self.key + MOVED_AT: {MOVED: mark}}
 
     async def _mapped_anew(self, saved: Mapping[str, Any]) -> None:
         """Ask a full re-read when the mirror was read with an older mapping revision (a

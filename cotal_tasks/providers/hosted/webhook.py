@@ -83,12 +83,17 @@ class Deliveries:
         at = self._recorded.get(delivery_id)
         return at is not None and now - at < DELIVERY_KEEP_MS
 
-    async def first(self, delivery_id: str) -> bool:
-        """Record a delivery id; ``False`` when it was taken already."""
+    async def first(
+        self, delivery_id: str, saves: Mapping[str, dict[str, Any]] | None = None
+    ) -> bool:
+        """Record a delivery id, and with a new one ``saves`` (checkpoint values, in the
+        same commit); ``False`` when it was taken already."""
         now = self.clock()
         if self._recent(delivery_id, now):
             return False
-        first = await self.checkpoints.first_delivery(delivery_id, now, DELIVERY_KEEP_MS)
+        first = await self.checkpoints.first_delivery(
+            delivery_id, now, DELIVERY_KEEP_MS, saves=saves
+        )
         if first:  # recorded now (one recorded before: the mirror knows since when)
             self._recorded[delivery_id] = now
             if len(self._recorded) > REMEMBERED:
@@ -134,8 +139,9 @@ class HookTarget:
     def __post_init__(self) -> None:
         self.deliveries = Deliveries(self.checkpoints, self.clock)
 
-    async def first_delivery(self, delivery_id: str) -> bool:
-        return await self.deliveries.first(delivery_id)
+    async def first_delivery(self, delivery_id: str, *, moved: bool = False) -> bool:
+        saves = self.sync.moved(delivery_id) if moved else None
+        return await self.deliveries.first(delivery_id, saves)
 
     async def delivered(self, delivery_id: str) -> bool:
         return await self.deliveries.taken(delivery_id)
@@ -147,9 +153,6 @@ class HookTarget:
     async def reread(self) -> None:
         await self.sync.ask_reread()
         await self.wake(set())
-
-    async def moved(self, mark: str) -> None:
-        await self.sync.moved(mark)
 
     @property
     def known_id(self) -> int | None:
@@ -216,8 +219,8 @@ class SetTarget:
     async def lookup(self, event: str, payload: Mapping[str, Any]) -> Looked | None:
         return None
 
-    async def first_delivery(self, delivery_id: str) -> bool:
-        return await self.deliveries.first(delivery_id)
+    async def first_delivery(self, delivery_id: str, *, moved: bool = False) -> bool:
+        return await self.deliveries.first(delivery_id)  # no source of its own moved
 
     async def delivered(self, delivery_id: str) -> bool:
         return await self.deliveries.taken(delivery_id)
@@ -233,9 +236,6 @@ class SetTarget:
 
     async def rediscover(self) -> None:
         self.soon()
-
-    async def moved(self, mark: str) -> None:
-        return None  # no source of its own
 
 
 def json_object(body: bytes) -> dict[str, Any] | None:
@@ -350,10 +350,11 @@ def lookup_failed(tracker: str, exc: SourceRefused) -> WebhookReply:
 
 
 async def seen_before(
-    endpoint: WebhookReceiver, delivery: str | None, tracker: str
+    endpoint: WebhookReceiver, delivery: str | None, tracker: str, *, moved: bool = False
 ) -> WebhookReply | None:
-    """Record a verified delivery's id with ``endpoint``: the answer when it has none or
-    was received before (or the record cannot be read); ``None``: a first delivery."""
+    """Record a verified delivery's id with ``endpoint`` (and, with ``moved``, that its
+    source moved: one commit): the answer when it has none or was received before (or
+    the record cannot be read); ``None``: a first delivery."""
     if not delivery:
         return WebhookReply(
             400,
@@ -361,7 +362,7 @@ async def seen_before(
             "with its delivery headers",
         )
     try:
-        first = await endpoint.first_delivery(f"{tracker}:{delivery}")
+        first = await endpoint.first_delivery(f"{tracker}:{delivery}", moved=moved)
     except ContractError as exc:
         return WebhookReply(503, exc.message)
     return None if first else WebhookReply(200, "delivery already received")
@@ -395,14 +396,9 @@ async def accept(
     ``None``: the payload named nothing readable; the poll finds the change;
     ``reread``: the next poll reads every issue again; ``moved``: the source moved beyond
     what it names, and its next poll reads its feed)."""
-    if (seen := await seen_before(endpoint, delivery, tracker)) is not None:
+    if (seen := await seen_before(endpoint, delivery, tracker, moved=moved)) is not None:
         return seen
     numbers = named() or set()
-    if moved:
-        try:
-            await endpoint.moved(f"{tracker}:{delivery}")
-        except ContractError as exc:
-            return WebhookReply(503, exc.message)
     if reread:
         await endpoint.reread()
         return WebhookReply(
