@@ -10,10 +10,11 @@ mentions an issue without a merge request shows only as a system note) and evide
 reads for the issues with merge requests (all pages of ``closed_by`` and
 ``related_merge_requests``, and each merge request in its own project). GitLab offers no
 conditional requests, so an unchanged poll costs one (empty but for the overlap) issue
-page and one merge-request page. Recall is the share of the links the fake relates to
-its issues (merge requests of this project, of another project and of a fork, one issue
-with more than a default page of them, commits that mention an issue without a merge
-request) that became evidence. Time is the median of a few keyset imports, each into a
+page; the merge-request sweep runs on its own cadence (``merge_requests_interval_s``),
+in a poll whose issue listing changed or after a Merge Request or Push Hook. Recall is
+the share of the links the fake relates to its issues (merge requests of this project, of
+another project and of a fork, one issue with more than a default page of them, commits
+that mention an issue without a merge request) that became evidence. Time is the median of a few keyset imports, each into a
 fresh SQLite mirror, beside a baseline measured in the same run: walking the same issue
 pages with a bare ``httpx`` client, no mapping and no mirror.
 """
@@ -276,7 +277,7 @@ async def main(issues: int = 10_000, rounds: int = 3) -> None:
     settle, unchanged, changed = polls
     for name, poll, note in (
         ("first poll after the import", settle, "the overlap re-read"),
-        ("unchanged poll", unchanged, "target 2: one issue page, one MR page (no 304)"),
+        ("unchanged poll", unchanged, "target 1: one issue page (no 304; MRs on their cadence)"),
         (f"poll after {CHANGES} issues closed", changed, f"{changed.report.changed} changed"),
     ):
         issue_pages, mr_pages, other = counts(poll.requests)

@@ -159,10 +159,12 @@ class HostedEndpoint(Generic[F]):
         return clock
 
     def sync_on_tracker_time(self) -> None:
-        """The sync's clock (its reconcile cadence) follows the fake tracker's clock, so a
-        test moves both by hand."""
+        """The sync's clock (its reconcile cadence) and the tracker client's (the
+        cadences of the listings read beside the issues, ``hosted.cadence``) follow the
+        fake tracker's clock, so a test moves them all by hand."""
         clock = self.fake.clock
         self.sync.clock = lambda: int(clock.time() * 1000)
+        self.hosted.http.clock_s = clock.time
 
 
 @asynccontextmanager

@@ -26,13 +26,17 @@ tracker client's clock, epoch seconds.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
-READ_AT = "issue_events_read_at"  # when the feed was last asked
-WAIT = "issue_events_wait_s"  # the X-Poll-Interval of that answer
-OWED = "issue_events_owed"  # a read asked while X-Poll-Interval held it off
-MOVED_SEEN = "issue_events_moved"  # the last webhook mark a read answered
-MAX_WAIT_S = 3600.0  # a longer X-Poll-Interval is taken as this
+from cotal_tasks.providers.hosted.cadence import MAX_WAIT_S, FeedClock, Keys
+
+ISSUE_EVENTS = Keys("issue_events")  # the feed's marks: issue_events_read_at, ...
+
+__all__ = ["ISSUE_EVENTS", "MAX_WAIT_S", "FeedClock", "clock", "wait_of"]
+
+
+def clock(marks: Mapping[str, str]) -> FeedClock:
+    """The feed's cadence, as the checkpoint's marks say it stands."""
+    return FeedClock.load(ISSUE_EVENTS, marks)
 
 
 def wait_of(header: str | None) -> float:
@@ -42,53 +46,3 @@ def wait_of(header: str | None) -> float:
     except ValueError:
         return 0.0
     return min(MAX_WAIT_S, seconds) if seconds > 0 else 0.0
-
-
-def _number(text: str | None) -> float | None:
-    try:
-        return float(text) if text else None
-    except ValueError:
-        return None
-
-
-@dataclass(frozen=True, slots=True)
-class FeedClock:
-    """Where the feed's cadence stands, read from the checkpoint's marks."""
-
-    read_at: float | None = None  # never read (or by a version without the cadence)
-    wait_s: float = 0.0
-    owed: bool = False
-    moved_seen: str | None = None
-
-    @classmethod
-    def load(cls, marks: Mapping[str, str]) -> FeedClock:
-        return cls(
-            _number(marks.get(READ_AT)),
-            min(MAX_WAIT_S, max(0.0, _number(marks.get(WAIT)) or 0.0)),
-            marks.get(OWED) == "1",
-            marks.get(MOVED_SEEN),
-        )
-
-    def asked(self, changed: bool, moved: str | None) -> bool:
-        """Whether something says the repository moved since the last read: the listing
-        (``changed``), a webhook's mark not answered yet, or a read owed."""
-        return changed or self.owed or (moved is not None and moved != self.moved_seen)
-
-    def due(self, now: float, interval_s: float, asked: bool) -> bool:
-        """Whether this poll reads the feed. A clock that went back (another instance's,
-        or a correction) reads it, and starts the cadence over."""
-        if self.read_at is None or now < self.read_at:
-            return True
-        since = now - self.read_at
-        return since >= max(interval_s, self.wait_s) or (asked and since >= self.wait_s)
-
-    def held(self, moved: str | None) -> dict[str, str]:
-        """The marks of a read asked but held off by ``X-Poll-Interval``: owed."""
-        return {OWED: "1", **({MOVED_SEEN: moved} if moved is not None else {})}
-
-    def read(self, now: float, wait_s: float, moved: str | None) -> dict[str, str]:
-        """The marks after a read at ``now`` whose answer asked ``wait_s``."""
-        marks = {READ_AT: f"{now:.3f}", WAIT: f"{wait_s:g}", OWED: "0"}
-        if moved is not None:
-            marks[MOVED_SEEN] = moved
-        return marks

@@ -191,7 +191,7 @@ class GitHubTracker(Tracker):
         if not self.config.reference_events:
             return None
         now = self.client.http.clock_s()
-        clock = cadence.FeedClock.load(marks)
+        clock = cadence.clock(marks)
         asked = clock.asked(changed, moved)
         if not present and not clock.due(now, self.config.reference_events_interval_s, asked):
             if not asked or clock.owed:

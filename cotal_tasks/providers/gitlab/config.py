@@ -92,6 +92,11 @@ class GitLabConfig(ReadsBackWrites):
     # merge request (GitLab shows those only as system notes): one request per changed
     # issue (more past 100 notes). Off: only merge requests link commits.
     commit_mentions: bool = True
+    # The merge-request sweep (merge requests changed since the last one, for the issues
+    # they name) runs in a poll whose issue listing changed, after a Merge Request or
+    # Push Hook named the project, and otherwise once every this many seconds: an
+    # unchanged poll between costs one request a source (``hosted.cadence``).
+    merge_requests_interval_s: Annotated[float, Field(gt=0)] = 300.0
 
     @model_validator(mode="before")
     @classmethod

@@ -23,11 +23,14 @@ from cotal_tasks.providers.hosted.boundary import (
     as_stamp,
     as_str,
 )
+from cotal_tasks.providers.hosted.cadence import FeedClock, Keys
 from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.scope import HORIZON
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
+    MOVED,
+    PRESENT,
     Evidence,
     IssueGone,
     ListPage,
@@ -46,6 +49,7 @@ log = logging.getLogger(__name__)
 
 MARKS = "marks"  # the checkpoint's cursors of the listings beside the issues
 MR_MARK = "merge_requests"
+MR_CADENCE = Keys("merge_requests")  # the sweep's cadence (``hosted.cadence``)
 OPEN_PHASE = "opened"  # an import's listing of the open issues, before the horizon's
 
 
@@ -123,13 +127,14 @@ class GitLabTracker(Tracker):
     async def list_changed(
         self, cursor: str | None, remembered: Mapping[str, Any]
     ) -> AsyncIterator[ListPage]:
-        """The issue listing (``_listings``), then the merge requests changed since their
-        own cursor (``remembered["marks"]``), which name the issues worth an evidence
-        read."""
+        """The issue listing (``_listings``), then, when their cadence says so
+        (``_sweep_due``), the merge requests changed since their own cursor
+        (``remembered["marks"]``), which name the issues worth an evidence read."""
         marks: dict[str, str] = dict(remembered.get(MARKS) or {})
         since = self._since(cursor)
         highest = cursor
         first = True
+        changed_any = cursor is None  # an import reads the merge requests too
         read: dict[int, str] = {}  # iid -> updated_at read in this walk
         evidenced: dict[int, int] = {}  # iid -> its updated_at (ms) when its evidence was read
         async for response, phase in self._listings(since, remembered.get(HORIZON)):
@@ -151,6 +156,7 @@ class GitLabTracker(Tracker):
                 # A changed issue has its evidence read: a link made in GitLab notes it on
                 # the issue (a system note), which moves its updated_at.
                 fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
+                changed_any |= fresh
                 if fresh and self._links_read(item):
                     found, whole = await self._evidence(
                         item, as_int(item.get("merge_requests_count"))
@@ -170,6 +176,10 @@ class GitLabTracker(Tracker):
             )
         # Merge requests changed since the last sweep name the issues worth an evidence
         # read. The sweep keeps its own cursor, so an interrupted import misses none.
+        read_now = self._sweep_due(marks, changed_any, remembered)
+        if read_now is None:
+            return
+        marks |= read_now
         swept = marks.get(MR_MARK)
         newest = swept
         async for response in self.client.merge_request_pages(self._since(swept)):
@@ -191,8 +201,26 @@ class GitLabTracker(Tracker):
                 frozenset(linked),
                 cursor=highest,
                 pages=0,
-                remember={MARKS: {**marks, MR_MARK: newest}} if newest else None,
+                remember={MARKS: {**marks, MR_MARK: newest} if newest else marks},
             )
+
+    def _sweep_due(
+        self, marks: Mapping[str, str], changed: bool, remembered: Mapping[str, Any]
+    ) -> dict[str, str] | None:
+        """Whether this poll sweeps the merge requests (``hosted.cadence``): at once when
+        the issue listing showed a change (``changed``) or a webhook said the project
+        moved since the last sweep (``remembered[MOVED]``), in a poll to the present
+        (``remembered[PRESENT]``), else once every ``merge_requests_interval_s``. The
+        marks the sweep keeps when it reads; ``None``: not this poll."""
+        moved = remembered.get(MOVED)
+        moved = moved if isinstance(moved, str) else None
+        now = self.client.http.clock_s()
+        clock = FeedClock.load(MR_CADENCE, marks)
+        asked = clock.asked(changed, moved)
+        interval = self.config.merge_requests_interval_s
+        if remembered.get(PRESENT) is not True and not clock.due(now, interval, asked):
+            return None
+        return clock.read(now, 0.0, moved)
 
     def _key(self, item: dict[str, Any]) -> int | None:
         """A listed issue's number (a group's: its project's id and its iid together)."""

@@ -100,5 +100,8 @@ SCHEME: Scheme[GitLabTracker] = Scheme(
     source=project_of,
     delivery=delivery_id,
     named=named,
+    # A merge request's change, or a push (its commits may move a merge request), that
+    # moves no issue: the next poll sweeps the merge requests (``hosted.cadence``).
+    moves=frozenset({"Merge Request Hook", "Push Hook"}),
 )
 WEBHOOK = SCHEME.webhook()

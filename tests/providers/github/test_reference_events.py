@@ -23,7 +23,7 @@ import pytest
 from starlette.applications import Starlette
 
 from cotal_tasks.bridge.http.webhooks import webhook_routes
-from cotal_tasks.providers.github.cadence import MAX_WAIT_S, FeedClock, wait_of
+from cotal_tasks.providers.github.cadence import MAX_WAIT_S, clock, wait_of
 from cotal_tasks.providers.github.client import GitHubClient, github_http_client, github_retry
 from cotal_tasks.providers.github.config import GitHubConfig
 from cotal_tasks.providers.hosted.http import TrackerHttp
@@ -298,15 +298,17 @@ async def test_a_push_delivery_has_the_next_poll_read_its_repositorys_feed(
 def test_the_feeds_cadence_honours_x_poll_interval() -> None:
     """A read asked (the listing changed, a webhook) waits no less than the
     ``X-Poll-Interval`` the feed's last answer asked; the interval itself never less."""
-    read = FeedClock.load(FeedClock().read(1000.0, wait_of("90"), None))
+    never = clock({})
+    read = clock(never.read(1000.0, wait_of("90"), None))
     assert not read.due(1060.0, 300, asked=True)
     assert read.due(1090.0, 300, asked=True)
     assert not read.due(1090.0, 300, asked=False)
     assert read.due(1300.0, 300, asked=False)
-    slow = FeedClock.load(FeedClock().read(1000.0, wait_of("600"), None))
+    slow = clock(never.read(1000.0, wait_of("600"), None))
     assert not slow.due(1300.0, 300, asked=False)
     assert (wait_of(None), wait_of("soon"), wait_of("86400")) == (0.0, 0.0, MAX_WAIT_S)
-    assert FeedClock.load(read.held("github:d1")).asked(changed=False, moved=None)
+    assert clock(read.held("github:d1")).asked(changed=False, moved=None)
+    assert set(read.held("github:d1")) == {"issue_events_owed", "issue_events_moved"}
 
 
 async def test_a_changed_issue_is_read_once_even_when_a_commit_named_it(

@@ -85,20 +85,26 @@ async def test_a_group_mirrors_exactly_the_slice_with_a_projects_endpoints_ids(
         assert task_ids(await d.all_tasks()) == slice_ - {f"{API}#1"}
 
 
-async def test_an_unchanged_poll_costs_two_requests_and_a_new_project_joins(
+async def test_an_unchanged_poll_costs_one_request_and_a_new_project_joins(
     gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, presence: DictPresence
 ) -> None:
     seed(gitlab)
     async with open_gitlab(gitlab, gitlab_url, tmp_path / "g", presence=presence, **group()) as g:
+        g.sync_on_tracker_time()
         await g.poll()
         gitlab.advance(10)
         mark = len(gitlab.requests)
         report = await g.poll()
         asked = [(r.method, r.path) for r in gitlab.requests[mark:]]
-        # The whole group, unchanged: what one project costs (its issue page and its
-        # merge-request page), however many projects it has.
-        assert asked == [("GET", GROUP_ISSUES), ("GET", GROUP_MRS)]
+        # The whole group, unchanged: what one project costs (its issue page; the
+        # merge requests wait for their cadence), however many projects it has.
+        assert asked == [("GET", GROUP_ISSUES)]
         assert report.changed == 0
+        gitlab.advance(300)  # merge_requests_interval_s: the group's merge requests too
+        mark = len(gitlab.requests)
+        await g.poll()
+        asked = [(r.method, r.path) for r in gitlab.requests[mark:]]
+        assert asked == [("GET", GROUP_ISSUES), ("GET", GROUP_MRS)]
 
         gitlab.add_project("acme/newcomer")
         gitlab.advance(5)

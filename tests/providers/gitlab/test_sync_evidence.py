@@ -96,11 +96,19 @@ async def test_every_page_of_related_merge_requests_is_read(gl: GitLabEndpoint) 
     assert [r.query.get("per_page") for r in related] == ["100"]
 
 
-@pytest.mark.parametrize("kind", ["issues", "work_items"])
-async def test_an_issue_address_in_a_merge_request_links_it(gl: GitLabEndpoint, kind: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "then"), [("issues", "hook"), ("work_items", "interval"), ("issues", "sync")]
+)
+async def test_an_issue_address_in_a_merge_request_links_it(
+    gl: GitLabEndpoint, kind: str, then: str
+) -> None:
     """A merge request that names the issue by its web address (its issue or work-item
-    form), on an issue GitLab did not touch: the merge-request sweep reads the address."""
+    form), on an issue GitLab did not touch: the merge-request sweep reads the address.
+    No issue changed, so the sweep waits for its cadence: the poll after a Merge Request
+    Hook said the project moved reads it, as does a poll to the present (the CLI's
+    ``sync``), else the first poll past ``merge_requests_interval_s``."""
     fake = gl.fake
+    gl.sync_on_tracker_time()
     fake.bulk_issues(PROJECT, 5)
     await gl.poll()
     fake.advance(60)
@@ -108,8 +116,22 @@ async def test_an_issue_address_in_a_merge_request_links_it(gl: GitLabEndpoint, 
     mr = fake.add_merge_request(
         PROJECT, "Follow-up", body, source_branch="follow-up", mentions=[2], touch_issues=False
     )
+    mark = len(fake.requests)
 
-    await gl.poll()
+    await gl.poll()  # nothing says the project moved: one request, the issue listing
+    assert len(fake.requests) - mark == 1
+    assert await refs(gl, 2) == set()
+
+    if then == "hook":  # what a first Merge Request Hook delivery records
+        target = gl.hosted.webhook
+        assert target is not None
+        assert await target.first_delivery("gitlab:mr-hook-1", moved=True)
+    elif then == "interval":
+        fake.advance(300)
+    if then == "sync":
+        await gl.sync.poll_once(present=True)
+    else:
+        await gl.poll()
 
     assert ("review", str(mr["web_url"])) in await refs(gl, 2)
     assert await refs(gl, 3) == set()

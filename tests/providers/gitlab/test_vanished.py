@@ -37,8 +37,8 @@ async def test_the_reconcile_sweep_finds_a_deleted_issue_on_its_cadence(
     await five_issues_mirrored(gl)  # the import starts the sweep's clock
     fake.delete_issue(PROJECT, 3)
 
-    for _ in range(3):  # unchanged polls before the sweep is due: two requests each
-        fake.advance(600)
+    for _ in range(3):  # unchanged polls before the sweep is due: the two listings each
+        fake.advance(600)  # (past merge_requests_interval_s: the merge requests are read)
         mark = len(fake.requests)
         report = await gl.poll()
         assert len(fake.requests) - mark == 2
@@ -65,7 +65,7 @@ async def test_the_reconcile_sweep_finds_a_deleted_issue_on_its_cadence(
     fake.advance(60)
     mark = len(fake.requests)
     report = await gl.poll()
-    assert len(fake.requests) - mark == 2  # the next sweep is an hour away
+    assert len(fake.requests) - mark == 1  # the issues; the next sweep is an hour away
     assert not report.reconciled
 
 

@@ -22,7 +22,8 @@ import pytest
 
 from cotal_tasks.bridge.wiring import Endpoint
 from cotal_tasks.bridge.wiring.process import Bridge
-from cotal_tasks.providers.hosted.tracker import TrackedIssue
+from cotal_tasks.providers.hosted.sync import MOVED_AT
+from cotal_tasks.providers.hosted.tracker import MOVED, TrackedIssue
 from tests.bridge._support import Client
 from tests.providers.gitlab._support import (
     ISSUES,
@@ -138,7 +139,15 @@ async def test_a_valid_token_is_accepted_and_the_issue_refreshed_promptly(
 
 
 async def test_note_and_merge_request_hooks_name_their_issues(running: Running) -> None:
+    """Each wakes the issues it names; a Merge Request Hook also says the project moved
+    (kept with its delivery), so the next poll sweeps the merge requests whatever their
+    cadence; a Note Hook does not."""
     fake = running.fake
+    sync = hosted_parts(running.endpoint).sync
+
+    async def moved() -> Any:
+        return await sync.checkpoints.load(sync.key + MOVED_AT)
+
     fake.advance(60)
     fake.add_note(PROJECT, 2, "Any news?")
     mark = len(fake.requests)
@@ -152,6 +161,7 @@ async def test_note_and_merge_request_hooks_name_their_issues(running: Running) 
 
     await eventually(links_read)
     assert fetched_iids(fake, mark) == [2]
+    assert await moved() is None
     fake.advance(60)
     fake.add_merge_request(PROJECT, "Fix 4", source_branch="fix-4", closes=[4])
     mark = len(fake.requests)
@@ -168,6 +178,7 @@ async def test_note_and_merge_request_hooks_name_their_issues(running: Running) 
 
     await eventually(evidence_read)
     assert fetched_iids(fake, mark) == [4]
+    assert str((await moved())[MOVED]).startswith("gitlab:")
 
 
 async def test_a_wake_during_a_refresh_is_not_lost(
