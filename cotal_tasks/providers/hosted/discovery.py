@@ -9,7 +9,7 @@ tracker hands over how it lists its sources (``Discovery.find``); the rest is he
   ``/metrics`` and the sync summary, its deliveries are routed to it.
 - **Leaving.** A source no longer listed (deleted, moved, archived, taken out of the
   installation, or its name no longer picked) stops syncing, and every task of it
-  becomes ``dropped``, its ``statusSource`` saying why (``out of scope: acme/web left the
+  becomes ``dropped`` (a ``done`` one stays ``done``), its ``statusSource`` saying why (``out of scope: acme/web left the
   organization``), its binding kept: the scope's rule for an issue that leaves
   (``hosted.scope``), so a write to it is refused (failed-precondition, nothing written)
   and nothing silently vanishes from ``get-task``.
@@ -42,7 +42,7 @@ from cotal_tasks.core.models import SOURCE_BYTES
 from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted.http import TrackerHttpError
 from cotal_tasks.providers.hosted.mirroring import MirrorSync
-from cotal_tasks.providers.hosted.scope import OUT_OF_SCOPE
+from cotal_tasks.providers.hosted.scope import OUT_OF_SCOPE, left_status
 from cotal_tasks.providers.hosted.sources import Source
 from cotal_tasks.providers.hosted.store import SyncHealth, every_task
 from cotal_tasks.providers.hosted.sync import refusal
@@ -286,8 +286,9 @@ class Sources:
 
 
 async def leave(mirroring: MirrorSync, why: str, now: int) -> int:
-    """Mark every task of ``mirroring``'s source ``dropped`` with ``why`` as its
-    ``statusSource``, its binding kept (the scope's leave rule); the tasks marked."""
+    """Mark every task of ``mirroring``'s source ``dropped`` (a ``done`` one stays
+    ``done``) with ``why`` as its ``statusSource``, its binding kept (the scope's leave
+    rule); the tasks marked."""
     tracker, mirror = mirroring.tracker, mirroring.mirror
     ids = [t.taskId async for t in every_task(mirror) if tracker.number_of(t.taskId) is not None]
     marked = 0
@@ -298,7 +299,8 @@ async def leave(mirroring: MirrorSync, why: str, now: int) -> int:
             writes = [
                 Write(_left(stored.task, why, now), stored.revision, "sync", f"{tracker.name}-sync")
                 for stored in held.values()
-                if (stored.task.status, stored.task.statusSource) != ("dropped", why)
+                if (stored.task.status, stored.task.statusSource)
+                != (left_status(stored.task.status), why)
             ]
             try:
                 committed = await mirror.commit_many(writes)
@@ -319,5 +321,6 @@ async def leave(mirroring: MirrorSync, why: str, now: int) -> int:
 
 def _left(task: Task, why: str, now: int) -> Task:
     data = task.model_dump()
-    data.update(status="dropped", statusSource=why, updatedAt=max(now, task.updatedAt))
+    status = left_status(task.status)
+    data.update(status=status, statusSource=why, updatedAt=max(now, task.updatedAt))
     return Task.model_validate(data)

@@ -36,6 +36,7 @@ from cotal_tasks.core.models import MAX_SAFE_INT, NEEDS_BINDING
 from cotal_tasks.core.text import controls_as_spaces
 from cotal_tasks.providers.hosted.boundary import Reason, as_dict, as_list, as_str
 from cotal_tasks.providers.hosted.config import StatusRule
+from cotal_tasks.providers.hosted.scope import left_status
 from cotal_tasks.providers.hosted.tracker import NativeState, TrackedIssue, evidence_entries
 
 MAX_MS = MAX_SAFE_INT
@@ -187,8 +188,9 @@ def project(
         status, source = "dropped", issue.gone
     elif issue.out_of_scope is not None:
         # Left the endpoint's scope (``hosted.scope``): a person's change; the seat that
-        # held it stays named, so its next write is answered about this task.
-        status, source = "dropped", issue.out_of_scope
+        # held it stays named, so its next write is answered about this task. Finished
+        # work stays finished: only what was not done becomes dropped.
+        status, source = left_status(status), issue.out_of_scope
         binding = existing.binding if existing is not None else binding
     elif status in NEEDS_BINDING and binding is None:
         status = "open"  # the invariant: no seat is known to be working on it

@@ -13,11 +13,12 @@ The rules of leaving and re-entering, written once for every tracker:
   closed issue older than it is never imported).
 - A task whose issue leaves the scope (a label removed, the milestone changed, an
   excluded label added, assigned to someone the scope does not admit) is a person's
-  change: the task stays, readable by ``get-task`` and ``list-tasks``, as ``dropped``,
-  its ``statusSource`` saying why (``out of scope: label agent-ready missing``), its
-  binding kept. The bridge writes nothing to its issue while it is out: a seat's or an
-  operator's next write is refused (``failed-precondition``, nothing written) naming
-  what took it out.
+  change: the task stays, readable by ``get-task`` and ``list-tasks``, as ``dropped``
+  (a task already ``done`` stays ``done``: the contract's two terminals tell finished
+  from abandoned, and leaving a board abandons nothing finished), its ``statusSource``
+  saying why (``out of scope: label agent-ready missing``), its binding kept. The bridge
+  writes nothing to its issue while it is out: a seat's or an operator's next write is
+  refused (``failed-precondition``, nothing written) naming what took it out.
 - When the issue comes back into the scope, the same task (same id, its history in the
   mirror) maps from the issue again, as any other.
 - The horizon is an import rule only: a task never leaves because it grew old.
@@ -151,6 +152,15 @@ def left_out(
     if beyond_horizon(scope, issue, now_ms):
         return f"{OUT_OF_SCOPE}: closed before the last {scope.horizon_days:g} days"
     return outside(scope, issue, seats, native)
+
+
+def left_status(status: str) -> str:
+    """The status of a task whose issue left the scope, from the status the issue maps
+    to (or the task had): ``done`` stays ``done``, anything else is ``dropped``."""
+    return "done" if status == "done" else "dropped"
+
+
+LEFT_STATUSES = frozenset({"done", "dropped"})  # the statuses a left task can have
 
 
 def left_scope(status_source: str | None) -> bool:

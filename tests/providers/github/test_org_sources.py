@@ -209,7 +209,13 @@ async def test_a_repository_leaving_the_installation_drops_its_tasks_until_it_re
         assert f"{WEB_B} left the installation" in error.message
         assert fake.issue(WEB_B, 1).state == "open"  # nothing written to it
 
-        assert (await end.client.get(f"{WEB_B}#2"))["status"] == "dropped"
+        # Finished work stays finished: the closed issue's task stays done, its
+        # statusSource saying why it is out, and a write to it is refused as well.
+        closed = await end.client.get(f"{WEB_B}#2")
+        assert (closed["status"], closed["statusSource"]) == (
+            "done",
+            f"out of scope: {WEB_B} left the installation",
+        )
 
         fake.advance(5)
         fake.installation = {WEB_A, WEB_B}

@@ -132,6 +132,36 @@ async def test_an_issue_labelled_out_of_the_scope_and_back_keeps_its_task(
     assert [entry.status for entry in history] == ["open", "dropped", "open"]
 
 
+async def test_a_finished_task_that_leaves_the_scope_stays_done(
+    fake: FakeGitHub, two: GitHubEndpoint
+) -> None:
+    """Done and dropped are the contract's two terminals, finished and abandoned: a closed
+    issue labelled out of the slice stays done (before: dropped), says why it is out and
+    counts as left (read again when it comes back); back in, it maps from the issue
+    again."""
+    fake.add_issue(GADGETS, "shipped", labels=[READY])
+    fake.close_issue(GADGETS, 1)
+    await poll_all(two)
+    task_id = f"{GADGETS}#1"
+    assert (await two.client.get(task_id))["status"] == "done"
+
+    fake.advance(5)
+    fake.remove_label(fake.issue(GADGETS, 1), READY, "octocat")
+    await poll_all(two)
+    left = await two.client.get(task_id)
+    assert (left["status"], left["statusSource"]) == (
+        "done",
+        f"out of scope: label {READY} missing",
+    )
+    assert await two.hosted.source(GADGETS).mirroring.left_numbers() == {1}
+
+    fake.advance(5)
+    fake.add_labels(fake.issue(GADGETS, 1), [READY], "octocat")
+    await poll_all(two)
+    back = await two.client.get(task_id)
+    assert (back["status"], back["statusSource"]) == ("done", "closed")
+
+
 async def test_without_the_events_feed_the_reconcile_sweep_finds_a_left_issue(
     fake: FakeGitHub, github_url: str, tmp_path: Path, presence: DictPresence
 ) -> None:
