@@ -14,9 +14,10 @@ page; the merge-request sweep runs on its own cadence (``merge_requests_interval
 in a poll whose issue listing changed or after a Merge Request or Push Hook. Recall is
 the share of the links the fake relates to its issues (merge requests of this project, of
 another project and of a fork, one issue with more than a default page of them, commits
-that mention an issue without a merge request) that became evidence. Time is the median of a few keyset imports, each into a
-fresh SQLite mirror, beside a baseline measured in the same run: walking the same issue
-pages with a bare ``httpx`` client, no mapping and no mirror.
+that mention an issue without a merge request) that became evidence. Time is the median
+of a few keyset imports, each into a fresh SQLite mirror, beside a baseline measured in
+the same run: walking the same issue pages with a bare ``httpx`` client, no mapping and
+no mirror.
 """
 
 from __future__ import annotations

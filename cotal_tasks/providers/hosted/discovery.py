@@ -9,10 +9,10 @@ tracker hands over how it lists its sources (``Discovery.find``); the rest is he
   ``/metrics`` and the sync summary, its deliveries are routed to it.
 - **Leaving.** A source no longer listed (deleted, moved, archived, taken out of the
   installation, or its name no longer picked) stops syncing, and every task of it
-  becomes ``dropped`` (a ``done`` one stays ``done``), its ``statusSource`` saying why (``out of scope: acme/web left the
-  organization``), its binding kept: the scope's rule for an issue that leaves
-  (``hosted.scope``), so a write to it is refused (failed-precondition, nothing written)
-  and nothing silently vanishes from ``get-task``.
+  becomes ``dropped`` (a ``done`` one stays ``done``), its ``statusSource`` saying why
+  (``out of scope: acme/web left the organization``), its binding kept: the scope's rule
+  for an issue that leaves (``hosted.scope``), so a write to it is refused
+  (failed-precondition, nothing written) and nothing silently vanishes from ``get-task``.
 - **Coming back.** A source listed again after it left reads every issue again, the
   import horizon aside (the tasks it left behind are older than any horizon may be), so
   each of its tasks maps from its issue again: same id, its history kept.

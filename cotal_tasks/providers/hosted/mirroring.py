@@ -32,7 +32,7 @@ from cotal_tasks.providers.hosted.config import HostedConfig
 from cotal_tasks.providers.hosted.echo import is_echo
 from cotal_tasks.providers.hosted.ledger import Ledger
 from cotal_tasks.providers.hosted.mapping import project, same_record
-from cotal_tasks.providers.hosted.scope import LEFT_STATUSES, left_out, left_scope, outside
+from cotal_tasks.providers.hosted.scope import left_out, left_scope, outside
 from cotal_tasks.providers.hosted.store import every_task
 from cotal_tasks.providers.hosted.tracker import TrackedIssue, Tracker
 from cotal_tasks.providers.hosted.writeback import WritePlan, strip_marker
@@ -192,7 +192,7 @@ class MirrorSync:
 
     async def left_numbers(self) -> set[int]:
         """The issue numbers of the mirrored tasks whose issue left the scope."""
-        tasks = every_task(self.mirror, LEFT_STATUSES)
+        tasks = every_task(self.mirror, TERMINAL)  # a left task is done or dropped
         numbers = {
             self.tracker.number_of(task.taskId)
             async for task in tasks

@@ -31,7 +31,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from cotal_tasks.core.models import Settings
+from cotal_tasks.core.models import Settings, TaskStatus
 from cotal_tasks.providers.hosted.tracker import NewIssue, TrackedIssue
 
 OUT_OF_SCOPE = "out of scope"  # how a left task's statusSource begins
@@ -154,13 +154,11 @@ def left_out(
     return outside(scope, issue, seats, native)
 
 
-def left_status(status: str) -> str:
+def left_status(status: TaskStatus) -> TaskStatus:
     """The status of a task whose issue left the scope, from the status the issue maps
-    to (or the task had): ``done`` stays ``done``, anything else is ``dropped``."""
+    to (or the task had): ``done`` stays ``done``, anything else is ``dropped`` (so a
+    left task is always terminal: ``core.models.TERMINAL``)."""
     return "done" if status == "done" else "dropped"
-
-
-LEFT_STATUSES = frozenset({"done", "dropped"})  # the statuses a left task can have
 
 
 def left_scope(status_source: str | None) -> bool:
