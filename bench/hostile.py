@@ -7,19 +7,20 @@ The bridge runs in its own process (``cotal-tasks serve``) with a board and a Gi
 endpoint (the fake GitHub on loopback, its webhook secret set). The flood is signed
 ``pull_request`` deliveries whose body mentions 5,000 issues, sent back to back by a few
 clients; the idle connections are opened and held (each cut, at the head deadline or to
-make room for a newcomer, opened again), a thousand at a time.
+make room for a newcomer, opened again), a thousand at a time. Both loads run in
+processes of their own: in the callers' process their client work would slow the
+callers, not the bridge.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import json
 import sys
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-import httpx
 from nats.aio.client import Client as NATS
 
 from bench.figures import Rate, Table
@@ -59,15 +60,36 @@ async def hooked_bridge(
         yield served
 
 
-async def flood(base: str, body: bytes, headers: dict[str, str], stop: asyncio.Event) -> int:
-    """Signed deliveries back to back until ``stop``; how many were answered."""
-    answered = 0
-    async with httpx.AsyncClient(base_url=base, timeout=10) as http:
-        while not stop.is_set():
-            with contextlib.suppress(httpx.HTTPError):
-                await http.post("/webhooks/github", content=body, headers=headers)
-                answered += 1
-    return answered
+# Posts one signed delivery back to back from SENDERS clients (the URL, the sender count
+# and a JSON file of the body and headers as arguments), in its own process, so the
+# callers' loop measures the bridge alone and not the flood's own client work.
+FLOODER = (
+    "import asyncio, json, sys\n"
+    "import httpx\n"
+    "async def send(url, body, headers):\n"
+    "    async with httpx.AsyncClient(timeout=10) as http:\n"
+    "        while True:\n"
+    "            try:\n"
+    "                await http.post(url, content=body, headers=headers)\n"
+    "            except httpx.HTTPError:\n"
+    "                await asyncio.sleep(0.01)\n"
+    "async def main():\n"
+    "    url, senders, spec = sys.argv[1], int(sys.argv[2]), json.load(open(sys.argv[3]))\n"
+    "    body = spec['body'].encode()\n"
+    "    headers = spec['headers']\n"
+    "    tasks = [asyncio.ensure_future(send(url, body, headers)) for _ in range(senders)]\n"
+    "    print('flooding', flush=True)\n"
+    "    await asyncio.gather(*tasks)\n"
+    "asyncio.run(main())\n"
+)
+
+
+async def flood(url: str, body: bytes, headers: dict[str, str], folder: Path) -> None:
+    """``FLOODERS`` clients posting the signed delivery to ``url`` back to back, from a
+    process of their own, until cancelled."""
+    spec = folder / "flood.json"
+    spec.write_text(json.dumps({"body": body.decode(), "headers": headers}), encoding="utf-8")
+    await held_process(FLOODER, url, str(FLOODERS), str(spec))
 
 
 # Holds IDLE connections to the port (each opened again a second after the bridge cuts
@@ -94,8 +116,14 @@ IDLER = (
 
 async def idle(port: int, count: int) -> None:
     """``count`` idle connections held on ``port`` until cancelled."""
+    await held_process(IDLER, str(port), str(count))
+
+
+async def held_process(script: str, *args: str) -> None:
+    """``script`` in a Python process of its own, from its first line out until
+    cancelled."""
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", IDLER, str(port), str(count), stdout=asyncio.subprocess.PIPE
+        sys.executable, "-c", script, *args, stdout=asyncio.subprocess.PIPE
     )
     try:
         assert process.stdout is not None
@@ -137,11 +165,7 @@ async def main(rounds: int = 5, tasks: int = 200) -> None:
         body, headers = signed_webhook(SECRET, "pull_request", payload)
         quiet = await measured()
         mark = len(fake.requests)
-        stop = asyncio.Event()
-        flooded = await under(
-            [flood(base, body, headers, stop) for _ in range(FLOODERS)], measured()
-        )
-        stop.set()
+        flooded = await under([flood(f"{base}/webhooks/github", body, headers, folder)], measured())
         held = await under([idle(port, IDLE)], measured())
         table = Table(
             f"The wire under hostile HTTP load (get-task, {CALLERS} callers, bridge in its "

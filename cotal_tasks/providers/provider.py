@@ -150,6 +150,12 @@ class WebhookReceiver(Protocol):
         what the source's tracker otherwise reads on its own cadence."""
         ...
 
+    def remembers(self, delivery_id: str) -> bool:
+        """Whether this process recorded ``delivery_id`` lately (memory only, nothing
+        asked of the mirror: ``False`` says nothing), so a replay is answered before its
+        body is decoded."""
+        ...
+
     async def delivered(self, delivery_id: str) -> bool:
         """Whether ``delivery_id`` was recorded already (asked before a lookup, so a
         redelivery costs the source nothing); records nothing."""

@@ -198,6 +198,9 @@ class PortOnly:
             self.moves.append(delivery_id)
         return True
 
+    def remembers(self, delivery_id: str) -> bool:
+        return False  # nothing in memory: every delivery is asked of the record
+
     async def delivered(self, delivery_id: str) -> bool:
         self.checked += 1
         return delivery_id in self.recorded

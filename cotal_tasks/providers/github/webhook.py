@@ -149,7 +149,7 @@ SCHEME: Scheme[GitHubTracker] = Scheme(
         secret, body, headers.get(SIGNATURE_HEADER)
     ),
     source=source,
-    delivery=lambda headers, _payload: headers.get(DELIVERY_HEADER),
+    delivery_header=DELIVERY_HEADER,
     named=lambda tracker, most, event, payload: issues_named(event, payload, tracker.repo, most),
     # An organisation's hook says hello: no repository, nothing to sync.
     hello=lambda event, payload: event == PING,

@@ -32,7 +32,6 @@ Only the source the delivery names is told.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -43,6 +42,7 @@ from cotal_tasks.core import ContractError
 from cotal_tasks.providers.board.checkpoints import Checkpoints
 from cotal_tasks.providers.hosted import wakes
 from cotal_tasks.providers.hosted.boundary import ItemBoundary, Reason
+from cotal_tasks.providers.hosted.decode import loads
 from cotal_tasks.providers.hosted.sync import SyncEngine
 from cotal_tasks.providers.hosted.tracker import Tracker
 from cotal_tasks.providers.provider import (
@@ -100,6 +100,11 @@ class Deliveries:
                 self._recorded.popitem(last=False)
         return first
 
+    def remembers(self, delivery_id: str) -> bool:
+        """Whether this process recorded the id lately (memory only: the mirror is not
+        asked, so ``False`` says nothing)."""
+        return self._recent(delivery_id, self.clock())
+
     async def taken(self, delivery_id: str) -> bool:
         """Whether a delivery id was taken (nothing is recorded: ``first`` does that)."""
         now = self.clock()
@@ -145,6 +150,9 @@ class HookTarget:
 
     async def delivered(self, delivery_id: str) -> bool:
         return await self.deliveries.taken(delivery_id)
+
+    def remembers(self, delivery_id: str) -> bool:
+        return self.deliveries.remembers(delivery_id)
 
     async def wake(self, numbers: set[int]) -> None:
         self.sync.wake(numbers)  # this instance's sync, if it leads
@@ -225,6 +233,9 @@ class SetTarget:
     async def delivered(self, delivery_id: str) -> bool:
         return await self.deliveries.taken(delivery_id)
 
+    def remembers(self, delivery_id: str) -> bool:
+        return self.deliveries.remembers(delivery_id)
+
     async def wake(self, numbers: set[int]) -> None:
         self.soon()
 
@@ -241,10 +252,24 @@ class SetTarget:
 def json_object(body: bytes) -> dict[str, Any] | None:
     """The body as a JSON object; ``None`` when it is not one, nested too deep included."""
     try:
-        payload = json.loads(body)
+        payload = loads(body)
     except (ValueError, RecursionError):
         return None
     return payload if isinstance(payload, dict) else None
+
+
+def remembered(
+    scheme: Scheme[Any], verified: Sequence[WebhookReceiver], headers: Headers
+) -> WebhookReply | None:
+    """The answer to a redelivery that an endpoint whose secret verifies it recorded
+    lately in this process (``WebhookReceiver.remembers``), for a tracker whose header
+    alone names a delivery: given before the body is decoded, most of what a replayed
+    delivery (a flood's cheapest shape to send) would cost. ``None``: read on."""
+    name = scheme.delivery_header
+    delivery = headers.get(name) if name else None
+    if delivery and any(ep.remembers(f"{scheme.tracker}:{delivery}") for ep in verified):
+        return WebhookReply(200, "delivery already received")
+    return None
 
 
 @dataclass
@@ -435,7 +460,6 @@ class Scheme(Generic[T]):
     event_header: str
     verify: Callable[[bytes, Headers, bytes], bool]  # (secret, headers, raw body)
     source: Callable[[Mapping[str, Any]], tuple[str | None, int | None]]  # path, stable id
-    delivery: Callable[[Headers, Mapping[str, Any]], str | None]  # (headers, payload) -> id
     named: Named[T]
     # A delivery that names no repository or project and asks only for an answer (a
     # GitHub organisation's ping): answered when any endpoint's secret verifies it.
@@ -453,6 +477,17 @@ class Scheme(Generic[T]):
     # Events that say the source moved beyond the issues they name (``accept``'s
     # ``moved``): GitHub's ``push``, ``issues`` and ``pull_request``.
     moves: frozenset[str] = frozenset()
+    # A delivery's id: the header that alone names it (GitHub, Jira, Linear), so a replay
+    # is answered before its body is decoded; or, where the id needs the payload too
+    # (GitLab's), ``delivery`` (headers, payload) -> id.
+    delivery_header: str | None = None
+    delivery: Callable[[Headers, Mapping[str, Any]], str | None] | None = None
+
+    def delivery_of(self, headers: Headers, payload: Mapping[str, Any]) -> str | None:
+        """A verified delivery's id (``None``: it carries none)."""
+        if self.delivery is not None:
+            return self.delivery(headers, payload)
+        return headers.get(self.delivery_header) if self.delivery_header else None
 
     def target(
         self,
@@ -532,6 +567,8 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
         ]
         if not verified:
             return WebhookReply(401, scheme.mismatch)
+        if (replay := remembered(scheme, verified, headers)) is not None:
+            return replay
         payload = json_object(body)
         if payload is None:
             return WebhookReply(400, NOT_AN_OBJECT)
@@ -541,7 +578,8 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
             return WebhookReply(200, "pong")
         covering = [ep for ep in verified if ep.covers(payload)]
         if covering and event in scheme.rediscover_events:
-            return await rediscovered(covering, scheme.delivery(headers, payload), scheme.tracker)
+            delivery = scheme.delivery_of(headers, payload)
+            return await rediscovered(covering, delivery, scheme.tracker)
         if path is None and pid is None and event in scheme.lookup_events:
             return await unsourced(scheme, verified, event, headers, payload)
         endpoint = await find_verified(
@@ -555,7 +593,7 @@ def receiver(scheme: Scheme[Any], receivers: Sequence[WebhookReceiver]) -> Recei
             return looked
         return await accept(
             endpoint,
-            scheme.delivery(headers, payload),
+            scheme.delivery_of(headers, payload),
             lambda: endpoint.named(event, payload),
             scheme.tracker,
             moved=event in scheme.moves,
@@ -576,7 +614,7 @@ async def ask(
     delivery the endpoint took already is answered before the tracker is asked."""
     if event not in scheme.lookup_events:
         return None  # nothing to ask: the delivery names its issues itself
-    delivery = scheme.delivery(headers, payload)
+    delivery = scheme.delivery_of(headers, payload)
     if delivery:
         try:
             if await endpoint.delivered(f"{scheme.tracker}:{delivery}"):

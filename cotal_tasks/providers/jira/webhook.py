@@ -77,7 +77,7 @@ SCHEME: Scheme[JiraTracker] = Scheme(
         secret, body, headers.get(SIGNATURE_HEADER)
     ),
     source=project_of,
-    delivery=lambda headers, _payload: headers.get(DELIVERY_HEADER),
+    delivery_header=DELIVERY_HEADER,
     named=named,
 )
 WEBHOOK = SCHEME.webhook()

@@ -120,7 +120,7 @@ SCHEME: Scheme[LinearTracker] = Scheme(
         secret, body, headers.get(SIGNATURE_HEADER), round(time.time() * 1000)
     ),
     source=lambda payload: (None, None),
-    delivery=lambda headers, _payload: headers.get(DELIVERY_HEADER),
+    delivery_header=DELIVERY_HEADER,
     named=named,
     lookup=lookup,
     lookup_events=EVENTS,

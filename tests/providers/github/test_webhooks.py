@@ -175,6 +175,14 @@ async def test_a_redelivery_is_acknowledged_and_not_refreshed_again(hooked: GitH
     )
     assert again.status_code == 200
     assert again.json() == {"message": "delivery already received"}
+    # A replay of a delivery this process recorded is answered before its body is read
+    # (a flood's cheapest shape): signed text that is not JSON under the same id is
+    # taken for the replay it claims to be (before: 400), under a new id it is refused.
+    replayed = await deliver(
+        hooked, "issues", b"{not json", delivery="72d3162e-cc78-11e3-81ab-4c9367dc0958"
+    )
+    assert (replayed.status_code, replayed.json()) == (200, again.json())
+    assert (await deliver(hooked, "issues", b"{not json")).status_code == 400
     # A later delivery for #3 is refreshed; #2 is still fetched once only.
     fake.close_issue(REPO, 3, "not_planned")
     await delivered(hooked, 3)
