@@ -150,6 +150,10 @@ class HttpLimits(Closed):
     max_requests: Annotated[int, Field(ge=1, le=10_000)] = 64  # answered at once (no streams)
     max_probe_requests: Annotated[int, Field(ge=1, le=10_000)] = 16  # /healthz, /metrics
     max_webhook_requests: Annotated[int, Field(ge=1, le=10_000)] = 32  # /webhooks/…
+    # Deliveries one address may send a second (a second's worth at once); past it each
+    # waits its turn (at most PACE_WAIT_S, then 429): a replayed flood is slowed at its
+    # source instead of taking the event loop from the wire. 0: no pacing.
+    webhook_rate_per_peer: Annotated[float, Field(ge=0, le=100_000)] = 100.0
     max_streams: Annotated[int, Field(ge=0, le=10_000)] = 100  # open event streams, in all
     max_streams_per_token: Annotated[int, Field(ge=0, le=10_000)] = 4  # per caller
     webhook_max_body_bytes: Annotated[int, Field(ge=1024, le=100 * 2**20)] = 25 * 2**20

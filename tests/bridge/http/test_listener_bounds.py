@@ -234,6 +234,44 @@ async def reads_shed_alone(mesh: HttpMesh, limits: HttpLimits) -> None:
     assert (await mesh.get(path)).status_code == 200
 
 
+async def test_one_peers_webhook_deliveries_are_paced(tmp_path: Path) -> None:
+    """Before: one address could send deliveries as fast as the bridge answered them (a
+    replayed flood took the event loop from the wire). Now a second's worth passes at
+    once, each later one waits its turn (holding no slot), one that would wait over 5 s
+    is answered 429 with Retry-After, and another address is not held meanwhile."""
+    limits = HttpLimits(webhook_rate_per_peer=4, max_connections_per_peer=64, retry_after_s=7)
+    loop = asyncio.get_running_loop()
+
+    def client(url: str, peer: int) -> httpx.AsyncClient:
+        transport = httpx.AsyncHTTPTransport(local_address=peer_address(peer))
+        return httpx.AsyncClient(base_url=url, transport=transport, timeout=30)
+
+    async def post(http: httpx.AsyncClient) -> tuple[int, float, str | None]:
+        start = loop.time()
+        answer = await http.post("/webhooks/github", content=b"{}")
+        return answer.status_code, loop.time() - start, answer.headers.get("retry-after")
+
+    async with (
+        open_http_mesh(tmp_path, limits=limits) as paced,
+        client(paced.url, 1) as one,
+        client(paced.url, 2) as two,
+    ):
+        flood = asyncio.gather(*(post(one) for _ in range(30)))
+        await asyncio.sleep(0.5)
+        other = await post(two)  # another address: its own turn, at once
+        answers = await flood
+
+    assert other[0] == 401
+    assert other[1] < 1.0
+    refused = [a for a in answers if a[0] == 429]
+    read = sorted(a[1] for a in answers if a[0] == 401)  # unsigned: read, then refused
+    assert 1 <= len(refused) <= 6  # the 25th to the 30th would wait over 5 s
+    assert {a[2] for a in refused} == {"7"}
+    assert len(read) + len(refused) == 30
+    assert read[3] < 1.0  # a second's worth at once
+    assert 3.0 < read[-1] < 6.0  # the last read waited its turn
+
+
 async def test_event_streams_are_capped_per_token_and_in_all(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
