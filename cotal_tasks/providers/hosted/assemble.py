@@ -108,6 +108,7 @@ def tracker_http(
         shared=CREDENTIALS.budget(tracker, cfg.api_url, token),
         rate_reserve=cfg.rate_reserve,
         mutation_spacing_s=cfg.mutation_spacing_s,
+        max_in_flight=cfg.max_concurrent_requests,
         max_retries=cfg.max_retries,
         max_wait_s=cfg.max_rate_limit_wait_s,
         max_response_bytes=cfg.max_response_bytes,

@@ -80,6 +80,9 @@ class HostedConfig(Closed):
     # Of each rate-limit pool of the token (shared by every endpoint using it), what the
     # sync leaves to seats' writes: below 1 a share of the pool's limit, from 1 a count.
     rate_reserve: Annotated[float, Field(ge=0)] = 0.1
+    # Requests in flight at once across every endpoint and source using the token (its
+    # turns shared like its budget): GitHub allows 100 and asks for one after another.
+    max_concurrent_requests: Annotated[int, Field(ge=1, le=100)] = 8
     # Tracker account (login or username) -> seat principal owner.actor. Only these
     # accounts can ever produce a binding; every other assignee is a human.
     seats: dict[str, Principal] = Field(default_factory=dict)

@@ -27,20 +27,26 @@ recovered from; it changes when the process restarts.
   write (run under ``seat_write``) goes on to the hard floor: an import never starves
   the seats.
 - Mutations keep ``mutation_spacing_s`` apart across every user of the credential.
+- At most ``max_concurrent_requests`` requests are in flight at once across every user
+  of the credential (``turn``): an endpoint over hundreds of repositories polls them all
+  at its start, and GitHub allows a token 100 concurrent requests (its secondary limit)
+  and asks for requests made one after another.
 
 A pool whose reset is unknown, or past, holds nothing: the tracker's own answer decides.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import math
 import re
 import secrets
 import weakref
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections import deque
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -101,6 +107,43 @@ class SharedBudget:
     budgets: dict[str, RateBudget] = field(default_factory=dict)
     paused_until_s: float = 0.0  # a rate-limit answer's wait, for every user
     next_mutation_s: float = 0.0  # the earliest a mutation may go
+    in_flight: int = 0  # requests of every user being answered now
+    _waiting: deque[asyncio.Future[None]] = field(default_factory=deque)
+
+    @asynccontextmanager
+    async def turn(self, most: int) -> AsyncIterator[None]:
+        """One request in flight, once fewer than ``most`` of every user's are (0: no
+        bound); waiting turns are given in the order they were asked."""
+        if most > 0 and (self.in_flight >= most or self._waiting):
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiting.append(waiter)
+            try:
+                while True:
+                    await waiter
+                    if self.in_flight < most:
+                        break
+                    waiter = asyncio.get_running_loop().create_future()
+                    self._waiting.appendleft(waiter)  # still first in line
+            except asyncio.CancelledError:
+                if waiter in self._waiting:
+                    self._waiting.remove(waiter)
+                elif waiter.done() and not waiter.cancelled():
+                    self._next()  # woken, then cancelled: the turn passes on
+                raise
+        self.in_flight += 1
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            self._next()
+
+    def _next(self) -> None:
+        """Wake the first request waiting for a turn."""
+        while self._waiting:
+            waiter = self._waiting.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def keep(self, headers: Mapping[str, str], now_s: float) -> None:
         """Record the budget of each pool an answer's ``headers`` report."""

@@ -214,6 +214,7 @@ class TrackerHttp:
     shared: SharedBudget = field(default_factory=SharedBudget)
     rate_reserve: float = 0.0  # of each pool, left to seats' writes (``reserve_of``)
     mutation_spacing_s: float = 0.0
+    max_in_flight: int = 0  # requests of every user of the credential at once (0: no bound)
     # a wait for the shared budget: its cause (``SharedBudget.hold``) and seconds
     on_paced: Callable[[str, float], None] = field(default=lambda cause, seconds: None)
     credential: str | None = None  # the variable the token came from (token_env)
@@ -348,7 +349,7 @@ class TrackerHttp:
         request = self.client.build_request(method, url, params=params, json=json, headers=headers)
         await self._pace(request, json)
         try:
-            async with asyncio.timeout(self.deadline_s):
+            async with self.shared.turn(self.max_in_flight), asyncio.timeout(self.deadline_s):
                 response = await self._bounded(request)
         except TimeoutError:
             raise _Deadline(

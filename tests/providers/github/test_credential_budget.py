@@ -6,6 +6,7 @@ the fake's clock, moved by the waits (``VirtualTime``): nothing sleeps."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -145,5 +146,49 @@ async def test_mutations_keep_their_spacing_across_endpoints() -> None:
     await a.request("POST", "graphql", json={"query": "mutation { addComment }"})
     assert waits == [(SPACING, 1.0), (SPACING, 1.0)]
     assert PAUSED not in {cause for cause, _ in waits}
+    for http in clients:
+        await http.client.aclose()
+
+
+async def test_requests_in_flight_are_bounded_across_every_user_of_the_token() -> None:
+    """Before: each source's loop sent its requests on its own, so an endpoint over
+    hundreds of repositories had as many in flight at its start (GitHub allows a token
+    100). Now at most ``max_in_flight`` of every client sharing the credential are, the
+    others waiting their turn in order, and a waiter cancelled gives its turn on."""
+    gate = asyncio.Event()
+    current = peak = 0
+
+    async def answer(request: httpx.Request) -> httpx.Response:
+        nonlocal current, peak
+        current += 1
+        peak = max(peak, current)
+        await gate.wait()
+        current -= 1
+        return httpx.Response(200, json={})
+
+    shared = Credentials().budget("github", "https://api.github.com", "token")
+    clients = [
+        TrackerHttp(
+            httpx.AsyncClient(transport=httpx.MockTransport(answer), base_url="https://x/"),
+            lambda response, attempt, now_s: None,
+            shared=shared,
+            max_in_flight=3,
+        )
+        for _ in range(4)
+    ]
+    asked = [
+        asyncio.create_task(clients[k % 4].request("GET", f"repos/o/r{k}/issues"))
+        for k in range(12)
+    ]
+    await asyncio.sleep(0.05)
+    assert (peak, shared.in_flight) == (3, 3)
+    asked[5].cancel()  # waiting its turn: cancelled, it takes none
+    await asyncio.sleep(0.05)
+    gate.set()
+    done = await asyncio.gather(*asked, return_exceptions=True)
+    assert peak == 3
+    assert shared.in_flight == 0
+    assert sum(isinstance(d, httpx.Response) for d in done) == 11
+    assert isinstance(done[5], asyncio.CancelledError)
     for http in clients:
         await http.client.aclose()
