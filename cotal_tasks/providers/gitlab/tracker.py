@@ -26,7 +26,7 @@ from cotal_tasks.providers.hosted.boundary import (
 from cotal_tasks.providers.hosted.cadence import FeedClock, Keys
 from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import TrackerHttpError
-from cotal_tasks.providers.hosted.scope import HORIZON
+from cotal_tasks.providers.hosted.scope import HORIZON, outside
 from cotal_tasks.providers.hosted.tracker import (
     MARKED_PAGES,
     MOVED,
@@ -157,7 +157,9 @@ class GitLabTracker(Tracker):
                 # the issue (a system note), which moves its updated_at.
                 fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
                 changed_any |= fresh
-                if fresh and self._links_read(item):
+                # An import's listing is filtered by the scope already (``_listings``).
+                wanted = cursor is None or not self._scoped_out(item)
+                if fresh and wanted and self._links_read(item):
                     found, whole = await self._evidence(
                         item, as_int(item.get("merge_requests_count"))
                     )
@@ -221,6 +223,22 @@ class GitLabTracker(Tracker):
         if remembered.get(PRESENT) is not True and not clock.due(now, interval, asked):
             return None
         return clock.read(now, 0.0, moved)
+
+    def _scoped_out(self, item: dict[str, Any]) -> bool:
+        """Whether a changed issue is outside the endpoint's scope, so its evidence is not
+        worth a request (its notes, its merge requests): a later poll lists every changed
+        issue unfiltered (see ``_listings``), and in a narrow slice most of them are
+        outside it. Its task, if it has one, leaves the scope keeping what it had; coming
+        back is a change of the issue, whose evidence is read then. An item that does not
+        map is read as before (the mapping counts it)."""
+        cfg = self.config
+        if not cfg.scope.keys() - {"horizon_days"}:
+            return False
+        try:
+            issue = mapping.tracked(self.path, item, (), include_confidential=True)
+        except Exception:  # the boundary: the mapping of the page counts it
+            return False
+        return outside(cfg.scope, issue, cfg.seats, cfg.outside_natively) is not None
 
     def _key(self, item: dict[str, Any]) -> int | None:
         """A listed issue's number (a group's: its project's id and its iid together)."""

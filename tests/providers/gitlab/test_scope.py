@@ -28,6 +28,7 @@ from tests.providers.gitlab._support import (
     TOKEN_ENV,
     WEBHOOK_SECRET,
     GitLabEndpoint,
+    evidence_requests,
     gitlab_mesh,
     open_gitlab,
 )
@@ -158,6 +159,28 @@ async def test_an_issue_labelled_out_of_the_scope_and_back_keeps_its_task(
     assert (back["status"], back["statusSource"]) == ("open", "opened")
     history = await two.store.history(task_id)
     assert [entry.status for entry in history] == ["open", "dropped", "open"]
+
+
+async def test_a_changed_issue_outside_the_scope_costs_no_evidence_read(
+    gitlab: FakeGitLab, gitlab_url: str, tmp_path: Path, presence: DictPresence
+) -> None:
+    """A later poll lists every changed issue, unfiltered (a filtered listing cannot show
+    one leaving). Before, each had its notes (and merge requests) read, though nine in
+    ten of a narrow slice's are outside it; now only those in the scope do."""
+    gitlab.add_issue(PROJECT, "for agents", labels=[READY])
+    gitlab.add_issue(PROJECT, "for people")
+    async with open_gitlab(
+        gitlab, gitlab_url, tmp_path / "b", presence=presence, **sources(PROJECT, labels=[READY])
+    ) as end:
+        await poll_all(end)
+        gitlab.advance(60)
+        for iid in (1, 2):
+            gitlab.add_note(PROJECT, iid, "any news?")
+        mark = len(gitlab.requests)
+        await poll_all(end)
+        read = {r.path.rsplit("/issues/", 1)[-1] for r in evidence_requests(gitlab, mark)}
+        assert read == {"1/notes"}
+        assert [t["taskId"] for t in await end.all_tasks()] == [f"{PROJECT}#1"]
 
 
 async def test_a_milestone_changed_by_a_person_takes_the_task_out(
