@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 
 from cotal_tasks.providers.hosted.boundary import as_dict, as_list, as_ms, as_str
+from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     TrackerHttp,
@@ -102,7 +103,7 @@ class JiraClient:
         response = await self._call(method, path, **kwargs)
         if response.status_code == 204 or not response.content:
             return None
-        return response.json()
+        return body_of(response)
 
     async def search(
         self,

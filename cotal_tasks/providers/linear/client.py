@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from cotal_tasks.providers.hosted.boundary import as_dict, as_list, as_str
+from cotal_tasks.providers.hosted.decode import body_of
 from cotal_tasks.providers.hosted.http import (
     RETRYABLE_STATUS,
     TrackerHttp,
@@ -126,8 +127,8 @@ class LinearClient:
         cost = as_str(response.headers.get("x-complexity")) or ""
         self.complexity += int(cost) if cost.isdigit() and len(cost) < 10 else 0
         try:
-            body = json.loads(response.content)
-        except ValueError as exc:
+            body = body_of(response)
+        except (ValueError, RecursionError) as exc:
             raise LinearRefused(
                 response.status_code, "the answer is not JSON", method="POST", path=self.path
             ) from exc
