@@ -157,9 +157,10 @@ class GitLabTracker(Tracker):
                 # the issue (a system note), which moves its updated_at.
                 fresh = cursor is None or as_ms(stamp) > epoch_ms(cursor)
                 changed_any |= fresh
-                # An import's listing is filtered by the scope already (``_listings``).
-                wanted = cursor is None or not self._scoped_out(item)
-                if fresh and wanted and self._links_read(item):
+                # An import's listing is filtered by the scope already (``_listings``); a
+                # later poll's is not, and an issue outside the scope costs no evidence.
+                wanted = fresh and self._links_read(item)
+                if wanted and (cursor is None or not self._scoped_out(item)):
                     found, whole = await self._evidence(
                         item, as_int(item.get("merge_requests_count"))
                     )

@@ -249,6 +249,14 @@ class SetTarget:
         self.soon()
 
 
+RECEIVED_BEFORE = WebhookReply(200, "delivery already received")
+
+
+def delivery_key(tracker: str, delivery: str) -> str:
+    """A delivery's id as its receiver records it: the route's name, then the id."""
+    return f"{tracker}:{delivery}"
+
+
 def json_object(body: bytes) -> dict[str, Any] | None:
     """The body as a JSON object; ``None`` when it is not one, nested too deep included."""
     try:
@@ -267,8 +275,8 @@ def remembered(
     delivery (a flood's cheapest shape to send) would cost. ``None``: read on."""
     name = scheme.delivery_header
     delivery = headers.get(name) if name else None
-    if delivery and any(ep.remembers(f"{scheme.tracker}:{delivery}") for ep in verified):
-        return WebhookReply(200, "delivery already received")
+    if delivery and any(ep.remembers(delivery_key(scheme.tracker, delivery)) for ep in verified):
+        return RECEIVED_BEFORE
     return None
 
 
@@ -387,10 +395,10 @@ async def seen_before(
             "with its delivery headers",
         )
     try:
-        first = await endpoint.first_delivery(f"{tracker}:{delivery}", moved=moved)
+        first = await endpoint.first_delivery(delivery_key(tracker, delivery), moved=moved)
     except ContractError as exc:
         return WebhookReply(503, exc.message)
-    return None if first else WebhookReply(200, "delivery already received")
+    return None if first else RECEIVED_BEFORE
 
 
 async def rediscovered(
@@ -617,8 +625,8 @@ async def ask(
     delivery = scheme.delivery_of(headers, payload)
     if delivery:
         try:
-            if await endpoint.delivered(f"{scheme.tracker}:{delivery}"):
-                return WebhookReply(200, "delivery already received")
+            if await endpoint.delivered(delivery_key(scheme.tracker, delivery)):
+                return RECEIVED_BEFORE
         except ContractError as exc:
             return WebhookReply(503, exc.message)
     try:
